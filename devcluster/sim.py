@@ -1,0 +1,21 @@
+"""Pod annotations understood by the kwok stages in ``stages/stages.yaml`` (simulated containers)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+PREFIX: Final = "sim.octopus.openi.pcl.cn/"
+START_AFTER: Final = PREFIX + "start-after"  # Go duration before the pod turns Running
+DURATION: Final = PREFIX + "duration"  # Go duration the pod runs before it terminates
+EXIT_CODE: Final = PREFIX + "exit-code"  # exit code of its containers; 0 -> Succeeded, else Failed
+REASON: Final = PREFIX + "reason"  # terminated reason instead of Completed/Error (e.g. OOMKilled)
+PHASE: Final = PREFIX + "phase"  # "Unknown": the Running pod turns phase Unknown (node lost)
+
+
+def annotations(duration: float | None = None, exit_code: int = 0, **extra: str) -> dict[str, str]:
+    """Annotations for a pod that runs ``duration`` seconds and exits with ``exit_code``."""
+    result = dict(extra)
+    if duration is not None:
+        result[DURATION] = f"{int(duration * 1000)}ms"
+        result[EXIT_CODE] = str(exit_code)
+    return result

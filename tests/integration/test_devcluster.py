@@ -1,0 +1,171 @@
+"""The embedded control plane behaves like a real cluster: versions, nodes, scheduling, simulated
+pod lifecycles, garbage collection, and clean teardown."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from devcluster import Cluster, Settings, sim
+
+POD_TIMEOUT = 60.0
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = POD_TIMEOUT, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+def pod(name: str, annotations: dict[str, str] | None = None, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "annotations": annotations or {}}
+    if owner:
+        metadata["ownerReferences"] = [owner]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]},
+    }
+
+
+def read_pod(core: client.CoreV1Api, namespace: str, name: str) -> Any:
+    return core.read_namespaced_pod(name, namespace)
+
+
+def test_kubectl_reports_the_pinned_server_version(cluster: Cluster) -> None:
+    out = json.loads(cluster.kubectl("version", "-o", "json").stdout)
+    assert out["serverVersion"]["gitVersion"].startswith("v1.36.")
+    assert out["serverVersion"]["minor"] == "36"
+    assert out["clientVersion"]["gitVersion"] == out["serverVersion"]["gitVersion"]
+
+
+def test_kubectl_lists_the_simulated_nodes_ready(cluster: Cluster) -> None:
+    out = json.loads(cluster.kubectl("get", "nodes", "-l", "type=kwok", "-o", "json").stdout)
+    ready = {
+        n["metadata"]["name"]
+        for n in out["items"]
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])
+    }
+    assert ready == {f"kwok-node-{i}" for i in range(4)}
+
+
+def test_a_pod_without_node_name_is_scheduled_and_runs(cluster: Cluster, namespace: str) -> None:
+    core = client.CoreV1Api(cluster.api_client())
+    core.create_namespaced_pod(namespace, pod("runner"))
+    running = wait_until(lambda: (p := read_pod(core, namespace, "runner")).status.phase == "Running" and p)
+    assert running.spec.node_name.startswith("kwok-node-")
+    assert running.status.pod_ip
+    assert running.status.container_statuses[0].state.running is not None
+
+
+def test_a_pod_annotated_to_fail_ends_failed_with_its_exit_code(cluster: Cluster, namespace: str) -> None:
+    core = client.CoreV1Api(cluster.api_client())
+    core.create_namespaced_pod(namespace, pod("fails", sim.annotations(duration=1, exit_code=3)))
+    failed = wait_until(lambda: (p := read_pod(core, namespace, "fails")).status.phase == "Failed" and p)
+    terminated = failed.status.container_statuses[0].state.terminated
+    assert terminated.exit_code == 3
+    assert terminated.reason == "Error"
+    assert terminated.finished_at is not None
+
+
+def test_a_pod_annotated_to_succeed_ends_succeeded_with_exit_code_zero(cluster: Cluster, namespace: str) -> None:
+    core = client.CoreV1Api(cluster.api_client())
+    core.create_namespaced_pod(namespace, pod("succeeds", sim.annotations(duration=0.5)))
+    done = wait_until(lambda: (p := read_pod(core, namespace, "succeeds")).status.phase == "Succeeded" and p)
+    terminated = done.status.container_statuses[0].state.terminated
+    assert (terminated.exit_code, terminated.reason) == (0, "Completed")
+
+
+def test_patching_the_duration_onto_a_running_pod_ends_it_on_demand(cluster: Cluster, namespace: str) -> None:
+    core = client.CoreV1Api(cluster.api_client())
+    core.create_namespaced_pod(namespace, pod("on-demand"))
+    wait_until(lambda: read_pod(core, namespace, "on-demand").status.phase == "Running")
+    time.sleep(1)
+    assert read_pod(core, namespace, "on-demand").status.phase == "Running"  # no annotation: runs on
+    core.patch_namespaced_pod(
+        "on-demand", namespace, {"metadata": {"annotations": {sim.DURATION: "0s", sim.EXIT_CODE: "7"}}}
+    )
+    ended = wait_until(lambda: (p := read_pod(core, namespace, "on-demand")).status.phase == "Failed" and p)
+    assert ended.status.container_statuses[0].state.terminated.exit_code == 7
+
+
+def test_pods_owned_by_a_configmap_are_collected_after_foreground_deletion(
+    cluster: Cluster, namespace: str
+) -> None:
+    core = client.CoreV1Api(cluster.api_client())
+    owner = core.create_namespaced_config_map(namespace, {"metadata": {"name": "unit"}})
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "unit",
+        "uid": owner.metadata.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    for i in range(3):
+        core.create_namespaced_pod(namespace, pod(f"child-{i}", owner=ref))
+    core.delete_namespaced_config_map("unit", namespace, body={"propagationPolicy": "Foreground"})
+    wait_until(lambda: not core.list_namespaced_pod(namespace).items)
+    wait_until(lambda: not core.list_namespaced_config_map(namespace, field_selector="metadata.name=unit").items)
+
+
+def test_default_service_account_exists_so_pods_pass_service_account_admission(
+    cluster: Cluster, namespace: str
+) -> None:
+    core = client.CoreV1Api(cluster.api_client())
+    account = wait_until(lambda: core.list_namespaced_service_account(namespace).items)
+    assert [a.metadata.name for a in account] == ["default"]
+
+
+def _pids_alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        alive.append(pid)
+    return alive
+
+
+def test_a_second_cluster_coexists_and_leaves_no_process_after_stop(cluster: Cluster) -> None:
+    second = Cluster(Settings(nodes=1))
+    with second:
+        assert second.server != cluster.server
+        pids = list(second.pids().values())
+        assert len(pids) == 5
+        assert json.loads(second.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    assert _pids_alive(pids) == []
+
+
+@pytest.mark.timeout(300)
+def test_components_die_with_a_killed_parent(tmp_path: Any) -> None:
+    """SIGKILL the process that started a cluster: the kernel must take every component down with it."""
+    script = (
+        "import json, sys, time\n"
+        "from devcluster import Cluster, Settings\n"
+        "c = Cluster(Settings(nodes=1)).start()\n"
+        "print(json.dumps(list(c.pids().values())), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    pids = json.loads(parent.stdout.readline())
+    assert len(_pids_alive(pids)) == 5
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    wait_until(lambda: _pids_alive(pids) == [], timeout=15)
