@@ -304,6 +304,9 @@ class Cluster:
             f"--service-account-key-file={pki.sa_public}",
             f"--service-account-signing-key-file={pki.sa_private}",
             "--allow-privileged=true",
+            # Nodes are created not-ready-tainted by this plugin and only the node-lifecycle controller
+            # lifts it; kwok's nodes are Ready at once, so skip the taint instead of running that loop.
+            "--disable-admission-plugins=TaintNodesByCondition",
             "--endpoint-reconciler-type=none",
             f"--etcd-compaction-interval={self.settings.etcd_compaction_interval}",
             "--profiling=false",
