@@ -1,0 +1,57 @@
+"""The ControlUnit ConfigMap of one TaskSet attempt (spec 3.1): its shape and its spec snapshot.
+
+The snapshot is the TaskSet's spec as the attempt started (W-18): an edit while it runs never changes
+the replicas or policies of the running attempt; the next attempt picks the edit up (and validates it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import orjson
+
+from taskset.api import ParsedTaskSet, TaskSetSpec, parse_taskset
+from taskset.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, API_VERSION, KIND, LABEL_TASKSET
+
+SNAPSHOT_KEY: Final = "spec.json"
+# ConfigMaps hold at most 1 MiB; a larger spec runs without a snapshot (the live spec is used instead).
+MAX_SNAPSHOT_BYTES: Final = 900 * 1024
+
+
+def build_control_unit(taskset: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The ConfigMap for one attempt, controlled by the TaskSet (TaskSet -> ControlUnit -> Pods)."""
+    meta = taskset["metadata"]
+    snapshot = orjson.dumps(taskset.get("spec") or {})
+    data = {SNAPSHOT_KEY: snapshot.decode()} if len(snapshot) <= MAX_SNAPSHOT_BYTES else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": meta["namespace"],
+            "labels": {LABEL_TASKSET: meta["name"]},
+            "annotations": {ANNOTATION_TASKSET: meta["name"], ANNOTATION_NAMESPACE: meta["namespace"]},
+            "ownerReferences": [
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": KIND,
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "data": data,
+    }
+
+
+def parse_snapshot(snapshot: str, name: str, namespace: str, uid: str) -> TaskSetSpec | None:
+    """The attempt's spec from a ControlUnit, or None if the snapshot is unreadable or illegal."""
+    try:
+        spec = orjson.loads(snapshot)
+    except orjson.JSONDecodeError:
+        return None
+    parsed = parse_taskset({"metadata": {"name": name, "namespace": namespace, "uid": uid}, "spec": spec})
+    return parsed.spec if isinstance(parsed, ParsedTaskSet) else None

@@ -1,0 +1,396 @@
+"""The three machines of spec 5 as tables: TaskSet attempt, role and replica.
+
+Guards read frozen *facts* computed from the recorded status and the observed snapshot; each row names
+the spec's row (T*, R*, P*) so logs, tests and diagrams speak the spec's language. What a row *does*
+(bookkeeping, API intents) lives in ``taskset.decide``; which row fires is decided here. Row order is the
+spec's first-match order, R's corrections folded in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from statemachine import Machine, Transition
+from taskset.constants import ReplicaPhase as P
+from taskset.constants import RolePhase as R
+from taskset.constants import TaskSetPhase as T
+from taskset.observe import PodClass
+
+# ----------------------------------------------------------------------------------------------------
+# Replica
+# ----------------------------------------------------------------------------------------------------
+
+_OURS = (PodClass.CURRENT, PodClass.ADOPTABLE)
+
+
+@dataclass(frozen=True)
+class ReplicaFacts:
+    pod: PodClass
+    pod_deleting: bool = False
+    pod_terminal: bool = False
+    pod_running: bool = False
+    pod_assigned: bool = False
+    stopped: bool = False
+    creates_allowed: bool = True
+    creation_timed_out: bool = False
+    may_retry: bool = False
+    retry_due: bool = False
+
+    @property
+    def ours(self) -> bool:
+        return self.pod in _OURS
+
+    @property
+    def ours_deleting(self) -> bool:
+        return self.ours and self.pod_deleting
+
+    @property
+    def ours_terminal(self) -> bool:
+        return self.ours and self.pod_terminal
+
+
+def _stop_live(f: ReplicaFacts) -> bool:
+    return f.stopped and not f.ours_deleting
+
+
+_LIVE = (P.ATTEMPT_CREATION_REQUESTED, P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING)
+_GONE_WAIT = (P.ATTEMPT_DELETION_REQUESTED, P.ATTEMPT_COMPLETED)
+
+REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
+    name="replica",
+    states=tuple(P),
+    initial=P.ATTEMPT_PENDING,
+    terminal=frozenset({P.COMPLETED}),
+    transitions=(
+        # --- a new attempt's Pod ---
+        Transition(
+            "S1",
+            (P.ATTEMPT_PENDING, P.ATTEMPT_RETRY_PENDING),
+            P.COMPLETED,
+            lambda f: f.stopped,
+            "stopped by its completed role",
+        ),
+        Transition(
+            "P0",
+            (P.ATTEMPT_PENDING,),
+            None,
+            lambda f: f.pod in (PodClass.PREVIOUS, PodClass.DUPLICATE),
+            "an earlier Pod still holds the name: delete it, wait until it is gone",
+        ),
+        Transition(
+            "P1-conflict",
+            (P.ATTEMPT_PENDING,),
+            P.ATTEMPT_COMPLETED,
+            lambda f: f.pod == PodClass.FOREIGN,
+            "a foreign Pod holds the name",
+        ),
+        Transition(
+            "P1-adopt",
+            (P.ATTEMPT_PENDING,),
+            P.ATTEMPT_CREATION_REQUESTED,
+            lambda f: f.ours,
+            "this attempt's Pod already exists: adopt it",
+        ),
+        Transition(
+            "P1-hold",
+            (P.ATTEMPT_PENDING,),
+            None,
+            lambda f: not f.creates_allowed,
+            "the TaskSet is being deleted: create nothing",
+        ),
+        Transition("P1", (P.ATTEMPT_PENDING,), P.ATTEMPT_CREATION_REQUESTED, doc="create the Pod"),
+        Transition(
+            "P1-rejected",
+            (P.ATTEMPT_PENDING,),
+            P.ATTEMPT_COMPLETED,
+            on_result=True,
+            doc="create rejected (invalid Pod, admission) or name taken by a foreign Pod",
+        ),
+        # --- following the Pod ---
+        Transition(
+            "P10",
+            (*_LIVE, P.ATTEMPT_DELETION_PENDING),
+            P.ATTEMPT_DELETION_REQUESTED,
+            lambda f: f.ours_deleting,
+            "someone else is deleting the Pod",
+        ),
+        Transition("S2", _LIVE, P.ATTEMPT_DELETION_PENDING, _stop_live, "stopped by its completed role"),
+        Transition(
+            "P3",
+            (P.ATTEMPT_CREATION_REQUESTED,),
+            P.ATTEMPT_PREPARING,
+            lambda f: f.ours,
+            "the Pod appeared in the cache",
+        ),
+        Transition(
+            "P2",
+            (P.ATTEMPT_CREATION_REQUESTED,),
+            P.ATTEMPT_DELETION_PENDING,
+            lambda f: f.creation_timed_out,
+            "the Pod never appeared within the cache timeout",
+        ),
+        Transition("P3b", (P.ATTEMPT_CREATION_REQUESTED,), None, doc="wait for the cache"),
+        Transition(
+            "P5",
+            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING),
+            P.ATTEMPT_DELETION_PENDING,
+            lambda f: f.ours_terminal,
+            "the Pod exited",
+        ),
+        Transition(
+            "P4",
+            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED),
+            P.ATTEMPT_RUNNING,
+            lambda f: f.ours and f.pod_running,
+            "the Pod runs",
+        ),
+        Transition(
+            "P6",
+            (P.ATTEMPT_PREPARING,),
+            P.ATTEMPT_ASSIGNED,
+            lambda f: f.ours and f.pod_assigned,
+            "the Pod got its node and IP",
+        ),
+        Transition(
+            "P11",
+            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING),
+            P.ATTEMPT_COMPLETED,
+            lambda f: not f.ours,
+            "the Pod vanished",
+        ),
+        Transition(
+            "P-wait",
+            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING),
+            None,
+            doc="nothing new about the Pod",
+        ),
+        # --- ending the attempt ---
+        Transition(
+            "P9",
+            (P.ATTEMPT_DELETION_PENDING,),
+            P.ATTEMPT_DELETION_REQUESTED,
+            doc="delete the Pod (UID precondition)",
+        ),
+        Transition("P12", _GONE_WAIT, None, lambda f: f.ours, "wait until the Pod is gone"),
+        Transition(
+            "P13-retry",
+            _GONE_WAIT,
+            P.ATTEMPT_RETRY_PENDING,
+            lambda f: f.may_retry,
+            "the attempt failed and the role's retry policy allows another",
+        ),
+        Transition("P13", _GONE_WAIT, P.COMPLETED, doc="the replica's outcome is final"),
+        Transition(
+            "P14",
+            (P.ATTEMPT_RETRY_PENDING,),
+            P.ATTEMPT_PENDING,
+            lambda f: f.retry_due,
+            "the retry delay has passed",
+        ),
+        Transition("P14b", (P.ATTEMPT_RETRY_PENDING,), None, doc="wait for the retry delay"),
+    ),
+)
+
+# ----------------------------------------------------------------------------------------------------
+# Role
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoleFacts:
+    complete: bool  # the completion policy is satisfied (spec 6.1, with R's rule 3)
+    started: bool  # some replica ran or finished
+    all_replicas_completed: bool
+
+
+ROLE_MACHINE: Machine[R, RoleFacts] = Machine(
+    name="role",
+    states=tuple(R),
+    initial=R.WAITING,
+    terminal=frozenset({R.COMPLETED}),
+    transitions=(
+        Transition(
+            "R1",
+            (R.WAITING, R.RUNNING),
+            R.CLEANING_PENDING,
+            lambda f: f.complete,
+            "the completion policy is satisfied: outcome decided, stop the rest",
+        ),
+        Transition("R2", (R.WAITING,), R.RUNNING, lambda f: f.started, "a replica started"),
+        Transition("R-wait", (R.WAITING, R.RUNNING), None, doc="replicas still going"),
+        Transition(
+            "R4",
+            (R.CLEANING_PENDING,),
+            R.COMPLETED,
+            lambda f: f.all_replicas_completed,
+            "every replica is completed",
+        ),
+        Transition("R4b", (R.CLEANING_PENDING,), None, doc="stopped replicas still going away"),
+    ),
+)
+
+# ----------------------------------------------------------------------------------------------------
+# TaskSet attempt
+# ----------------------------------------------------------------------------------------------------
+
+
+class ControlUnitClass(Enum):
+    ABSENT = "absent"
+    OURS = "ours"
+    OURS_DELETING = "ours-deleting"
+    FOREIGN = "foreign"
+
+
+@dataclass(frozen=True)
+class TaskSetFacts:
+    legal: bool = True
+    control_unit: ControlUnitClass = ControlUnitClass.ABSENT
+    deleting: bool = False
+    creation_timed_out: bool = False
+    attempt_complete: bool = False  # the policies decided the attempt (6.3)
+    attempt_succeeded: bool = False
+    role_started: bool = False
+    may_retry: bool = False
+    retry_due: bool = False
+
+    @property
+    def unit_present(self) -> bool:
+        return self.control_unit in (ControlUnitClass.OURS, ControlUnitClass.OURS_DELETING)
+
+
+_CU = ControlUnitClass
+_ACTIVE = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
+_ENDING = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)
+
+TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
+    name="taskset",
+    states=tuple(T),
+    initial=T.VALIDATION,
+    terminal=frozenset({T.COMPLETED}),
+    transitions=(
+        Transition("T1", (T.VALIDATION,), T.COMPLETED, lambda f: not f.legal, "the TaskSet is illegal"),
+        Transition("T2", (T.VALIDATION,), T.ATTEMPT_PENDING, doc="the TaskSet is legal"),
+        # --- starting an attempt ---
+        Transition(
+            "T3-conflict",
+            (T.ATTEMPT_PENDING,),
+            T.ATTEMPT_COMPLETED,
+            lambda f: f.control_unit == _CU.FOREIGN,
+            "a foreign ConfigMap holds the ControlUnit name",
+        ),
+        Transition(
+            "T3-adopt",
+            (T.ATTEMPT_PENDING,),
+            T.ATTEMPT_CREATION_REQUESTED,
+            lambda f: f.control_unit == _CU.OURS,
+            "our ControlUnit already exists: adopt it",
+        ),
+        Transition(
+            "T3-hold",
+            (T.ATTEMPT_PENDING,),
+            None,
+            lambda f: f.deleting or f.control_unit == _CU.OURS_DELETING,
+            "the TaskSet is being deleted, or a stale ControlUnit is going away",
+        ),
+        Transition("T3", (T.ATTEMPT_PENDING,), T.ATTEMPT_CREATION_REQUESTED, doc="create the ControlUnit"),
+        Transition(
+            "T3-rejected",
+            (T.ATTEMPT_PENDING,),
+            T.ATTEMPT_COMPLETED,
+            on_result=True,
+            doc="the ControlUnit name is taken by a foreign ConfigMap",
+        ),
+        Transition(
+            "T12",
+            (T.ATTEMPT_CREATION_REQUESTED, *_ACTIVE, T.ATTEMPT_DELETION_PENDING),
+            T.ATTEMPT_DELETION_REQUESTED,
+            lambda f: f.control_unit == _CU.OURS_DELETING,
+            "the ControlUnit is being deleted",
+        ),
+        Transition(
+            "T5",
+            (T.ATTEMPT_CREATION_REQUESTED,),
+            T.ATTEMPT_PREPARING,
+            lambda f: f.control_unit == _CU.OURS,
+            "the ControlUnit appeared in the cache",
+        ),
+        Transition(
+            "T4",
+            (T.ATTEMPT_CREATION_REQUESTED,),
+            T.ATTEMPT_DELETION_PENDING,
+            lambda f: f.creation_timed_out,
+            "the ControlUnit never appeared within the cache timeout",
+        ),
+        Transition("T5b", (T.ATTEMPT_CREATION_REQUESTED,), None, doc="wait for the cache"),
+        # --- running the attempt (roles are synced before these guards are read) ---
+        Transition(
+            "T11",
+            _ACTIVE,
+            T.ATTEMPT_COMPLETED,
+            lambda f: not f.unit_present,
+            "the ControlUnit was deleted externally",
+        ),
+        Transition(
+            "T6",
+            _ACTIVE,
+            T.ATTEMPT_DELETION_PENDING,
+            lambda f: f.attempt_complete,
+            "the event policies decided the attempt",
+        ),
+        Transition(
+            "T7", (T.ATTEMPT_PREPARING,), T.ATTEMPT_RUNNING, lambda f: f.role_started, "a role is running"
+        ),
+        Transition("T-wait", _ACTIVE, None, doc="roles still going"),
+        # --- ending the attempt ---
+        Transition(
+            "T10",
+            (T.ATTEMPT_DELETION_PENDING,),
+            T.ATTEMPT_DELETION_REQUESTED,
+            lambda f: f.control_unit == _CU.OURS,
+            "delete the ControlUnit (foreground, UID precondition)",
+        ),
+        Transition(
+            "T12b",
+            (T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED),
+            None,
+            lambda f: f.unit_present,
+            "wait until the ControlUnit and its Pods are gone",
+        ),
+        Transition(
+            "T13-succeeded", _ENDING, T.COMPLETED, lambda f: f.attempt_succeeded, "the attempt succeeded"
+        ),
+        Transition(
+            "T13-retry",
+            _ENDING,
+            T.ATTEMPT_RETRY_PENDING,
+            lambda f: f.may_retry,
+            "the attempt failed and the retry policy allows another",
+        ),
+        Transition("T13", _ENDING, T.COMPLETED, doc="the attempt failed and no retry follows"),
+        Transition(
+            "T14-deleting",
+            (T.ATTEMPT_RETRY_PENDING,),
+            T.COMPLETED,
+            lambda f: f.deleting,
+            "the TaskSet is being deleted: no retry",
+        ),
+        Transition(
+            "T14-illegal",
+            (T.ATTEMPT_RETRY_PENDING,),
+            T.COMPLETED,
+            lambda f: not f.legal,
+            "the spec became illegal (W-18)",
+        ),
+        Transition(
+            "T14",
+            (T.ATTEMPT_RETRY_PENDING,),
+            T.ATTEMPT_PENDING,
+            lambda f: f.retry_due,
+            "the retry delay has passed: start the next attempt",
+        ),
+        Transition("T14b", (T.ATTEMPT_RETRY_PENDING,), None, doc="wait for the retry delay"),
+    ),
+)
+
+MACHINES = (TASKSET_MACHINE, ROLE_MACHINE, REPLICA_MACHINE)

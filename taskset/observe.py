@@ -1,0 +1,207 @@
+"""What a reconcile sees: small frozen views over cached raw objects, built once per pass.
+
+The machines never read raw dicts; they read these views. ``classify_pod`` sorts a Pod found under a
+replica's name into the classes of spec 5.3.1, which is what makes stable names (D1) safe: only this
+attempt's Pod is adopted, a previous attempt's Pod is waited for, anything else is a conflict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from taskset.constants import (
+    ANNOTATION_REPLICA_ATTEMPT_ID,
+    ANNOTATION_TASKSET_UID,
+)
+
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed", "Unknown"})  # O treats Unknown as exited (8.2)
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def controller_uid(obj: Mapping[str, Any]) -> str | None:
+    """UID of the object's controlling owner, if any."""
+    for ref in _get(obj, "metadata", "ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True and isinstance(ref.get("uid"), str):
+            return str(ref["uid"])
+    return None
+
+
+@dataclass(frozen=True)
+class Terminated:
+    exit_code: int
+    message: str
+    signal: int
+    reason: str
+    finished_at: str | None
+
+
+@dataclass(frozen=True)
+class PodView:
+    """The facts about one Pod that the replica machine and status capture need."""
+
+    name: str
+    uid: str
+    phase: str
+    deleting: bool
+    controller_uid: str | None
+    taskset_uid: str
+    replica_attempt_id: int | None
+    host_ip: str = ""
+    pod_ip: str = ""
+    reason: str = ""
+    message: str = ""
+    start_time: str | None = None
+    container_name: str = ""
+    container_id: str = ""
+    terminated: Terminated | None = None
+    unschedulable_message: str = ""
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_POD_PHASES
+
+    @property
+    def assigned(self) -> bool:
+        return bool(self.host_ip and self.pod_ip)
+
+    @property
+    def running(self) -> bool:
+        return self.phase == "Running"
+
+
+def _main_container(pod: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """The first container declared in the spec is the workload (W-13), with its status if reported."""
+    containers = _get(pod, "spec", "containers") or []
+    name = _str(containers[0].get("name")) if containers and isinstance(containers[0], dict) else ""
+    for status in _get(pod, "status", "containerStatuses") or ():
+        if isinstance(status, dict) and (not name or status.get("name") == name):
+            return name or _str(status.get("name")), status
+    return name, {}
+
+
+def _terminated(container: Mapping[str, Any]) -> Terminated | None:
+    state = _get(container, "state", "terminated")
+    if not isinstance(state, dict) or not isinstance(state.get("exitCode"), int):
+        return None
+    return Terminated(
+        exit_code=state["exitCode"],
+        message=_str(state.get("message")),
+        signal=state["signal"] if isinstance(state.get("signal"), int) else 0,
+        reason=_str(state.get("reason")),
+        finished_at=state.get("finishedAt") if isinstance(state.get("finishedAt"), str) else None,
+    )
+
+
+def _unschedulable(pod: Mapping[str, Any]) -> str:
+    for condition in _get(pod, "status", "conditions") or ():
+        if (
+            isinstance(condition, dict)
+            and condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == "Unschedulable"
+        ):
+            return _str(condition.get("message")) or "Unschedulable"
+    return ""
+
+
+def pod_view(pod: Mapping[str, Any]) -> PodView:
+    annotations = _get(pod, "metadata", "annotations") or {}
+    attempt = annotations.get(ANNOTATION_REPLICA_ATTEMPT_ID) if isinstance(annotations, dict) else None
+    container_name, container = _main_container(pod)
+    return PodView(
+        name=_str(_get(pod, "metadata", "name")),
+        uid=_str(_get(pod, "metadata", "uid")),
+        phase=_str(_get(pod, "status", "phase")) or "Pending",
+        deleting=_get(pod, "metadata", "deletionTimestamp") is not None,
+        controller_uid=controller_uid(pod),
+        taskset_uid=_str(annotations.get(ANNOTATION_TASKSET_UID)) if isinstance(annotations, dict) else "",
+        replica_attempt_id=int(attempt) if isinstance(attempt, str) and attempt.isdigit() else None,
+        host_ip=_str(_get(pod, "status", "hostIP")),
+        pod_ip=_str(_get(pod, "status", "podIP")),
+        reason=_str(_get(pod, "status", "reason")),
+        message=_str(_get(pod, "status", "message")),
+        start_time=_get(pod, "status", "startTime")
+        if isinstance(_get(pod, "status", "startTime"), str)
+        else None,
+        container_name=container_name,
+        container_id=_str(container.get("containerID")),
+        terminated=_terminated(container),
+        unschedulable_message=_unschedulable(pod),
+    )
+
+
+@dataclass(frozen=True)
+class ControlUnitView:
+    name: str
+    uid: str
+    deleting: bool
+    controller_uid: str | None
+    # The spec the attempt started with (W-18), if the ControlUnit carries a snapshot.
+    spec_snapshot: str | None = None
+
+
+def control_unit_view(cm: Mapping[str, Any], snapshot_key: str) -> ControlUnitView:
+    data = _get(cm, "data") or {}
+    snapshot = data.get(snapshot_key) if isinstance(data, dict) else None
+    return ControlUnitView(
+        name=_str(_get(cm, "metadata", "name")),
+        uid=_str(_get(cm, "metadata", "uid")),
+        deleting=_get(cm, "metadata", "deletionTimestamp") is not None,
+        controller_uid=controller_uid(cm),
+        spec_snapshot=snapshot if isinstance(snapshot, str) else None,
+    )
+
+
+class PodClass(Enum):
+    """How a Pod found under a replica's name relates to that replica (spec 5.3.1)."""
+
+    ABSENT = "absent"  # no Pod under the name
+    CURRENT = "current"  # the replica's recorded Pod (UID matches)
+    ADOPTABLE = "adoptable"  # this attempt's Pod, not yet recorded (lost status write, W-1)
+    DUPLICATE = "duplicate"  # controlled by the current ControlUnit, but not the recorded Pod
+    PREVIOUS = "previous"  # an earlier attempt's Pod of this replica, still going away
+    FOREIGN = "foreign"  # someone else's Pod holds the name
+
+
+def classify_pod(
+    pod: PodView | None,
+    *,
+    recorded_uid: str | None,
+    control_unit_uid: str | None,
+    taskset_uid: str,
+    replica_attempt: int,
+) -> PodClass:
+    if pod is None:
+        return PodClass.ABSENT
+    if recorded_uid and pod.uid == recorded_uid:
+        return PodClass.CURRENT
+    ours_now = control_unit_uid is not None and pod.controller_uid == control_unit_uid
+    if ours_now and pod.replica_attempt_id is not None and pod.replica_attempt_id >= replica_attempt:
+        return PodClass.ADOPTABLE if not recorded_uid else PodClass.DUPLICATE
+    if ours_now or (taskset_uid and pod.taskset_uid == taskset_uid):
+        return PodClass.PREVIOUS
+    return PodClass.FOREIGN
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Everything one reconcile pass knows about the cluster besides the TaskSet itself."""
+
+    control_unit: ControlUnitView | None  # the ConfigMap under the current attempt's name
+    pods: Mapping[str, PodView] = field(default_factory=dict)  # by name, this TaskSet's replica names
+    # ControlUnits controlled by this TaskSet under other names (T15 removes strays at the end).
+    other_control_units: tuple[ControlUnitView, ...] = ()

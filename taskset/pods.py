@@ -1,0 +1,110 @@
+"""The Pod of one replica attempt, built from the role's template (spec 3.2 as amended by D1).
+
+Starts from a deep copy of the template, so the cached TaskSet is never touched; everything the
+template says passes through (schedulerName, PodGroup annotations, affinity, ...) except what
+identifies the replica, which the controller owns: name, namespace, the controlling owner, the
+identity labels/annotations, and the six environment variables prepended to every container.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from taskset.constants import (
+    ANNOTATION_CONTROL_UNIT_UID,
+    ANNOTATION_NAMESPACE,
+    ANNOTATION_REPLICA_ATTEMPT_ID,
+    ANNOTATION_REPLICA_INDEX,
+    ANNOTATION_TASKSET,
+    ANNOTATION_TASKSET_ATTEMPT_ID,
+    ANNOTATION_TASKSET_UID,
+    DEFAULT_RESTART_POLICY,
+    DEFAULT_TERMINATION_MESSAGE_POLICY,
+    ENV_TASKROLE_NAME,
+    ENV_TASKROLE_REPLICA_ATTEMPT_ID,
+    ENV_TASKROLE_REPLICA_INDEX,
+    ENV_TASKSET_ATTEMPT_ID,
+    ENV_TASKSET_NAME,
+    ENV_TASKSET_NAMESPACE,
+    LABEL_ROLE,
+    LABEL_TASKSET,
+)
+
+
+@dataclass(frozen=True)
+class PodIdentity:
+    """Who a Pod is: which replica of which attempt, under which ControlUnit."""
+
+    taskset: str
+    namespace: str
+    taskset_uid: str
+    role: str
+    index: int
+    name: str
+    control_unit_name: str
+    control_unit_uid: str
+    taskset_attempt: int
+    replica_attempt: int
+
+
+def _env(identity: PodIdentity) -> list[dict[str, str]]:
+    values = (
+        (ENV_TASKSET_NAMESPACE, identity.namespace),
+        (ENV_TASKSET_NAME, identity.taskset),
+        (ENV_TASKROLE_NAME, identity.role),
+        (ENV_TASKROLE_REPLICA_INDEX, str(identity.index)),
+        (ENV_TASKSET_ATTEMPT_ID, str(identity.taskset_attempt)),
+        (ENV_TASKROLE_REPLICA_ATTEMPT_ID, str(identity.replica_attempt)),
+    )
+    return [{"name": name, "value": value} for name, value in values]
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def build_pod(template: Mapping[str, Any], identity: PodIdentity) -> dict[str, Any]:
+    """The Pod to create for ``identity`` from the role's PodTemplateSpec."""
+    source = copy.deepcopy(dict(template))
+    metadata = _dict(source.get("metadata"))
+    spec = _dict(source.get("spec"))
+    for key in ("name", "namespace", "generateName", "uid", "resourceVersion", "creationTimestamp"):
+        metadata.pop(key, None)
+    metadata["name"] = identity.name
+    metadata["namespace"] = identity.namespace
+    metadata["labels"] = {**_dict(metadata.get("labels")), LABEL_TASKSET: identity.taskset, LABEL_ROLE: identity.role}
+    metadata["annotations"] = {
+        **_dict(metadata.get("annotations")),
+        ANNOTATION_REPLICA_INDEX: str(identity.index),
+        ANNOTATION_TASKSET: identity.taskset,
+        ANNOTATION_NAMESPACE: identity.namespace,
+        ANNOTATION_TASKSET_UID: identity.taskset_uid,
+        ANNOTATION_CONTROL_UNIT_UID: identity.control_unit_uid,
+        ANNOTATION_TASKSET_ATTEMPT_ID: str(identity.taskset_attempt),
+        ANNOTATION_REPLICA_ATTEMPT_ID: str(identity.replica_attempt),
+    }
+    owners = [ref for ref in metadata.get("ownerReferences") or [] if isinstance(ref, dict)]
+    owners.append(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": identity.control_unit_name,
+            "uid": identity.control_unit_uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    )
+    metadata["ownerReferences"] = owners
+    env = _env(identity)
+    for key in ("initContainers", "containers"):
+        for container in spec.get(key) or []:
+            if not isinstance(container, dict):
+                continue
+            container["env"] = [*copy.deepcopy(env), *(container.get("env") or [])]
+            container.setdefault("terminationMessagePolicy", DEFAULT_TERMINATION_MESSAGE_POLICY)
+    if not spec.get("restartPolicy"):
+        spec["restartPolicy"] = DEFAULT_RESTART_POLICY  # W-12
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}

@@ -1,0 +1,100 @@
+"""The policies as pure functions: role completion (6.1), event policy (6.2), attempt outcome (6.3)
+and the retry decisions (7). They read statuses and the parsed spec; they change nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from taskset.api import RetryPolicy, Role
+from taskset.constants import ReplicaPhase, RoleEvent, RolePhase, State, TaskSetAction
+from taskset.status import ReplicaStatus, RoleStatus
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A decided result: success or failure, and the reason the user reads."""
+
+    succeeded: bool
+    reason: str
+
+
+def role_completion(role: Role, replicas: Sequence[ReplicaStatus]) -> Outcome | None:
+    """Spec 6.1: count only completed replicas; success is checked before failure; R adds rule 3 (W-7)."""
+    completed = [r for r in replicas if r.phase == ReplicaPhase.COMPLETED]
+    succeeded = sum(1 for r in completed if r.succeeded)
+    failed = len(completed) - succeeded
+    policy = role.completion_policy
+    if succeeded >= policy.min_succeeded:
+        return Outcome(True, f"Completion policy MinSucceeded satisfied,succeeded count:{succeeded}")
+    if failed >= policy.max_failed:
+        return Outcome(False, f"Completion policy MaxFailed  satisfied,faild count:{failed}")
+    if replicas and len(completed) == len(replicas):
+        return Outcome(
+            False,
+            "All replicas completed but neither MinSucceeded nor MaxFailed was reached, "
+            f"succeeded count:{succeeded}, failed count:{failed}",
+        )
+    return None
+
+
+def _event_matches(event: RoleEvent, state: State) -> bool:
+    if event == RoleEvent.ROLE_COMPLETED:
+        return state in (State.SUCCEEDED, State.FAILED)
+    return (event, state) in (
+        (RoleEvent.ROLE_FAILED, State.FAILED),
+        (RoleEvent.ROLE_SUCCEEDED, State.SUCCEEDED),
+    )
+
+
+def role_verdict(role: Role, status: RoleStatus) -> bool | None:
+    """Spec 6.2 for one completed role: True/False when it decides the attempt, None when it does not.
+
+    The first matching entry whose action is not NoAction wins; ``TaskSetCompleted`` carries the
+    triggering role's own outcome (W-8, D5).
+    """
+    for policy in role.effective_event_policies:
+        if policy.action == TaskSetAction.NO_ACTION or not _event_matches(policy.event, status.state):
+            continue
+        if policy.action == TaskSetAction.TASKSET_SUCCEEDED:
+            return True
+        if policy.action == TaskSetAction.TASKSET_FAILED:
+            return False
+        return status.state == State.SUCCEEDED
+    return None
+
+
+def attempt_outcome(roles: Sequence[Role], statuses: Sequence[RoleStatus]) -> Outcome | None:
+    """Spec 6.3: the first completed role (spec order) whose event policy triggers decides; else, once
+    every role is completed, all-succeeded means success. None while the attempt goes on."""
+    for role, status in zip(roles, statuses, strict=True):
+        if status.phase != RolePhase.COMPLETED:
+            continue
+        verdict = role_verdict(role, status)
+        if verdict is True:
+            return Outcome(True, f"TaskSet completed beacause taskrole({role.name}) is succeeded ")
+        if verdict is False:
+            return Outcome(False, f"TaskSet completed beacause taskrole({role.name}) is failed")
+    if all(status.phase == RolePhase.COMPLETED for status in statuses):
+        if all(status.state == State.SUCCEEDED for status in statuses):
+            return Outcome(True, "TaskSet succeeded beacause all taskrole are succeeded")
+        return Outcome(
+            False, "TaskSet failed beacause all taskrole are completed,but some TaskRole are failed"
+        )
+    return None
+
+
+def taskset_retry_decision(policy: RetryPolicy, retried: int) -> tuple[bool, str]:
+    """Spec 7.1: whether a failed attempt is followed by another, with O's decision message."""
+    if not policy.retry:
+        return False, "Retry is forbidden"
+    if retried < policy.max_retry_count:
+        return True, "Policy.Retry is true,and current retry time is smaller than MaxRetryCount"
+    return False, "Can't retry anymore"
+
+
+def replica_may_retry(policy: RetryPolicy, replica: ReplicaStatus, *, taskset_deleting: bool) -> bool:
+    """Spec 7.2: never a stopped or succeeded replica, never while the TaskSet is being deleted (W-10)."""
+    if replica.stopped or replica.succeeded or taskset_deleting:
+        return False
+    return policy.allows_retry(replica.total_retried_count)

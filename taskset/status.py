@@ -1,0 +1,365 @@
+"""The TaskSet status as typed, mutable working copies, and its exact wire shape (spec 2.5).
+
+A reconcile parses the recorded status once, lets the pure machines edit a private copy, and serializes
+it back with every key present (O's Go types had no ``omitempty``). Parsing tolerates anything a user or
+an older controller may have stored: unknown phases fall back to the initial one and wrong types to
+defaults, so a damaged status never crashes the controller.
+
+Controller-made timestamps are rounded **up** to the second (``stamp``): the wire format has second
+precision, and rounding up means a delay measured from a stored ``transitionTime`` is never cut short.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from taskset.constants import (
+    ConditionStatus,
+    ConditionType,
+    ReplicaPhase,
+    RolePhase,
+    State,
+    TaskSetPhase,
+)
+
+E = TypeVar("E", bound=StrEnum)
+Json = dict[str, Any]
+
+
+def stamp(moment: datetime) -> str:
+    """RFC 3339 UTC with second precision, rounded up."""
+    seconds = math.ceil(moment.timestamp())
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def seconds_since(value: str | None, now: datetime) -> float:
+    """Seconds from a stored timestamp to ``now``; a missing timestamp counts as 'long ago'."""
+    moment = parse_time(value)
+    return math.inf if moment is None else (now - moment).total_seconds()
+
+
+def _enum(kind: type[E], value: object, default: E) -> E:
+    try:
+        return kind(value)
+    except ValueError:
+        return default
+
+
+def _str(value: object, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _opt_str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: object, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: object) -> Json:
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class TerminatedInfo:
+    exit_code: int
+    exit_message: str = ""
+    signal: int = 0
+    reason: str = ""
+
+    def to_json(self) -> Json:
+        return {
+            "exitCode": self.exit_code,
+            "exitMessage": self.exit_message,
+            "signal": self.signal,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_json(cls, raw: object) -> TerminatedInfo | None:
+        if not isinstance(raw, dict) or not isinstance(raw.get("exitCode"), int):
+            return None
+        return cls(
+            exit_code=raw["exitCode"],
+            exit_message=_str(raw.get("exitMessage")),
+            signal=raw["signal"] if isinstance(raw.get("signal"), int) else 0,
+            reason=_str(raw.get("reason")),
+        )
+
+
+@dataclass
+class ReplicaStatus:
+    index: int
+    name: str  # the role's name, as O writes it
+    phase: ReplicaPhase = ReplicaPhase.ATTEMPT_PENDING
+    phase_message: str = ""
+    stopped: bool = False
+    transition_time: str | None = None
+    start_at: str | None = None
+    finish_at: str | None = None
+    total_retried_count: int = 0
+    pod_name: str = ""
+    pod_reason: str = ""
+    pod_uid: str | None = None
+    pod_ip: str = ""
+    pod_host_ip: str = ""
+    container_name: str = ""
+    container_id: str = ""
+    terminated_info: TerminatedInfo | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        """The replica's outcome rule (spec 2.5.3): only a captured exit code 0 is a success."""
+        return self.terminated_info is not None and self.terminated_info.exit_code == 0
+
+    def clear_pod(self) -> None:
+        """Forget everything about the previous attempt's Pod (P14; R also clears podReason)."""
+        self.pod_name = ""
+        self.pod_reason = ""
+        self.pod_uid = None
+        self.pod_ip = ""
+        self.pod_host_ip = ""
+        self.container_name = ""
+        self.container_id = ""
+        self.start_at = None
+        self.finish_at = None
+        self.terminated_info = None
+
+    def to_json(self) -> Json:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "phase": str(self.phase),
+            "phaseMessage": self.phase_message,
+            "stopped": self.stopped,
+            "transitionTime": self.transition_time,
+            "startAt": self.start_at,
+            "finishAt": self.finish_at,
+            "totalRetriedCount": self.total_retried_count,
+            "podName": self.pod_name,
+            "podReason": self.pod_reason,
+            "podUID": self.pod_uid,
+            "podIP": self.pod_ip,
+            "podHostIP": self.pod_host_ip,
+            "containerName": self.container_name,
+            "containerID": self.container_id,
+            "terminatedInfo": None if self.terminated_info is None else self.terminated_info.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, raw: Json, index: int, role: str) -> ReplicaStatus:
+        return cls(
+            index=index,
+            name=role,
+            phase=_enum(ReplicaPhase, raw.get("phase"), ReplicaPhase.ATTEMPT_PENDING),
+            phase_message=_str(raw.get("phaseMessage")),
+            stopped=raw.get("stopped") is True,
+            transition_time=_opt_str(raw.get("transitionTime")),
+            start_at=_opt_str(raw.get("startAt")),
+            finish_at=_opt_str(raw.get("finishAt")),
+            total_retried_count=_int(raw.get("totalRetriedCount")),
+            pod_name=_str(raw.get("podName")),
+            pod_reason=_str(raw.get("podReason")),
+            pod_uid=_opt_str(raw.get("podUID")),
+            pod_ip=_str(raw.get("podIP")),
+            pod_host_ip=_str(raw.get("podHostIP")),
+            container_name=_str(raw.get("containerName")),
+            container_id=_str(raw.get("containerID")),
+            terminated_info=TerminatedInfo.from_json(raw.get("terminatedInfo")),
+        )
+
+
+@dataclass
+class RoleStatus:
+    name: str
+    replicas: list[ReplicaStatus]
+    phase: RolePhase = RolePhase.WAITING
+    phase_message: str = ""
+    transition_time: str | None = None
+    state: State = State.WAITING
+    state_message: str = ""
+
+    @classmethod
+    def fresh(cls, name: str, replicas: int, now: str) -> RoleStatus:
+        return cls(
+            name=name,
+            replicas=[ReplicaStatus(index=i, name=name, transition_time=now) for i in range(replicas)],
+            transition_time=now,
+        )
+
+    def to_json(self) -> Json:
+        return {
+            "name": self.name,
+            "phase": str(self.phase),
+            "phaseMessage": self.phase_message,
+            "transitionTime": self.transition_time,
+            "state": str(self.state),
+            "stateMessage": self.state_message,
+            "replicaStatus": [replica.to_json() for replica in self.replicas],
+        }
+
+    @classmethod
+    def from_json(cls, raw: Json) -> RoleStatus:
+        name = _str(raw.get("name"))
+        replicas = [
+            ReplicaStatus.from_json(item, index, name)
+            for index, item in enumerate(r for r in _list(raw.get("replicaStatus")) if isinstance(r, dict))
+        ]
+        return cls(
+            name=name,
+            replicas=replicas,
+            phase=_enum(RolePhase, raw.get("phase"), RolePhase.WAITING),
+            phase_message=_str(raw.get("phaseMessage")),
+            transition_time=_opt_str(raw.get("transitionTime")),
+            state=_enum(State, raw.get("state"), State.WAITING),
+            state_message=_str(raw.get("stateMessage")),
+        )
+
+
+@dataclass
+class Condition:
+    type: ConditionType
+    status: ConditionStatus
+    reason: str
+    message: str
+    last_transition_time: str | None
+    observed_generation: int
+
+    def to_json(self) -> Json:
+        return {
+            "type": str(self.type),
+            "status": str(self.status),
+            "reason": self.reason,
+            "message": self.message,
+            "lastTransitionTime": self.last_transition_time,
+            "observedGeneration": self.observed_generation,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Json) -> Condition | None:
+        try:
+            kind = ConditionType(raw.get("type"))
+        except ValueError:
+            return None
+        return cls(
+            type=kind,
+            status=_enum(ConditionStatus, raw.get("status"), ConditionStatus.UNKNOWN),
+            reason=_str(raw.get("reason")),
+            message=_str(raw.get("message")),
+            last_transition_time=_opt_str(raw.get("lastTransitionTime")),
+            observed_generation=_int(raw.get("observedGeneration")),
+        )
+
+
+@dataclass
+class TaskSetStatus:
+    phase: TaskSetPhase = TaskSetPhase.VALIDATION
+    phase_message: str = ""
+    transition_time: str | None = None
+    state: State = State.WAITING
+    state_message: str = ""
+    control_unit_uid: str | None = None
+    created_at: str | None = None
+    start_at: str | None = None
+    finish_at: str | None = None
+    total_retried_count: int = 0
+    preempt_count: int = 0
+    roles: list[RoleStatus] = field(default_factory=list)
+    observed_generation: int = 0
+    conditions: list[Condition] = field(default_factory=list)
+
+    @property
+    def attempt_id(self) -> int:
+        return self.total_retried_count
+
+    def role(self, name: str) -> RoleStatus | None:
+        return next((role for role in self.roles if role.name == name), None)
+
+    def condition(self, kind: ConditionType) -> Condition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
+
+    def set_condition(
+        self, kind: ConditionType, status: ConditionStatus, reason: str, message: str, now: str
+    ) -> None:
+        """Upsert one condition; ``lastTransitionTime`` moves only when ``status`` changes."""
+        existing = self.condition(kind)
+        if existing is None:
+            self.conditions.append(Condition(kind, status, reason, message, now, self.observed_generation))
+            return
+        if existing.status != status:
+            existing.last_transition_time = now
+        existing.status = status
+        existing.reason = reason
+        existing.message = message
+        existing.observed_generation = self.observed_generation
+
+    def summary(self) -> Json:
+        """Progress counters for ``kubectl get ts`` printer columns."""
+        replicas = [replica for role in self.roles for replica in role.replicas]
+        done_roles = sum(1 for role in self.roles if role.phase == RolePhase.COMPLETED)
+        finished = sum(1 for r in replicas if r.phase == ReplicaPhase.COMPLETED)
+        return {"roles": f"{done_roles}/{len(self.roles)}", "replicas": f"{finished}/{len(replicas)}"}
+
+    def to_json(self) -> Json:
+        return {
+            "phase": str(self.phase),
+            "phaseMessage": self.phase_message,
+            "transitionTime": self.transition_time,
+            "state": str(self.state),
+            "stateMessage": self.state_message,
+            "controlUnitUID": self.control_unit_uid,
+            "createdAt": self.created_at,
+            "startAt": self.start_at,
+            "finishAt": self.finish_at,
+            "totalRetriedCount": self.total_retried_count,
+            "preemptCount": self.preempt_count,
+            "roleStatus": [role.to_json() for role in self.roles],
+            "observedGeneration": self.observed_generation,
+            "conditions": [condition.to_json() for condition in self.conditions],
+            "summary": self.summary(),
+        }
+
+    @classmethod
+    def from_json(cls, raw: object) -> TaskSetStatus | None:
+        """The recorded status, or None when nothing usable is stored (the TaskSet is new)."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("phase"), str):
+            return None
+        return cls(
+            phase=_enum(TaskSetPhase, raw.get("phase"), TaskSetPhase.VALIDATION),
+            phase_message=_str(raw.get("phaseMessage")),
+            transition_time=_opt_str(raw.get("transitionTime")),
+            state=_enum(State, raw.get("state"), State.WAITING),
+            state_message=_str(raw.get("stateMessage")),
+            control_unit_uid=_opt_str(raw.get("controlUnitUID")),
+            created_at=_opt_str(raw.get("createdAt")),
+            start_at=_opt_str(raw.get("startAt")),
+            finish_at=_opt_str(raw.get("finishAt")),
+            total_retried_count=_int(raw.get("totalRetriedCount")),
+            preempt_count=_int(raw.get("preemptCount")),
+            roles=[RoleStatus.from_json(r) for r in _list(raw.get("roleStatus")) if isinstance(r, dict)],
+            observed_generation=_int(raw.get("observedGeneration")),
+            conditions=[
+                c
+                for c in (Condition.from_json(_dict(r)) for r in _list(raw.get("conditions")))
+                if c is not None
+            ],
+        )
