@@ -1,0 +1,610 @@
+"""Generate the TaskSet CRD, ``manifests/crd/tasksets.octopus.openi.pcl.cn.yaml``.
+
+Usage: ``python hack/gen_crd.py`` writes the file; ``--check`` only compares and exits 1 on a difference.
+
+The role ``template`` carries the full core/v1 PodTemplateSpec schema, so the API server rejects a typo
+such as ``contaners:`` at create time instead of the controller failing a Pod later (D7). It is derived
+from the OpenAPI v3 document that ships with the pinned Kubernetes release (the module the control-plane
+build downloads into ``$(go env GOMODCACHE)``), turned into a structural schema:
+
+* ``$ref`` and single-entry ``allOf`` wrappers are inlined (the Pod schema has no cycles);
+* ``IntOrString`` and ``Quantity`` become ``x-kubernetes-int-or-string`` with the ``anyOf`` structural
+  schemas allow. A Quantity written as a float (``cpu: 0.5``) is therefore rejected, as in every CRD that
+  controller-gen generates; write ``500m`` or ``"0.5"``;
+* descriptions, defaults and the strategic-merge-patch and union extensions are dropped: descriptions for
+  size, defaults because the API server would write them into the stored spec. The one exception is a
+  default on a list-map key that is not required (``ports[].protocol: TCP``, ``imagePullSecrets[].name``),
+  which structural schemas demand;
+* the template's ``metadata`` keeps only what a Pod template can meaningfully carry.
+
+The rest of the schema (spec section 2.2, Appendix A, decisions D1-D7) is written out below. Its messages
+and bounds come from ``taskset.constants``, so the CRD and the controller's own validation cannot drift.
+Output is deterministic: the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from taskset import constants as c  # noqa: E402  (after the sys.path tweak, so the script runs from anywhere)
+
+OUTPUT = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
+KUBERNETES_VERSION_FILE = ROOT / "devcluster" / "go" / "kubernetes" / "VERSION"
+OPENAPI_IN_MODULE = "api/openapi-spec/v3/api__v1_openapi.json"
+
+Schema = dict[str, Any]
+
+_REF_PREFIX = "#/components/schemas/"
+_POD_TEMPLATE_SPEC = "io.k8s.api.core.v1.PodTemplateSpec"
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
+# The Pod template's metadata, trimmed to what the controller copies into a Pod (spec 3.2) plus the
+# harmless fields that `kubectl get -o yaml` leaves in templates people paste (creationTimestamp: null).
+_TEMPLATE_METADATA_FIELDS = (
+    "annotations",
+    "creationTimestamp",
+    "finalizers",
+    "generateName",
+    "labels",
+    "name",
+    "namespace",
+    "ownerReferences",
+)
+# Schema keywords that survive into the structural schema; everything else (description, default,
+# x-kubernetes-patch-*, x-kubernetes-unions, ...) is dropped.
+_KEPT_KEYWORDS = ("type", "format", "required", "x-kubernetes-list-type", "x-kubernetes-list-map-keys")
+_KEPT_KEYWORDS_LAST = ("x-kubernetes-map-type",)
+# Same as the pattern controller-gen emits for resource.Quantity.
+_QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+_INT_OR_STRING_SCHEMA: Schema = {
+    "anyOf": [{"type": "integer"}, {"type": "string"}],
+    "x-kubernetes-int-or-string": True,
+}
+
+
+# ======================================================================================================
+# Locating the OpenAPI document
+# ======================================================================================================
+
+
+def kubernetes_version() -> str:
+    """The pinned release, from the control-plane build's wrapper module (``KUBERNETES_VERSION=v1.x.y``)."""
+    return KUBERNETES_VERSION_FILE.read_text().strip().split("=", 1)[1]
+
+
+def gomodcache() -> Path | None:
+    if os.environ.get("GOMODCACHE"):
+        return Path(os.environ["GOMODCACHE"])
+    try:
+        out = subprocess.run(
+            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError):
+        gopath = os.environ.get("GOPATH") or str(Path.home() / "go")
+        return Path(gopath.split(os.pathsep)[0]) / "pkg" / "mod"
+    return Path(out.stdout.strip()) if out.stdout.strip() else None
+
+
+def openapi_path() -> Path | None:
+    """Where the pinned release's core/v1 OpenAPI document is, or None when the module is not downloaded."""
+    cache = gomodcache()
+    if cache is None:
+        return None
+    path = cache / "k8s.io" / f"kubernetes@{kubernetes_version()}" / OPENAPI_IN_MODULE
+    return path if path.is_file() else None
+
+
+# ======================================================================================================
+# OpenAPI -> structural schema
+# ======================================================================================================
+
+
+class _Converter:
+    """Inline one OpenAPI v3 definition into a structural schema (see the module docstring for the rules)."""
+
+    def __init__(self, schemas: dict[str, Schema]) -> None:
+        self.schemas = schemas
+        self._stack: list[str] = []
+
+    def definition(self, name: str) -> Schema:
+        if name == _INT_OR_STRING:
+            return dict(_INT_OR_STRING_SCHEMA)
+        if name == _QUANTITY:
+            return {**_INT_OR_STRING_SCHEMA, "pattern": _QUANTITY_PATTERN}
+        if name == _TIME:
+            return {"type": "string", "format": "date-time"}
+        if name in self._stack:
+            raise ValueError(f"recursive schema through {' -> '.join(self._stack)} -> {name}")
+        self._stack.append(name)
+        try:
+            return self.convert(self.schemas[name], name)
+        finally:
+            self._stack.pop()
+
+    def convert(self, schema: Schema, where: str) -> Schema:
+        target = _single_ref(schema)
+        if target is not None:
+            return self.definition(target)
+        if "oneOf" in schema or "anyOf" in schema:
+            raise ValueError(f"{where}: unexpected union {sorted(schema)}; map it explicitly")
+        out: Schema = {key: schema[key] for key in _KEPT_KEYWORDS if key in schema}
+        if out.get("format") == "int-or-string":
+            raise ValueError(f"{where}: int-or-string outside IntOrString")
+        if "properties" in schema:
+            out["properties"] = {
+                name: self.convert(prop, f"{where}.{name}") for name, prop in schema["properties"].items()
+            }
+        if "additionalProperties" in schema:
+            out["additionalProperties"] = self.convert(schema["additionalProperties"], f"{where}[*]")
+        if "items" in schema:
+            out["items"] = self.convert(schema["items"], f"{where}[]")
+            self._default_optional_map_keys(schema, out, where)
+        out.update({key: schema[key] for key in _KEPT_KEYWORDS_LAST if key in schema})
+        if "type" not in out:
+            raise ValueError(f"{where}: no type, which a structural schema needs")
+        return out
+
+    def _default_optional_map_keys(self, source: Schema, out: Schema, where: str) -> None:
+        """A list-map key must be required or defaulted; keep the source's default for the optional ones."""
+        if out.get("x-kubernetes-list-type") != "map":
+            return
+        items = out["items"]
+        source_items = self._resolve(source["items"])
+        for key in out["x-kubernetes-list-map-keys"]:
+            if key in items.get("required", ()):
+                continue
+            default = source_items["properties"][key].get("default")
+            if default is None:
+                raise ValueError(f"{where}: list-map key {key!r} is neither required nor defaulted")
+            prop = items["properties"][key]
+            items["properties"][key] = {"default": default, **prop}
+
+    def _resolve(self, schema: Schema) -> Schema:
+        target = _single_ref(schema)
+        return self.schemas[target] if target is not None else schema
+
+
+def _single_ref(schema: Schema) -> str | None:
+    """The definition a ``$ref`` or a one-entry ``allOf: [$ref]`` points at (description and default of the
+    wrapper are dropped with it)."""
+    if "$ref" in schema:
+        return str(schema["$ref"]).removeprefix(_REF_PREFIX)
+    all_of = schema.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1 and "$ref" in all_of[0]:
+        return str(all_of[0]["$ref"]).removeprefix(_REF_PREFIX)
+    return None
+
+
+def pod_template_schema(openapi: dict[str, Any]) -> Schema:
+    """The structural schema of core/v1 PodTemplateSpec, without descriptions."""
+    schemas: dict[str, Schema] = openapi["components"]["schemas"]
+    converter = _Converter(schemas)
+    meta = schemas[_OBJECT_META]["properties"]
+    metadata = {
+        "type": "object",
+        "properties": {
+            name: converter.convert(meta[name], f"ObjectMeta.{name}") for name in _TEMPLATE_METADATA_FIELDS
+        },
+    }
+    spec = converter.definition("io.k8s.api.core.v1.PodSpec")
+    template_keys = set(schemas[_POD_TEMPLATE_SPEC]["properties"])
+    if template_keys != {"metadata", "spec"}:
+        raise ValueError(f"PodTemplateSpec changed shape: {sorted(template_keys)}")
+    return {
+        "type": "object",
+        "description": (
+            f"Pod template of every replica: core/v1 PodTemplateSpec of Kubernetes {kubernetes_version()} "
+            "(see `kubectl explain pod`). restartPolicy defaults to Never."
+        ),
+        "properties": {"metadata": metadata, "spec": spec},
+    }
+
+
+# ======================================================================================================
+# The TaskSet schema
+# ======================================================================================================
+
+
+def _prefix(message_format: str) -> str:
+    """The constant text before ``{role}`` in a constants.MSG_* format, as a CEL string literal."""
+    text = message_format.split("{role}", maxsplit=1)[0]
+    if "'" in text or "\\" in text:
+        raise ValueError(f"message needs CEL escaping: {text!r}")
+    return f"'{text}'"
+
+
+def _retry_policy(scope: str) -> Schema:
+    return {
+        "type": "object",
+        "description": f"Retry policy {scope}. Absent: no retry.",
+        "properties": {
+            "retry": {"type": "boolean", "description": "Retries are allowed only if true."},
+            "maxRetryCount": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 0,
+                "maximum": c.MAX_RETRY_COUNT,
+                "description": "Retry while fewer retries than this were started: at most "
+                "maxRetryCount + 1 attempts.",
+            },
+            "delay": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 0,
+                "maximum": c.MAX_RETRY_DELAY_SECONDS,
+                "description": "Seconds to wait before the next attempt.",
+            },
+        },
+    }
+
+
+def _completion_rule(field: str, message_format: str) -> Schema:
+    """CEL: an explicit completion threshold must not exceed replicas (D4, D7); the path names the field."""
+    return {
+        "rule": f"!has(self.completionPolicy) || !has(self.completionPolicy.{field}) || "
+        f"!has(self.replicas) || self.completionPolicy.{field} <= self.replicas",
+        "message": f"{field} must not exceed replicas",
+        "messageExpression": f"{_prefix(message_format)} + self.name",
+        "fieldPath": f".completionPolicy.{field}",
+        "reason": "FieldValueInvalid",
+    }
+
+
+def _role_schema(template: Schema) -> Schema:
+    return {
+        "type": "object",
+        "required": ["name", "replicas"],
+        "properties": {
+            "name": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                "pattern": c.DNS1123_LABEL_PATTERN,
+                "description": "Role name, unique in the TaskSet: a DNS-1123 label. Pods are named "
+                "<taskset>-<role>-<index>, which must fit in 63 characters.",
+            },
+            "replicas": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": c.MIN_REPLICAS,
+                "maximum": c.MAX_REPLICAS,
+                "description": "Number of replicas, one Pod each.",
+            },
+            "completionPolicy": {
+                "type": "object",
+                "description": "When the role completes. Absent fields: minSucceeded = replicas, "
+                "maxFailed = 1.",
+                "properties": {
+                    "minSucceeded": {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 1,
+                        "description": "The role succeeds once this many replicas succeeded (1..replicas).",
+                    },
+                    "maxFailed": {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 1,
+                        "description": "The role fails once this many replicas failed for good "
+                        "(1..replicas).",
+                    },
+                },
+            },
+            "retryPolicy": _retry_policy("of each replica of this role"),
+            "eventPolicy": {
+                "type": "array",
+                "description": "What the role's completion means for the TaskSet, first match wins. "
+                "Absent or empty: [{RoleFailed, TaskSetFailed}, {RoleSucceeded, NoAction}].",
+                "items": {
+                    "type": "object",
+                    "required": ["event", "action"],
+                    "properties": {
+                        "event": {"type": "string", "enum": [str(e) for e in c.RoleEvent]},
+                        "action": {"type": "string", "enum": [str(a) for a in c.TaskSetAction]},
+                    },
+                },
+            },
+            "template": template,
+        },
+        "x-kubernetes-validations": [
+            _completion_rule("minSucceeded", c.MSG_MIN_SUCCEEDED_ABOVE_REPLICAS),
+            _completion_rule("maxFailed", c.MSG_MAX_FAILED_ABOVE_REPLICAS),
+        ],
+    }
+
+
+def _pod_name_rule() -> Schema:
+    """CEL on the whole object (D2): every role's longest Pod name, {taskset}-{role}-{replicas-1}, must fit
+    in a DNS label. Only the root can see both metadata.name and the roles."""
+    too_long = (
+        "size(self.metadata.name) + size(r.name) + size(string(r.replicas - 1)) + 2 > "
+        f"{c.POD_NAME_MAX_LENGTH}"
+    )
+    checked = "has(r.name) && has(r.replicas)"
+    return {
+        "rule": "!has(self.metadata.name) || !has(self.spec) || !has(self.spec.roles) || "
+        f"!self.spec.roles.exists(r, {checked} && {too_long})",
+        "message": "the longest Pod name of a role, <taskset>-<role>-<replicas-1>, must not exceed "
+        f"{c.POD_NAME_MAX_LENGTH} characters",
+        # map's filtering form builds a list of names only; filter() would copy whole roles, templates
+        # included, which the cost estimator prices far beyond the budget.
+        "messageExpression": f"{_prefix(c.MSG_POD_NAME_TOO_LONG)} + "
+        f"self.spec.roles.map(r, {checked} && {too_long}, r.name)[0]",
+        "fieldPath": ".spec.roles",
+        "reason": "FieldValueInvalid",
+    }
+
+
+def _spec_schema(template: Schema) -> Schema:
+    return {
+        "type": "object",
+        "properties": {
+            "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
+            "roles": {
+                "type": "array",
+                "description": "The roles, in order: statuses follow it, event policies are scanned in it.",
+                "maxItems": c.MAX_ROLES,
+                "items": _role_schema(template),
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+            },
+            "queue": {
+                "type": "string",
+                "pattern": c.QUEUE_PATTERN,
+                "description": "Reserved: accepted and preserved, ignored by the controller.",
+            },
+            "priority": {
+                "type": "integer",
+                "description": "Reserved: accepted and preserved, ignored by the controller.",
+            },
+        },
+    }
+
+
+def _time(nullable: bool = False) -> Schema:
+    schema: Schema = {"type": "string", "format": "date-time"}
+    return {**schema, "nullable": True} if nullable else schema
+
+
+def _string(nullable: bool = False) -> Schema:
+    return {"type": "string", "nullable": True} if nullable else {"type": "string"}
+
+
+def _count() -> Schema:
+    return {"type": "integer", "format": "int64", "minimum": 0}
+
+
+def _enum(values: type[Any]) -> Schema:
+    return {"type": "string", "enum": [str(v) for v in values]}
+
+
+def _condition_schema() -> Schema:
+    """metav1.Condition with the validations Kubernetes' own types carry."""
+    return {
+        "type": "object",
+        "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+        "properties": {
+            "lastTransitionTime": _time(),
+            "message": {"type": "string", "maxLength": 32768},
+            "observedGeneration": _count(),
+            "reason": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 1024,
+                "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+            },
+            "status": _enum(c.ConditionStatus),
+            "type": {
+                "type": "string",
+                "maxLength": 316,
+                "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+            },
+        },
+    }
+
+
+def _status_schema() -> Schema:
+    """Spec 2.5. The controller writes every key; pointers are null until set. Every status timestamp is
+    nullable, as Go's zero metav1.Time was for O: a null in a non-nullable field would be pruned silently,
+    losing the key, not rejected. Status must be written with PUT (or a JSON patch): a merge patch treats
+    null as "delete this key"."""
+    replica = {
+        "type": "object",
+        "properties": {
+            "index": _count(),
+            "name": {"type": "string", "description": "The role's name, not the Pod's."},
+            "phase": _enum(c.ReplicaPhase),
+            "phaseMessage": _string(),
+            "stopped": {"type": "boolean"},
+            "transitionTime": _time(nullable=True),
+            "startAt": _time(nullable=True),
+            "finishAt": _time(nullable=True),
+            "totalRetriedCount": {
+                **_count(),
+                "description": "Replica retries started; the replica attempt id.",
+            },
+            "podName": _string(),
+            "podReason": _string(),
+            "podUID": _string(nullable=True),
+            "podIP": _string(),
+            "podHostIP": _string(),
+            "containerName": _string(),
+            "containerID": _string(),
+            "terminatedInfo": {
+                "type": "object",
+                "nullable": True,
+                "properties": {
+                    "exitCode": {"type": "integer", "format": "int32"},
+                    "exitMessage": _string(),
+                    "signal": {"type": "integer", "format": "int32"},
+                    "reason": _string(),
+                },
+            },
+        },
+    }
+    role = {
+        "type": "object",
+        "properties": {
+            "name": _string(),
+            "phase": _enum(c.RolePhase),
+            "phaseMessage": _string(),
+            "transitionTime": _time(nullable=True),
+            "state": _enum(c.State),
+            "stateMessage": _string(),
+            # Atomic, not a list-map: one entry per spec.roles entry, whatever the names.
+            "replicaStatus": {"type": "array", "items": replica, "x-kubernetes-list-type": "atomic"},
+        },
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "phase": _enum(c.TaskSetPhase),
+            "phaseMessage": _string(),
+            "transitionTime": _time(nullable=True),
+            "state": _enum(c.State),
+            "stateMessage": _string(),
+            "controlUnitUID": _string(nullable=True),
+            "createdAt": _time(nullable=True),
+            "startAt": _time(nullable=True),
+            "finishAt": _time(nullable=True),
+            "totalRetriedCount": {**_count(), "description": "TaskSet retries started; the attempt id."},
+            "preemptCount": {**_count(), "description": "Reserved, always 0."},
+            "roleStatus": {"type": "array", "items": role, "x-kubernetes-list-type": "atomic"},
+            "observedGeneration": _count(),
+            "conditions": {
+                "type": "array",
+                "items": _condition_schema(),
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["type"],
+            },
+            "summary": {
+                "type": "object",
+                "description": "Progress for kubectl get.",
+                "properties": {
+                    "roles": {"type": "string", "description": "Completed roles / roles, e.g. 1/2."},
+                    "replicas": {"type": "string", "description": "Completed replicas / replicas, e.g. 5/8."},
+                },
+            },
+        },
+    }
+
+
+def _printer_columns() -> list[Schema]:
+    def column(name: str, kind: str, path: str, description: str, wide: bool = False) -> Schema:
+        col = {"name": name, "type": kind, "jsonPath": path, "description": description}
+        return {**col, "priority": 1} if wide else col
+
+    return [
+        column("State", "string", ".status.state", "Waiting, Running, Succeeded or Failed"),
+        column("Roles", "string", ".status.summary.roles", "Completed roles / roles"),
+        column("Replicas", "string", ".status.summary.replicas", "Completed replicas / replicas"),
+        column("Retries", "integer", ".status.totalRetriedCount", "TaskSet retries started"),
+        column("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
+        column("Phase", "string", ".status.phase", "Attempt phase", wide=True),
+        column("Started", "date", ".status.startAt", "First time the TaskSet ran", wide=True),
+        column("Finished", "date", ".status.finishAt", "Time the TaskSet completed", wide=True),
+        column("Message", "string", ".status.stateMessage", "Why the state is what it is", wide=True),
+    ]
+
+
+def crd(openapi: dict[str, Any]) -> Schema:
+    root = {
+        "type": "object",
+        "description": "TaskSet: a batch job of several roles, each with replicas run as Pods.",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                        "pattern": c.DNS1123_LABEL_PATTERN,
+                    }
+                },
+            },
+            "spec": _spec_schema(pod_template_schema(openapi)),
+            "status": _status_schema(),
+        },
+        "x-kubernetes-validations": [_pod_name_rule()],
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": c.CRD_NAME},
+        "spec": {
+            "group": c.GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "plural": c.PLURAL,
+                "singular": c.SINGULAR,
+                "kind": c.KIND,
+                "listKind": c.LIST_KIND,
+                "shortNames": list(c.SHORT_NAMES),
+                "categories": list(c.CATEGORIES),
+            },
+            "versions": [
+                {
+                    "name": c.VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": _printer_columns(),
+                    "schema": {"openAPIV3Schema": root},
+                }
+            ],
+        },
+    }
+
+
+def render(openapi: dict[str, Any]) -> str:
+    header = (
+        f"# Generated by hack/gen_crd.py from the core/v1 OpenAPI of Kubernetes {kubernetes_version()}. "
+        "Do not edit.\n"
+    )
+    body = yaml.safe_dump(crd(openapi), sort_keys=False, width=1 << 16, allow_unicode=True)
+    return header + body
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the committed file is out of date")
+    parser.add_argument("--openapi", type=Path, help="core/v1 OpenAPI v3 JSON (default: the Go module cache)")
+    args = parser.parse_args(argv)
+    source = args.openapi or openapi_path()
+    if source is None:
+        print(f"cannot find k8s.io/kubernetes@{kubernetes_version()} in the Go module cache", file=sys.stderr)
+        return 2
+    text = render(json.loads(source.read_text()))
+    if args.check:
+        current = OUTPUT.read_text() if OUTPUT.exists() else ""
+        if current != text:
+            print(f"{OUTPUT.relative_to(ROOT)} is out of date: run python hack/gen_crd.py", file=sys.stderr)
+            return 1
+        return 0
+    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    OUTPUT.write_text(text)
+    print(f"wrote {OUTPUT.relative_to(ROOT)} ({len(text.encode()) / 1024:.0f} KiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

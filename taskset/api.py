@@ -1,0 +1,615 @@
+"""Typed views over a raw TaskSet: parse, default and validate it, with no I/O.
+
+The API server hands the controller JSON decoded into dicts. Under our CRD (``manifests/crd``) almost no
+garbage gets that far, but an object stored under an older CRD, or written straight into etcd, can hold
+anything, and a controller that raised on it would crash-loop. So :func:`parse_taskset` is total: for
+any input whatsoever it returns either a :class:`ParsedTaskSet` (legal, with every default applied) or a
+:class:`ValidationFailure` (illegal, with the message to show the user), and it never raises.
+
+Checks run in this order, and the first failure wins:
+
+1. **Shape**, mirroring the CRD: JSON types, name formats, bounds. These messages start with the field
+   path, e.g. ``spec.roles[2].replicas: must be an integer between 1 and 10000``. Values the spec's
+   checks own (``minSucceeded``/``maxFailed`` below 1 or above ``replicas``, ``replicas`` below 1, unknown
+   event or action strings) pass this stage, so that step 2 reports them in its own words.
+2. **The controller checks of spec section 2.4**, in the spec's order, with its exact messages
+   (``TaskRole naming conflicts,name:<r>`` and so on; see ``constants.MSG_*``).
+
+Defaults are applied in memory only and never written back (D4, W-15): an absent ``minSucceeded`` means
+``replicas``, an absent ``maxFailed`` means 1, an absent or empty ``eventPolicy`` means
+``[RoleFailed -> TaskSetFailed, RoleSucceeded -> NoAction]``, an absent ``retryPolicy`` means no retry.
+A JSON ``null`` counts as absent everywhere, as the API server's pruning of non-nullable fields does.
+
+The views hold the caller's template dict, not a copy: never mutate it (it usually lives in the informer
+cache); deep-copy it before building a Pod.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, NotRequired, TypedDict
+
+from taskset.constants import (
+    CONTROL_UNIT_NAME_FORMAT,
+    DNS1123_LABEL_MAX_LENGTH,
+    MAX_REPLICAS,
+    MAX_RETRY_COUNT,
+    MAX_RETRY_DELAY_SECONDS,
+    MAX_ROLES,
+    MIN_REPLICAS,
+    MSG_MAX_FAILED_ABOVE_REPLICAS,
+    MSG_MAX_FAILED_BELOW_ONE,
+    MSG_MIN_SUCCEEDED_ABOVE_REPLICAS,
+    MSG_MIN_SUCCEEDED_BELOW_ONE,
+    MSG_POD_NAME_TOO_LONG,
+    MSG_ROLE_NAME_CONFLICT,
+    MSG_UNKNOWN_ACTION,
+    MSG_UNKNOWN_EVENT,
+    POD_NAME_FORMAT,
+    POD_NAME_MAX_LENGTH,
+    QUEUE_PATTERN,
+    ReplicaPhase,
+    RoleEvent,
+    RolePhase,
+    TaskSetAction,
+)
+
+# ======================================================================================================
+# Raw shapes: what the API server sends and stores. Keys are the exact JSON names.
+# ======================================================================================================
+
+
+class RawRetryPolicy(TypedDict, total=False):
+    retry: bool
+    maxRetryCount: int
+    delay: int  # seconds
+
+
+class RawCompletionPolicy(TypedDict, total=False):
+    minSucceeded: int
+    maxFailed: int
+
+
+class RawEventPolicy(TypedDict, total=False):
+    event: str
+    action: str
+
+
+class RawRole(TypedDict, total=False):
+    name: str
+    replicas: int
+    completionPolicy: RawCompletionPolicy
+    retryPolicy: RawRetryPolicy
+    eventPolicy: list[RawEventPolicy]  # singular JSON name, list value
+    template: dict[str, Any]  # core/v1 PodTemplateSpec
+
+
+class RawTaskSetSpec(TypedDict, total=False):
+    retryPolicy: RawRetryPolicy
+    roles: list[RawRole]
+    queue: str  # reserved: accepted, preserved, ignored
+    priority: int  # reserved: accepted, preserved, ignored
+
+
+class RawObjectMeta(TypedDict, total=False):
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    resourceVersion: str
+    creationTimestamp: str
+    deletionTimestamp: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+class RawTerminatedInfo(TypedDict):
+    exitCode: int
+    exitMessage: str
+    signal: int
+    reason: str
+
+
+class RawReplicaStatus(TypedDict):
+    index: int
+    name: str  # the role's name, not the Pod's
+    phase: str
+    phaseMessage: str
+    stopped: bool
+    transitionTime: str
+    startAt: str | None
+    finishAt: str | None
+    totalRetriedCount: int
+    podName: str
+    podReason: str
+    podUID: str | None
+    podIP: str
+    podHostIP: str
+    containerName: str
+    containerID: str
+    terminatedInfo: RawTerminatedInfo | None
+
+
+class RawRoleStatus(TypedDict):
+    name: str
+    phase: str
+    phaseMessage: str
+    transitionTime: str
+    state: str
+    stateMessage: str
+    replicaStatus: list[RawReplicaStatus]
+
+
+class RawCondition(TypedDict):
+    type: str
+    status: str
+    reason: str
+    message: str
+    lastTransitionTime: str
+    observedGeneration: NotRequired[int]
+
+
+class RawStatusSummary(TypedDict):
+    """Progress strings for ``kubectl get`` columns, which can only show values, not compute them."""
+
+    roles: str  # "<roles in TaskRoleCompleted>/<roles>", e.g. "1/2"
+    replicas: str  # "<replicas in TaskRoleReplicaCompleted>/<replicas>", e.g. "5/8"
+
+
+class RawTaskSetStatus(TypedDict):
+    """The full status shape of spec 2.5: R writes every key, with null for unset pointers."""
+
+    phase: str
+    phaseMessage: str
+    transitionTime: str
+    state: str
+    stateMessage: str
+    controlUnitUID: str | None
+    createdAt: str
+    startAt: str | None
+    finishAt: str | None
+    totalRetriedCount: int
+    preemptCount: int
+    roleStatus: list[RawRoleStatus]
+    observedGeneration: int
+    conditions: list[RawCondition]
+    summary: NotRequired[RawStatusSummary]
+
+
+class RawTaskSet(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: RawObjectMeta
+    spec: RawTaskSetSpec
+    status: RawTaskSetStatus
+
+
+# ======================================================================================================
+# Parsed views: frozen, defaulted, and only ever built by parse_taskset.
+# ======================================================================================================
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retry policy of a TaskSet (per attempt) or of a role (per replica), spec 7."""
+
+    retry: bool = False
+    max_retry_count: int = 0
+    delay_seconds: int = 0
+
+    def allows_retry(self, retried_count: int) -> bool:
+        """Whether another attempt may follow ``retried_count`` retries already started."""
+        return self.retry and retried_count < self.max_retry_count
+
+
+NO_RETRY: Final = RetryPolicy()
+
+
+@dataclass(frozen=True)
+class CompletionPolicy:
+    """Thresholds on a role's completed replicas, both in ``[1, replicas]`` once validated (D4)."""
+
+    min_succeeded: int
+    max_failed: int
+
+
+@dataclass(frozen=True)
+class EventPolicy:
+    event: RoleEvent
+    action: TaskSetAction
+
+
+DEFAULT_EVENT_POLICIES: Final = (
+    EventPolicy(RoleEvent.ROLE_FAILED, TaskSetAction.TASKSET_FAILED),
+    EventPolicy(RoleEvent.ROLE_SUCCEEDED, TaskSetAction.NO_ACTION),
+)
+# Appended to a declared list that says nothing about failure (spec 6.2, the manual's fallback).
+IMPLICIT_FAILURE_POLICY: Final = EventPolicy(RoleEvent.ROLE_FAILED, TaskSetAction.TASKSET_FAILED)
+DEFAULT_MAX_FAILED: Final = 1  # one final failure fails the role (D4)
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    replicas: int
+    completion_policy: CompletionPolicy
+    retry_policy: RetryPolicy
+    # As declared, or DEFAULT_EVENT_POLICIES when the list is absent or empty.
+    event_policies: tuple[EventPolicy, ...]
+    # The core/v1 PodTemplateSpec as given ({} when absent). Shared with the caller: do not mutate.
+    template: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def effective_event_policies(self) -> tuple[EventPolicy, ...]:
+        """The list the event-policy scan walks (spec 6.2): a declared list that has neither a
+        ``RoleFailed`` nor a ``RoleCompleted`` entry gets ``RoleFailed -> TaskSetFailed`` appended."""
+        events = {policy.event for policy in self.event_policies}
+        if RoleEvent.ROLE_FAILED in events or RoleEvent.ROLE_COMPLETED in events:
+            return self.event_policies
+        return (*self.event_policies, IMPLICIT_FAILURE_POLICY)
+
+    def pod_name(self, taskset: str, index: int) -> str:
+        return pod_name(taskset, self.name, index)
+
+
+@dataclass(frozen=True)
+class TaskSetSpec:
+    retry_policy: RetryPolicy
+    roles: tuple[Role, ...]  # spec order: status order and event-policy scan order
+    queue: str | None = None  # reserved, ignored (spec 2.2)
+    priority: int | None = None  # reserved, ignored (spec 2.2)
+
+    def role(self, name: str) -> Role | None:
+        return next((role for role in self.roles if role.name == name), None)
+
+
+@dataclass(frozen=True)
+class ParsedTaskSet:
+    """A legal TaskSet with every default applied. Identity fields are "" / 0 when the input lacks them."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    spec: TaskSetSpec
+
+
+@dataclass(frozen=True)
+class RoleOutline:
+    """What the initial status of an illegal TaskSet still needs from each role (spec 2.4: role statuses
+    stay in their initial form). Best effort: "" and 0 stand in for unusable values."""
+
+    name: str
+    replicas: int
+
+
+@dataclass(frozen=True)
+class ValidationFailure:
+    """Why a TaskSet is illegal. Not an exception: parse_taskset returns it."""
+
+    message: str  # the text for status.phaseMessage / stateMessage (exact for spec 2.4 checks)
+    field: str  # JSON path of the offending field, e.g. "spec.roles[1].completionPolicy.maxFailed"
+    roles: tuple[RoleOutline, ...] = ()  # one per spec.roles entry, in spec order
+
+
+ParseResult = ParsedTaskSet | ValidationFailure
+
+
+# ======================================================================================================
+# Names
+# ======================================================================================================
+
+_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_QUEUE: Final = re.compile(QUEUE_PATTERN.removeprefix("^").removesuffix("$"))
+_DNS1123_LABEL_PROBLEM: Final = (
+    f"must be a DNS-1123 label (at most {DNS1123_LABEL_MAX_LENGTH} lower-case alphanumerics or '-', "
+    "starting and ending alphanumeric)"
+)
+
+
+def is_dns1123_label(value: str) -> bool:
+    # fullmatch, not "^...$": Python's "$" also matches before a trailing newline.
+    return len(value) <= DNS1123_LABEL_MAX_LENGTH and _DNS1123_LABEL.fullmatch(value) is not None
+
+
+def pod_name(taskset: str, role: str, index: int) -> str:
+    """The Pod of replica ``index``: the same name in every attempt (D1)."""
+    return POD_NAME_FORMAT.format(taskset=taskset, role=role, index=index)
+
+
+def control_unit_name(taskset: str, attempt: int) -> str:
+    """The ControlUnit ConfigMap of TaskSet attempt ``attempt`` (spec 3.1)."""
+    return CONTROL_UNIT_NAME_FORMAT.format(taskset=taskset, attempt=attempt)
+
+
+def longest_pod_name_length(taskset: str, role: str, replicas: int) -> int:
+    """Length of ``{taskset}-{role}-{replicas-1}``, the longest Pod name of a role (D2)."""
+    return len(pod_name(taskset, role, replicas - 1))
+
+
+# ======================================================================================================
+# Parsing
+# ======================================================================================================
+
+
+class _InvalidError(Exception):
+    """Internal: the first problem found; parse_taskset turns it into a ValidationFailure."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def _shape_error(path: str, problem: str) -> _InvalidError:
+    return _InvalidError(path, f"{path}: {problem}")
+
+
+def _int_or_none(value: object) -> int | None:
+    # JSON has no int/bool overlap; Python does (True == 1), so exclude bools explicitly.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _optional_object(value: object, path: str) -> Mapping[Any, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _shape_error(path, "must be an object")
+    return value
+
+
+def _optional_list(value: object, path: str) -> Sequence[Any]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise _shape_error(path, "must be a list")
+    return value
+
+
+def _optional_int(value: object, path: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _shape_error(path, "must be an integer")
+    return value
+
+
+def _bounded_int(value: object, path: str, low: int, high: int, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _shape_error(path, f"must be an integer between {low} and {high}")
+    return value
+
+
+def _dns_label(value: object, path: str) -> str:
+    if value is None:
+        raise _shape_error(path, "required")
+    if not isinstance(value, str) or not is_dns1123_label(value):
+        raise _shape_error(path, _DNS1123_LABEL_PROBLEM)
+    return value
+
+
+def _parse_retry_policy(value: object, path: str) -> RetryPolicy:
+    raw = _optional_object(value, path)
+    if not raw:
+        return NO_RETRY
+    retry = raw.get("retry")
+    if retry is not None and not isinstance(retry, bool):
+        raise _shape_error(f"{path}.retry", "must be a boolean")
+    return RetryPolicy(
+        retry=bool(retry),
+        max_retry_count=_bounded_int(
+            raw.get("maxRetryCount"), f"{path}.maxRetryCount", 0, MAX_RETRY_COUNT, default=0
+        ),
+        delay_seconds=_bounded_int(raw.get("delay"), f"{path}.delay", 0, MAX_RETRY_DELAY_SECONDS, default=0),
+    )
+
+
+@dataclass(frozen=True)
+class _RawEventPolicy:
+    """An event-policy entry whose strings are not yet known to be in the allowed sets (check 3)."""
+
+    event: str
+    action: str
+
+
+@dataclass(frozen=True)
+class _ShapedRole:
+    """A role that passed the shape checks; the spec 2.4 checks run on these."""
+
+    index: int
+    name: str
+    replicas: int
+    min_succeeded: int | None
+    max_failed: int | None
+    retry_policy: RetryPolicy
+    event_policies: tuple[_RawEventPolicy, ...]
+    template: Mapping[str, Any]
+
+
+def _shape_role(value: object, index: int) -> _ShapedRole:
+    path = f"spec.roles[{index}]"
+    if not isinstance(value, Mapping):
+        raise _shape_error(path, "must be an object")
+    raw = value
+    name = _dns_label(raw.get("name"), f"{path}.name")
+    # Absent replicas reads as 0, as in O: check 2.2 or 2.3 then rejects the role (spec 2.4, last bullet).
+    # Values below 1 are left to those checks too; values above the CRD's maximum stop here, because the
+    # controller would otherwise size status lists by them.
+    replicas = raw.get("replicas")
+    if replicas is None:
+        replicas = 0
+    elif isinstance(replicas, bool) or not isinstance(replicas, int) or replicas > MAX_REPLICAS:
+        problem = f"must be an integer between {MIN_REPLICAS} and {MAX_REPLICAS}"
+        raise _shape_error(f"{path}.replicas", problem)
+    completion = _optional_object(raw.get("completionPolicy"), f"{path}.completionPolicy")
+    min_succeeded = _optional_int(completion.get("minSucceeded"), f"{path}.completionPolicy.minSucceeded")
+    max_failed = _optional_int(completion.get("maxFailed"), f"{path}.completionPolicy.maxFailed")
+    retry_policy = _parse_retry_policy(raw.get("retryPolicy"), f"{path}.retryPolicy")
+    event_policies = []
+    for i, entry in enumerate(_optional_list(raw.get("eventPolicy"), f"{path}.eventPolicy")):
+        entry_path = f"{path}.eventPolicy[{i}]"
+        if not isinstance(entry, Mapping):
+            raise _shape_error(entry_path, "must be an object")
+        strings = []
+        for key in ("event", "action"):
+            text = entry.get(key)
+            if text is None:
+                raise _shape_error(f"{entry_path}.{key}", "required")
+            if not isinstance(text, str):
+                raise _shape_error(f"{entry_path}.{key}", "must be a string")
+            strings.append(text)
+        event_policies.append(_RawEventPolicy(*strings))
+    template = _optional_object(raw.get("template"), f"{path}.template")
+    return _ShapedRole(
+        index=index,
+        name=name,
+        replicas=replicas,
+        min_succeeded=min_succeeded,
+        max_failed=max_failed,
+        retry_policy=retry_policy,
+        event_policies=tuple(event_policies),
+        template=template,
+    )
+
+
+def _check_role(taskset_name: str, role: _ShapedRole) -> CompletionPolicy:
+    """Checks 2.1 to 2.5 of spec 2.4 for one role, on the D4-defaulted completion policy."""
+    min_succeeded = role.replicas if role.min_succeeded is None else role.min_succeeded
+    max_failed = DEFAULT_MAX_FAILED if role.max_failed is None else role.max_failed
+    path = f"spec.roles[{role.index}]"
+    checks = (
+        (max_failed < 1, f"{path}.completionPolicy.maxFailed", MSG_MAX_FAILED_BELOW_ONE),
+        (min_succeeded < 1, f"{path}.completionPolicy.minSucceeded", MSG_MIN_SUCCEEDED_BELOW_ONE),
+        (max_failed > role.replicas, f"{path}.completionPolicy.maxFailed", MSG_MAX_FAILED_ABOVE_REPLICAS),
+        (
+            min_succeeded > role.replicas,
+            f"{path}.completionPolicy.minSucceeded",
+            MSG_MIN_SUCCEEDED_ABOVE_REPLICAS,
+        ),
+        (
+            longest_pod_name_length(taskset_name, role.name, role.replicas) > POD_NAME_MAX_LENGTH,
+            f"{path}.name",
+            MSG_POD_NAME_TOO_LONG,
+        ),
+    )
+    for failed, field_path, message in checks:
+        if failed:
+            raise _InvalidError(field_path, message.format(role=role.name))
+    return CompletionPolicy(min_succeeded=min_succeeded, max_failed=max_failed)
+
+
+_EVENTS: Final = frozenset(RoleEvent)
+_ACTIONS: Final = frozenset(TaskSetAction)
+
+
+def _check_event_policies(role: _ShapedRole) -> tuple[EventPolicy, ...]:
+    """Check 3 of spec 2.4 (W-19), then the default for an absent or empty list (spec 2.3)."""
+    policies = []
+    for i, entry in enumerate(role.event_policies):
+        path = f"spec.roles[{role.index}].eventPolicy[{i}]"
+        if entry.event not in _EVENTS:
+            message = MSG_UNKNOWN_EVENT.format(event=entry.event, role=role.name)
+            raise _InvalidError(f"{path}.event", message)
+        if entry.action not in _ACTIONS:
+            message = MSG_UNKNOWN_ACTION.format(action=entry.action, role=role.name)
+            raise _InvalidError(f"{path}.action", message)
+        policies.append(EventPolicy(RoleEvent(entry.event), TaskSetAction(entry.action)))
+    return tuple(policies) or DEFAULT_EVENT_POLICIES
+
+
+def _parse(obj: object) -> ParsedTaskSet:
+    if not isinstance(obj, Mapping):
+        raise _InvalidError("", "TaskSet: must be an object")
+    metadata = _optional_object(obj.get("metadata"), "metadata")
+    name = _dns_label(metadata.get("name"), "metadata.name")
+    spec = _optional_object(obj.get("spec"), "spec")
+    queue = spec.get("queue")
+    if queue is not None and (not isinstance(queue, str) or _QUEUE.fullmatch(queue) is None):
+        raise _shape_error("spec.queue", f"must match {QUEUE_PATTERN}")
+    priority = _optional_int(spec.get("priority"), "spec.priority")
+    retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
+    raw_roles = _optional_list(spec.get("roles"), "spec.roles")
+    if len(raw_roles) > MAX_ROLES:
+        raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
+    shaped = [_shape_role(raw, index) for index, raw in enumerate(raw_roles)]
+
+    # Spec 2.4, in order. Check 1: the second occurrence of a name is the one reported.
+    seen: set[str] = set()
+    for role in shaped:
+        if role.name in seen:
+            message = MSG_ROLE_NAME_CONFLICT.format(role=role.name)
+            raise _InvalidError(f"spec.roles[{role.index}].name", message)
+        seen.add(role.name)
+    completion_policies = [_check_role(name, role) for role in shaped]  # check 2, role by role
+    event_policies = [_check_event_policies(role) for role in shaped]  # check 3
+
+    roles = tuple(
+        Role(
+            name=role.name,
+            replicas=role.replicas,
+            completion_policy=completion,
+            retry_policy=role.retry_policy,
+            event_policies=events,
+            template=role.template,
+        )
+        for role, completion, events in zip(shaped, completion_policies, event_policies, strict=True)
+    )
+    uid = metadata.get("uid")
+    namespace = metadata.get("namespace")
+    generation = metadata.get("generation")
+    return ParsedTaskSet(
+        name=name,
+        namespace=namespace if isinstance(namespace, str) else "",
+        uid=uid if isinstance(uid, str) else "",
+        generation=_int_or_none(generation) or 0,
+        spec=TaskSetSpec(
+            retry_policy=retry_policy,
+            roles=roles,
+            queue=queue,
+            priority=priority,
+        ),
+    )
+
+
+def _outline(obj: object) -> tuple[RoleOutline, ...]:
+    """Best-effort role names and replica counts of any input, for an illegal TaskSet's initial status."""
+    spec = obj.get("spec") if isinstance(obj, Mapping) else None
+    roles = spec.get("roles") if isinstance(spec, Mapping) else None
+    if not isinstance(roles, list | tuple):
+        return ()
+    outlines = []
+    for raw in roles[:MAX_ROLES]:
+        raw_map = raw if isinstance(raw, Mapping) else {}
+        name = raw_map.get("name")
+        replicas = _int_or_none(raw_map.get("replicas")) or 0
+        usable = 0 <= replicas <= MAX_REPLICAS
+        outlines.append(RoleOutline(name if isinstance(name, str) else "", replicas if usable else 0))
+    return tuple(outlines)
+
+
+def parse_taskset(obj: object) -> ParseResult:
+    """Parse, default and validate a raw TaskSet. Total: never raises, whatever ``obj`` is."""
+    try:
+        return _parse(obj)
+    except _InvalidError as invalid:
+        return ValidationFailure(message=invalid.message, field=invalid.path, roles=_outline(obj))
+
+
+# ======================================================================================================
+# Status summary (printer columns)
+# ======================================================================================================
+
+
+def status_summary(role_statuses: Sequence[Mapping[str, Any]]) -> RawStatusSummary:
+    """The ``status.summary`` strings behind the Roles and Replicas columns of ``kubectl get``."""
+    replicas = [replica for role in role_statuses for replica in (role.get("replicaStatus") or ())]
+    done_roles = sum(1 for role in role_statuses if role.get("phase") == RolePhase.COMPLETED)
+    done_replicas = sum(1 for replica in replicas if replica.get("phase") == ReplicaPhase.COMPLETED)
+    return {
+        "roles": f"{done_roles}/{len(role_statuses)}",
+        "replicas": f"{done_replicas}/{len(replicas)}",
+    }

@@ -1,0 +1,266 @@
+"""The controller: three shared informers (TaskSets, and the Pods and ConfigMaps labelled ``TaskSet``),
+event handlers that map every change to its TaskSet's key, a rate-limited workqueue, and N workers
+running ``Reconciler.reconcile``. Workers start only after all three caches have synced (spec 9.2).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from clock import Clock, RealClock
+from informers import (
+    DeletedFinalStateUnknown,
+    Resource,
+    SharedInformer,
+    SharedInformerFactory,
+    meta_namespace_key,
+)
+from informers.kube import lister_watcher_factory
+from taskset.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
+from taskset.decide import Settings as DecideSettings
+from taskset.events import EventRecorder
+from taskset.kube import KubeClient, RequestObserver
+from taskset.reconciler import (
+    OWNER_INDEX,
+    POD_INDEX,
+    ReconcileMetrics,
+    Reconciler,
+    ReconcileResult,
+    controller_uid_index,
+    new_reconcile_id,
+    taskset_index,
+)
+from workqueue import MetricsProvider, QueueShutDown, RateLimitingQueue
+
+CONTROLLER_NAME: Final = "taskset"
+TASKSETS: Final = Resource(group=GROUP, version=VERSION, plural=PLURAL)
+PODS: Final = Resource(group="", version="v1", plural="pods")
+CONFIGMAPS: Final = Resource(group="", version="v1", plural="configmaps")
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    workers: int = 10  # TaskSets reconciled in parallel (O: workerAmount)
+    namespace: str | None = None  # None watches every namespace, as O does
+    qps: float = 0.0  # client-side request rate limit; 0 = off
+    burst: int = 1
+    cache_creation_timeout: float = 300.0  # seconds (O: cacheCreationTimeoutSec)
+    sync_timeout: float = 120.0  # seconds to wait for the first LIST of each cache before giving up
+
+
+class WorkerMetrics(Protocol):
+    """Reconcile metrics with controller-runtime's names (``taskset.metrics.ControllerMetrics``)."""
+
+    def observe_reconcile(self, controller: str, result: str, seconds: float) -> None: ...
+
+    def set_active_workers(self, controller: str, count: int) -> None: ...
+
+
+class Controller:
+    def __init__(
+        self,
+        *,
+        api_client: Any,
+        settings: ControllerSettings,
+        logger: Any,
+        clock: Clock | None = None,
+        queue_metrics: MetricsProvider | None = None,
+        reconcile_metrics: ReconcileMetrics | None = None,
+        worker_metrics: WorkerMetrics | None = None,
+        request_observer: RequestObserver | None = None,
+    ) -> None:
+        self._settings = settings
+        self._log = logger
+        self._clock = clock or RealClock()
+        self._worker_metrics = worker_metrics
+        self._factory = SharedInformerFactory(lister_watcher_for=lister_watcher_factory(api_client), logger=logger)
+        namespace = settings.namespace or None
+        self.tasksets: SharedInformer = self._factory.informer_for(TASKSETS, namespace=namespace)
+        self.pods: SharedInformer = self._factory.informer_for(
+            PODS, namespace=namespace, label_selector=LABEL_TASKSET, indexers={POD_INDEX: taskset_index}
+        )
+        self.units: SharedInformer = self._factory.informer_for(
+            CONFIGMAPS,
+            namespace=namespace,
+            label_selector=LABEL_TASKSET,
+            indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index},
+        )
+        client_kwargs: dict[str, Any] = {"qps": settings.qps, "burst": settings.burst}
+        if request_observer is not None:
+            client_kwargs["observer"] = request_observer
+        self._client = KubeClient(api_client, **client_kwargs)
+        self.recorder = EventRecorder(self._client, logger=logger, clock=self._clock)
+        self.reconciler = Reconciler(
+            client=self._client,
+            tasksets=self.tasksets.store,
+            pods=self.pods.store,
+            units=self.units.store,
+            recorder=self.recorder,
+            logger=logger,
+            settings=DecideSettings(cache_creation_timeout=settings.cache_creation_timeout),
+            clock=self._clock,
+            metrics=reconcile_metrics,
+        )
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
+            name=CONTROLLER_NAME, clock=self._clock, metrics_provider=queue_metrics
+        )
+        self._register_handlers()
+        self._workers: list[threading.Thread] = []
+        self._active = 0
+        self._active_lock = threading.Lock()
+        self._synced = threading.Event()
+        self._starter: threading.Thread | None = None
+
+    # ----- event handlers: every change -> the owning TaskSet's key --------------------------------------
+    def _register_handlers(self) -> None:
+        self.tasksets.add_event_handler(
+            on_add=self._enqueue_taskset,
+            on_update=self._taskset_updated,
+            on_delete=self._enqueue_taskset,
+        )
+        for informer in (self.pods, self.units):
+            informer.add_event_handler(
+                on_add=self._enqueue_owner,
+                on_update=lambda old, new: self._enqueue_owner(new),
+                on_delete=self._enqueue_owner,
+            )
+
+    def _enqueue_taskset(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
+        key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(obj)
+        self.queue.add(key)
+
+    def _taskset_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        """Skip updates that only carry a status: ours, already applied (spec and deletion are what matter)."""
+        old_meta, new_meta = old.get("metadata", {}), new.get("metadata", {})
+        if (
+            old_meta.get("resourceVersion") != new_meta.get("resourceVersion")
+            and old_meta.get("generation") == new_meta.get("generation")
+            and old_meta.get("deletionTimestamp") == new_meta.get("deletionTimestamp")
+            and old_meta.get("uid") == new_meta.get("uid")
+        ):
+            return
+        self.queue.add(meta_namespace_key(new))
+
+    def _enqueue_owner(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
+        raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if not isinstance(raw, Mapping):
+            return
+        for key in taskset_index(raw):
+            self.queue.add(key)
+
+    # ----- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the informers now and the workers once every cache has synced (non-blocking)."""
+        self._factory.start()
+        self._starter = threading.Thread(target=self._start_workers, name="controller-start", daemon=True)
+        self._starter.start()
+
+    def _start_workers(self) -> None:
+        synced = self._factory.wait_for_cache_sync(timeout=self._settings.sync_timeout)
+        if not all(synced.values()):
+            self._log.error("caches did not sync", caches={str(k): v for k, v in synced.items()})
+            return
+        self._log.info("caches synced, starting workers", workers=self._settings.workers)
+        for index in range(self._settings.workers):
+            worker = threading.Thread(target=self._work, name=f"worker-{index}", daemon=True)
+            worker.start()
+            self._workers.append(worker)
+        self._synced.set()
+
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    def wait_for_sync(self, timeout: float) -> bool:
+        return self._synced.wait(timeout)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop taking keys, let in-flight reconciles finish (within ``timeout``), then stop the caches."""
+        deadline = time.monotonic() + timeout
+        drained = threading.Thread(target=self.queue.shutdown_with_drain, daemon=True)
+        drained.start()
+        drained.join(max(0.0, deadline - time.monotonic()))
+        self.queue.shutdown()
+        for worker in self._workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        self.recorder.stop(max(0.1, deadline - time.monotonic()))
+        self._factory.stop()
+
+    # ----- workers ----------------------------------------------------------------------------------
+    def _work(self) -> None:
+        while True:
+            try:
+                key = self.queue.get()
+            except QueueShutDown:
+                return
+            try:
+                self._process(key)
+            finally:
+                self.queue.done(key)
+
+    def _process(self, key: str) -> None:
+        reconcile_id = new_reconcile_id()
+        namespace, _, name = key.partition("/")
+        log = self._log.bind(controller=CONTROLLER_NAME, namespace=namespace, name=name, reconcile_id=reconcile_id)
+        self._set_active(+1)
+        started = time.monotonic()
+        try:
+            result = self.reconciler.reconcile(key)
+        except Exception as err:  # noqa: BLE001  (one TaskSet's bug must not kill a worker)
+            log.exception("Failed to syncTaskSet", key=key, error=str(err))
+            result = ReconcileResult(error=f"panic: {err}")
+            outcome = "panic"
+        else:
+            outcome = "error" if result.error else ("requeue_after" if result.requeue_after is not None else "success")
+        finally:
+            self._set_active(-1)
+        seconds = time.monotonic() - started
+        if self._worker_metrics is not None:
+            self._worker_metrics.observe_reconcile(CONTROLLER_NAME, outcome, seconds)
+        if result.error:
+            if outcome != "panic":
+                log.error("Failed to syncTaskSet", key=key, error=result.error, duration=round(seconds, 4))
+            self.queue.add_rate_limited(key)
+            return
+        log.info("reconciled", result=outcome, duration=round(seconds, 4), requeue_after=result.requeue_after)
+        self.queue.forget(key)
+        if result.requeue_after is not None:
+            self.queue.add_after(key, result.requeue_after)
+
+    def _set_active(self, delta: int) -> None:
+        with self._active_lock:
+            self._active += delta
+            active = self._active
+        if self._worker_metrics is not None:
+            self._worker_metrics.set_active_workers(CONTROLLER_NAME, active)
+
+
+def build_controller(*, config: Any, api_client: Any, registry: Any, logger: Any) -> Controller:
+    """The controller as the daemon runs it, from its ``Config`` and a Prometheus registry."""
+    from taskset.metrics import ControllerMetrics, workqueue_metrics_provider  # noqa: PLC0415
+
+    metrics = ControllerMetrics(registry=registry)
+    settings = ControllerSettings(
+        workers=config.workers,
+        namespace=config.namespace or None,
+        qps=config.qps,
+        burst=config.burst,
+        cache_creation_timeout=config.cache_creation_timeout,
+    )
+    return Controller(
+        api_client=api_client,
+        settings=settings,
+        logger=logger,
+        queue_metrics=workqueue_metrics_provider(registry),
+        reconcile_metrics=metrics,
+        worker_metrics=metrics,
+        request_observer=metrics.observe_request,
+    )
+
+
+def unique_suffix() -> str:
+    return uuid.uuid4().hex[:6]

@@ -1,0 +1,202 @@
+"""The controller's writes to the API server, as raw JSON over the ``kubernetes`` client's transport.
+
+This is the only module of ``taskset`` that imports ``kubernetes`` (``informers.kube`` is the read
+side). No generated models: bodies are dicts, encoded and decoded with orjson. Every request goes
+through one choke point that applies the client-side rate limit (``--qps``/``--burst``) and reports
+verb, resource, code and latency to an injected observer, which feeds the REST client metrics.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+import urllib3
+from kubernetes.client import ApiClient
+
+from taskset.constants import GROUP, PLURAL, VERSION
+
+AUTH_SETTINGS: Final = ["BearerToken"]
+CONNECT_TIMEOUT: Final = 10.0  # seconds to open a connection
+REQUEST_TIMEOUT: Final = 30.0  # seconds a write may take; the API server's own default is 60 s
+_TIMEOUT: Final = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=REQUEST_TIMEOUT)
+
+
+class KubeError(Exception):
+    """A failed request: ``code`` is the HTTP status, 0 for transport failures (no answer at all)."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+    @property
+    def not_found(self) -> bool:
+        return self.code == 404
+
+    @property
+    def already_exists(self) -> bool:
+        return self.code == 409 and self.reason == "AlreadyExists"
+
+    @property
+    def conflict(self) -> bool:
+        return self.code == 409 and self.reason != "AlreadyExists"
+
+    @property
+    def invalid(self) -> bool:
+        """Retrying the same request cannot succeed: a 422, a 400, or an admission denial that is not a quota.
+
+        Quota denials (403 "exceeded quota") clear up when other Pods finish, so they stay transient.
+        """
+        if self.code in (400, 422):
+            return True
+        return self.code == 403 and "exceeded quota" not in self.message
+
+
+RequestObserver = Callable[[str, str, int, float], None]  # (verb, resource, code, seconds)
+
+
+class RateLimiter:
+    """A token bucket (client-go's flowcontrol): ``qps`` per second, bursts of ``burst``; qps 0 = off."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self._qps = qps
+        self._burst = max(burst, 1)
+        self._tokens = float(self._burst)
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        if self._qps <= 0:
+            return
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+            self._last = now
+            self._tokens -= 1
+            delay = -self._tokens / self._qps if self._tokens < 0 else 0.0
+        if delay > 0:
+            time.sleep(delay)
+
+
+@dataclass(frozen=True)
+class Response:
+    code: int
+    body: Any
+
+
+def _no_observer(verb: str, resource: str, code: int, seconds: float) -> None:
+    return None
+
+
+class KubeClient:
+    """Raw REST calls the reconciler needs: create, get, delete with preconditions, status updates, events."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        qps: float = 0.0,
+        burst: int = 1,
+        observer: RequestObserver = _no_observer,
+    ) -> None:
+        self._api = api_client
+        self._limiter = RateLimiter(qps, burst)
+        self._observe = observer
+
+    # ----- generic ---------------------------------------------------------------------------------------
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        resource: str,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Response:
+        """Send one request; return the decoded 2xx body or raise ``KubeError``."""
+        self._limiter.wait()
+        started = time.monotonic()
+        code = 0
+        try:
+            code, payload = self._send(method, path, body, content_type)
+        finally:
+            self._observe(method, resource, code, time.monotonic() - started)
+        if 200 <= code < 300:
+            return Response(code, payload)
+        status = payload if isinstance(payload, dict) else {}
+        raise KubeError(code, str(status.get("reason", "")), str(status.get("message", payload)))
+
+    def _send(self, method: str, path: str, body: Any, content_type: str) -> tuple[int, Any]:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        method, url, headers, _, _ = self._api.param_serialize(
+            method=method, resource_path=path, header_params=headers, auth_settings=AUTH_SETTINGS
+        )
+        data = orjson.dumps(body) if body is not None else None
+        try:
+            # The pool manager directly: the client's own request path re-encodes bodies with json.dumps.
+            response = self._api.rest_client.pool_manager.request(
+                method, url, body=data, headers=headers, timeout=_TIMEOUT, preload_content=True
+            )
+        except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as err:
+            raise KubeError(0, "TransportError", str(err)) from err
+        return response.status, _decode(response.data)
+
+    # ----- objects ---------------------------------------------------------------------------------------
+    def create(self, path: str, obj: Mapping[str, Any], *, resource: str) -> dict[str, Any]:
+        created: dict[str, Any] = self.request("POST", path, resource=resource, body=obj).body
+        return created
+
+    def get(self, path: str, *, resource: str) -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = self.request("GET", path, resource=resource).body
+        except KubeError as err:
+            if err.not_found:
+                return None
+            raise
+        return obj
+
+    def delete(self, path: str, *, uid: str, resource: str, propagation: str | None = None) -> None:
+        """Delete only the object with this UID (a 409 Conflict means another object holds the name)."""
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}
+        if propagation:
+            options["propagationPolicy"] = propagation
+        self.request("DELETE", path, resource=resource, body=options)
+
+    def replace_status(self, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the whole status of a TaskSet through /status, guarded by ``resource_version`` (409 if stale)."""
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "TaskSet",
+            "metadata": {"name": name, "namespace": namespace, "resourceVersion": resource_version},
+            "status": status,
+        }
+        updated: dict[str, Any] = self.request(
+            "PUT", f"{taskset_path(namespace, name)}/status", resource="tasksets/status", body=body
+        ).body
+        return updated
+
+
+def taskset_path(namespace: str, name: str | None = None) -> str:
+    base = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{PLURAL}"
+    return f"{base}/{name}" if name else base
+
+
+def core_path(namespace: str, plural: str, name: str | None = None) -> str:
+    base = f"/api/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def _decode(raw: bytes | str | None) -> Any:
+    if not raw:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")

@@ -1,0 +1,376 @@
+"""One reconcile of one TaskSet: observe (caches only) -> decide (pure) -> act -> one status write -> events.
+
+Level-triggered and restartable at any line: everything needed to continue is in the TaskSet's status
+or derivable from the cached Pods and ControlUnit. The in-memory *record* of the last status written
+(keyed by UID, spec 4.2/W-16) only shields a pass from a cache that has not caught up with our own
+write yet; a fresh process rebuilds it from the object. *Expectations* (the Job controller's
+ControllerExpectations) hold off a pass until the cache has seen the creates and deletes of the last
+one, so a lagging cache never causes a duplicate action.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+import cachetools
+
+from clock import Clock, RealClock
+from informers import Store
+from taskset.api import ParsedTaskSet, ParseResult, parse_taskset
+from taskset.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LOGGER_NAME
+from taskset.controlunit import SNAPSHOT_KEY, build_control_unit
+from taskset.decide import (
+    ActionResult,
+    CreateControlUnit,
+    CreatePod,
+    DeleteControlUnit,
+    DeletePod,
+    Intent,
+    LogRecord,
+    Plan,
+    ResultKind,
+    Settings,
+    TaskSetRef,
+    apply_result,
+    decide,
+)
+from taskset.events import EventRecorder, EventTarget
+from taskset.kube import KubeClient, KubeError, core_path, taskset_path
+from taskset.observe import Observed, control_unit_view, pod_view
+from taskset.pods import PodIdentity, build_pod
+from taskset.status import TaskSetStatus
+
+POD_INDEX: Final = "taskset"  # pods and ControlUnits by "<namespace>/<TaskSet annotation>"
+OWNER_INDEX: Final = "controller-uid"  # ControlUnits by their controlling owner's UID
+EXPECTATIONS_TTL: Final = 15.0  # seconds to trust our own creates/deletes before the cache shows them
+PARSE_CACHE_SIZE: Final = 4096  # parsed specs by (uid, generation): parsing big specs every pass is waste
+
+
+def taskset_index(obj: Mapping[str, Any]) -> list[str]:
+    """``<namespace>/<TaskSet>`` from the annotations the controller puts on its Pods and ControlUnits."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    name, namespace = annotations.get(ANNOTATION_TASKSET), annotations.get(ANNOTATION_NAMESPACE)
+    if isinstance(name, str) and name and isinstance(namespace, str) and namespace:
+        return [f"{namespace}/{name}"]
+    return []
+
+
+def controller_uid_index(obj: Mapping[str, Any]) -> list[str]:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True and ref.get("uid"):
+            return [str(ref["uid"])]
+    return []
+
+
+class ReconcileMetrics(Protocol):
+    """What the reconciler reports; ``taskset.metrics.ControllerMetrics`` implements it."""
+
+    def observe_status_write(self, result: str) -> None: ...
+
+    def observe_action(self, kind: str, result: str) -> None: ...
+
+    def observe_transition(self, machine: str, source: str, target: str) -> None: ...
+
+
+class _NoMetrics:
+    def observe_status_write(self, result: str) -> None: ...
+
+    def observe_action(self, kind: str, result: str) -> None: ...
+
+    def observe_transition(self, machine: str, source: str, target: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class ReconcileResult:
+    requeue_after: float | None = None
+    error: str | None = None  # set -> requeue with per-key backoff
+
+
+@dataclass
+class _Record:
+    uid: str
+    status: dict[str, Any]
+    resource_version: str
+
+
+@dataclass
+class _Expected:
+    """Objects a pass created or deleted that the cache has not shown yet, by store key."""
+
+    deadline: float
+    creates: dict[str, str] = field(default_factory=dict)  # key -> uid that must appear
+    deletes: dict[str, str] = field(default_factory=dict)  # key -> uid that must disappear
+
+
+class Reconciler:
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        tasksets: Store,
+        pods: Store,
+        units: Store,
+        recorder: EventRecorder,
+        logger: Any,
+        settings: Settings = Settings(),  # noqa: B008  (frozen)
+        clock: Clock | None = None,
+        metrics: ReconcileMetrics | None = None,
+    ) -> None:
+        self._client = client
+        self._tasksets = tasksets
+        self._pods = pods
+        self._units = units
+        self._recorder = recorder
+        self._log = logger
+        self._settings = settings
+        self._clock = clock or RealClock()
+        self._metrics: ReconcileMetrics = metrics or _NoMetrics()
+        self._lock = threading.Lock()
+        self._records: dict[str, _Record] = {}  # key -> last status we wrote; guarded by _lock
+        self._expected: dict[str, _Expected] = {}  # guarded by _lock
+        self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(PARSE_CACHE_SIZE)
+
+    # ----- entry ----------------------------------------------------------------------------------------
+    def reconcile(self, key: str) -> ReconcileResult:
+        obj = self._tasksets.get_by_key(key)
+        if obj is None:
+            self._forget(key)
+            return ReconcileResult()
+        meta = obj["metadata"]
+        waiting = self._unsatisfied_expectations(key)
+        if waiting is not None:
+            return ReconcileResult(requeue_after=waiting)
+        ref = TaskSetRef(
+            name=meta["name"],
+            namespace=meta["namespace"],
+            uid=meta.get("uid", ""),
+            generation=int(meta.get("generation") or 0),
+            deleting=meta.get("deletionTimestamp") is not None,
+        )
+        record = self._record(key, obj)
+        recorded = TaskSetStatus.from_json(record.status if record else obj.get("status"))
+        now = self._clock.wall()
+        plan = decide(ref, self._parse(obj), recorded, self._observe(ref, recorded), now, self._settings)
+        for intent in plan.intents:
+            apply_result(plan, intent, self._act(key, obj, plan, intent))
+        error = self._write_status(key, obj, record, plan)
+        if error is not None:
+            return ReconcileResult(error=error)
+        self._emit(ref, plan)
+        if plan.backoff:
+            return ReconcileResult(error="an API action failed; retrying with backoff")
+        return ReconcileResult(requeue_after=plan.requeue_after)
+
+    def _parse(self, obj: Mapping[str, Any]) -> ParseResult:
+        meta = obj["metadata"]
+        cache_key = (str(meta.get("uid", "")), int(meta.get("generation") or 0))
+        parsed = self._parsed.get(cache_key)
+        if parsed is None:
+            parsed = parse_taskset(obj)
+            self._parsed[cache_key] = parsed
+        return parsed
+
+    # ----- observe --------------------------------------------------------------------------------------
+    def _observe(self, ref: TaskSetRef, status: TaskSetStatus | None) -> Observed:
+        attempt = status.total_retried_count if status else 0
+        unit_name = f"c-{ref.name}-{attempt}"
+        unit = self._units.get_by_key(f"{ref.namespace}/{unit_name}")
+        others = tuple(
+            control_unit_view(u, SNAPSHOT_KEY)
+            for u in self._units.by_index(OWNER_INDEX, ref.uid)
+            if u["metadata"]["name"] != unit_name
+        )
+        pods = {p["metadata"]["name"]: pod_view(p) for p in self._pods.by_index(POD_INDEX, f"{ref.namespace}/{ref.name}")}
+        return Observed(
+            control_unit=control_unit_view(unit, SNAPSHOT_KEY) if unit is not None else None,
+            pods=pods,
+            other_control_units=others,
+        )
+
+    # ----- act ------------------------------------------------------------------------------------------
+    def _act(self, key: str, obj: Mapping[str, Any], plan: Plan, intent: Intent) -> ActionResult:
+        ns = obj["metadata"]["namespace"]
+        try:
+            if isinstance(intent, CreateControlUnit):
+                created = self._client.create(
+                    core_path(ns, "configmaps"), build_control_unit(obj, intent.name), resource="configmaps"
+                )
+                self._expect(key, create=(f"{ns}/{intent.name}", created["metadata"]["uid"]))
+                result = ActionResult(ResultKind.OK, created)
+            elif isinstance(intent, DeleteControlUnit):
+                self._client.delete(
+                    core_path(ns, "configmaps", intent.name),
+                    uid=intent.uid,
+                    resource="configmaps",
+                    propagation="Foreground",
+                )
+                result = ActionResult(ResultKind.OK)
+            elif isinstance(intent, CreatePod):
+                pod = self._client.create(core_path(ns, "pods"), self._pod(obj, plan, intent), resource="pods")
+                self._expect(key, create=(f"{ns}/{intent.name}", pod["metadata"]["uid"]))
+                result = ActionResult(ResultKind.OK, pod)
+            else:
+                self._client.delete(core_path(ns, "pods", intent.name), uid=intent.uid, resource="pods")
+                self._expect(key, delete=(f"{ns}/{intent.name}", intent.uid))
+                result = ActionResult(ResultKind.OK)
+        except KubeError as err:
+            result = self._failure(ns, intent, err)
+        self._metrics.observe_action(type(intent).__name__, result.kind.value)
+        return result
+
+    def _pod(self, obj: Mapping[str, Any], plan: Plan, intent: CreatePod) -> dict[str, Any]:
+        assert plan.spec is not None
+        role = plan.spec.roles[intent.role]
+        meta = obj["metadata"]
+        identity = PodIdentity(
+            taskset=meta["name"],
+            namespace=meta["namespace"],
+            taskset_uid=meta["uid"],
+            role=role.name,
+            index=intent.index,
+            name=intent.name,
+            control_unit_name=f"c-{meta['name']}-{intent.taskset_attempt}",
+            control_unit_uid=plan.status.control_unit_uid or "",
+            taskset_attempt=intent.taskset_attempt,
+            replica_attempt=intent.replica_attempt,
+        )
+        return build_pod(role.template, identity)
+
+    def _failure(self, namespace: str, intent: Intent, err: KubeError) -> ActionResult:
+        if err.not_found:
+            return ActionResult(ResultKind.NOT_FOUND, message=err.message)
+        if err.already_exists and isinstance(intent, CreatePod | CreateControlUnit):
+            plural = "pods" if isinstance(intent, CreatePod) else "configmaps"
+            try:
+                live = self._client.get(core_path(namespace, plural, intent.name), resource=plural)
+            except KubeError as read_err:
+                return ActionResult(ResultKind.ERROR, message=str(read_err))
+            return ActionResult(ResultKind.EXISTS, live, err.message)
+        if err.conflict:
+            return ActionResult(ResultKind.CONFLICT, message=err.message)
+        if err.invalid and isinstance(intent, CreatePod | CreateControlUnit):
+            return ActionResult(ResultKind.INVALID, message=err.message)
+        return ActionResult(ResultKind.ERROR, message=str(err))
+
+    # ----- expectations ---------------------------------------------------------------------------------
+    def _expect(self, key: str, *, create: tuple[str, str] | None = None, delete: tuple[str, str] | None = None) -> None:
+        with self._lock:
+            expected = self._expected.setdefault(key, _Expected(deadline=0.0))
+            expected.deadline = self._clock.now() + EXPECTATIONS_TTL
+            if create:
+                expected.creates[create[0]] = create[1]
+            if delete:
+                expected.deletes[delete[0]] = delete[1]
+
+    def _unsatisfied_expectations(self, key: str) -> float | None:
+        """Seconds to wait for the cache to show our last actions, or None when it does (or TTL passed)."""
+        with self._lock:
+            expected = self._expected.get(key)
+            if expected is None:
+                return None
+            remaining = expected.deadline - self._clock.now()
+            for store_key, uid in list(expected.creates.items()):
+                if self._seen(store_key, uid):
+                    del expected.creates[store_key]
+            for store_key, uid in list(expected.deletes.items()):
+                if not self._seen(store_key, uid):
+                    del expected.deletes[store_key]
+            if remaining <= 0 or not (expected.creates or expected.deletes):
+                del self._expected[key]
+                return None
+            return remaining
+
+    def _seen(self, store_key: str, uid: str) -> bool:
+        for store in (self._pods, self._units):
+            obj = store.get_by_key(store_key)
+            if obj is not None and obj["metadata"].get("uid") == uid:
+                return True
+        return False
+
+    # ----- status ---------------------------------------------------------------------------------------
+    def _record(self, key: str, obj: Mapping[str, Any]) -> _Record | None:
+        uid = obj["metadata"].get("uid", "")
+        with self._lock:
+            record = self._records.get(key)
+            if record is not None and record.uid != uid:
+                del self._records[key]  # re-created under the same name: start fresh (W-16)
+                return None
+        if record is not None and obj.get("status") == record.status:
+            # The cache caught up with our write, and may be newer (a spec edit): use its version.
+            record.resource_version = obj["metadata"]["resourceVersion"]
+        return record
+
+    def _write_status(self, key: str, obj: Mapping[str, Any], record: _Record | None, plan: Plan) -> str | None:
+        new = plan.status.to_json()
+        base = record.status if record is not None else obj.get("status")
+        if new == base:
+            return None
+        meta = obj["metadata"]
+        version = record.resource_version if record is not None else meta["resourceVersion"]
+        for _ in range(2):
+            try:
+                written = self._client.replace_status(meta["namespace"], meta["name"], version, new)
+            except KubeError as err:
+                if not err.conflict:
+                    self._metrics.observe_status_write("error")
+                    return f"status write failed: {err}"
+                self._metrics.observe_status_write("conflict")
+                version = self._refetch_version(meta, base)
+                if version is None:
+                    self._forget(key)
+                    return "status changed by someone else; starting over from the live object"
+                continue
+            self._metrics.observe_status_write("success")
+            with self._lock:
+                self._records[key] = _Record(meta.get("uid", ""), new, written["metadata"]["resourceVersion"])
+            return None
+        return "status write kept conflicting"
+
+    def _refetch_version(self, meta: Mapping[str, Any], base: object) -> str | None:
+        """After a 409: the live object's version if its status is still what we based the pass on."""
+        try:
+            live = self._client.get(taskset_path(meta["namespace"], meta["name"]), resource="tasksets")
+        except KubeError:
+            return None
+        if live is None or live["metadata"].get("uid") != meta.get("uid") or live.get("status") != base:
+            return None
+        return str(live["metadata"]["resourceVersion"])
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            self._records.pop(key, None)
+            self._expected.pop(key, None)
+
+    # ----- report ---------------------------------------------------------------------------------------
+    def _emit(self, ref: TaskSetRef, plan: Plan) -> None:
+        target = EventTarget(ref.name, ref.namespace, ref.uid)
+        for event in plan.events:
+            self._recorder.record(target, str(event.reason), event.message, warning=event.warning)
+        for record in plan.records:
+            _log_record(self._log, record)
+            fields = record.fields
+            if "PrePhase" in fields and "NextPhase" in fields:
+                self._metrics.observe_transition(_machine_of(record), str(fields["PrePhase"]), str(fields["NextPhase"]))
+
+
+def _machine_of(record: LogRecord) -> str:
+    query = str(record.fields.get("QueryKey", ""))
+    return {"TaskSetPhaseTransition": "taskset", "TaskRoleTransition": "role"}.get(query, "replica")
+
+
+def _log_record(log: Any, record: LogRecord) -> None:
+    method: Callable[..., None] = getattr(log, record.level, log.info)
+    method(record.msg, logger=LOGGER_NAME, **record.fields)
+
+
+def new_reconcile_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def monotonic() -> float:
+    return time.monotonic()
