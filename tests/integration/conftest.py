@@ -1,4 +1,5 @@
-"""Session fixtures for integration tests: one embedded control plane for the whole run.
+"""Session fixtures for integration tests: one embedded control plane for the whole run, the TaskSet CRD,
+a fresh namespace per test, and a controller scoped to that namespace.
 
 Under ``CI=true`` a control plane that fails to start is a test failure (the fixture raises), never a
 skip; outside CI it is reported as an error too, because a missing prerequisite must be visible.
@@ -7,15 +8,24 @@ skip; outside CI it is reported as an error too, because a missing prerequisite 
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import structlog
 
 from devcluster import Cluster, Settings
+from taskset import constants as c
+from taskset.controller import Controller, ControllerSettings
 
+ROOT = Path(__file__).resolve().parents[2]
+CRD_FILE = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
 # Short enough that a test can provoke 410 Gone within seconds; long enough not to disturb others.
 TEST_COMPACTION_INTERVAL = "5s"
+ESTABLISH_TIMEOUT = 60.0  # seconds; a CRD of this size is established in about one on a warm apiserver
+SYNC_TIMEOUT = 30.0
 
 
 @pytest.fixture(scope="session")
@@ -28,9 +38,52 @@ def cluster() -> Iterator[Cluster]:
 def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace per test, deleted (without waiting) afterwards."""
     base = request.node.name.lower().replace("_", "-")
-    name = "".join(c for c in base if c.isalnum() or c == "-")[:40].strip("-")
+    name = "".join(ch for ch in base if ch.isalnum() or ch == "-")[:40].strip("-")
     name = f"{name}-{uuid.uuid4().hex[:6]}"
     cluster.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
     yield name
     with contextlib.suppress(OSError):
         cluster.request("DELETE", f"/api/v1/namespaces/{name}")
+
+
+def install_crd(cluster: Cluster, manifest: str, name: str, resource: str) -> None:
+    applied = cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", "-", input=manifest, check=False
+    )
+    assert applied.returncode == 0, applied.stderr
+    deadline = time.monotonic() + ESTABLISH_TIMEOUT
+    jsonpath = '{.status.conditions[?(@.type=="Established")].status}'
+    while time.monotonic() < deadline:
+        established = cluster.kubectl("get", "crd", name, "-o", f"jsonpath={jsonpath}", check=False)
+        # Established can precede discovery by a moment; a list proves kubectl can resolve the resource.
+        if established.stdout == "True" and cluster.kubectl("get", resource, "-A", check=False).returncode == 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"CRD {name} not established within {ESTABLISH_TIMEOUT}s")
+
+
+@pytest.fixture(scope="session")
+def crd_installed(cluster: Cluster) -> None:
+    """The generated TaskSet CRD, applied server-side as `make` and the docs do, and established."""
+    install_crd(cluster, CRD_FILE.read_text(), c.CRD_NAME, c.PLURAL)
+
+
+def start_controller(cluster: Cluster, namespace: str, **settings: object) -> Controller:
+    controller = Controller(
+        api_client=cluster.api_client(),
+        settings=ControllerSettings(namespace=namespace, **settings),  # type: ignore[arg-type]
+        logger=structlog.get_logger("taskset-test").bind(test_namespace=namespace),
+    )
+    controller.start()
+    if not controller.wait_for_sync(SYNC_TIMEOUT):
+        controller.stop(1)
+        raise AssertionError("controller caches did not sync")
+    return controller
+
+
+@pytest.fixture
+def controller(cluster: Cluster, namespace: str, crd_installed: None) -> Iterator[Controller]:
+    """An in-process controller watching only this test's namespace (so tests never share one)."""
+    running = start_controller(cluster, namespace, workers=4)
+    yield running
+    running.stop(5)

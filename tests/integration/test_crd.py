@@ -13,15 +13,14 @@ import pytest
 import yaml
 
 from devcluster import Cluster
+from tests.integration.conftest import install_crd
 from taskset import constants as c
 from tests.builders import TaskSetBuilder, pod_template
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_FILE = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
 EXAMPLES = sorted((ROOT / "tests" / "examples").glob("*.yaml"))
-ESTABLISH_TIMEOUT = 60.0  # seconds; a CRD of this size is established in about one on a warm apiserver
 LONG = "a" * 59  # with role "r": replicas 10 gives a 63-character pod name, 11 gives 64 (S25)
 
 # kube-batch's PodGroup, only so that the manual's kube-batch example can apply as written.
@@ -56,34 +55,9 @@ PODGROUP_CRD = {
 }
 
 
-def _install_crd(cluster: Cluster, manifest: str, name: str, resource: str) -> None:
-    applied = cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "-f", "-", input=manifest, check=False
-    )
-    assert applied.returncode == 0, applied.stderr
-    deadline = time.monotonic() + ESTABLISH_TIMEOUT
-    jsonpath = '{.status.conditions[?(@.type=="Established")].status}'
-    while time.monotonic() < deadline:
-        established = cluster.kubectl("get", "crd", name, "-o", f"jsonpath={jsonpath}", check=False)
-        # Established can precede discovery by a moment; a list proves kubectl can resolve the resource.
-        if (
-            established.stdout == "True"
-            and cluster.kubectl("get", resource, "-A", check=False).returncode == 0
-        ):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"CRD {name} not established within {ESTABLISH_TIMEOUT}s")
-
-
-@pytest.fixture(scope="session")
-def crd_installed(cluster: Cluster) -> None:
-    """The generated TaskSet CRD, applied server-side as `make` and the docs do, and established."""
-    _install_crd(cluster, CRD_FILE.read_text(), c.CRD_NAME, c.PLURAL)
-
-
 @pytest.fixture(scope="session")
 def podgroup_crd(cluster: Cluster) -> None:
-    _install_crd(cluster, json.dumps(PODGROUP_CRD), "podgroups.scheduling.incubator.k8s.io", "podgroups")
+    install_crd(cluster, json.dumps(PODGROUP_CRD), "podgroups.scheduling.incubator.k8s.io", "podgroups")
 
 
 def create(cluster: Cluster, namespace: str, obj: dict[str, Any], *flags: str) -> Any:

@@ -169,3 +169,36 @@ def test_components_die_with_a_killed_parent(tmp_path: Any) -> None:
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     wait_until(lambda: _pids_alive(pids) == [], timeout=15)
+
+
+def test_containers_of_one_pod_can_exit_differently_with_messages_and_a_pod_reason(
+    cluster: Cluster, namespace: str
+) -> None:
+    core = client.CoreV1Api(cluster.api_client())
+    body = pod(
+        "multi",
+        {
+            sim.DURATION: "500ms",
+            sim.container_exit_code("side"): "3",
+            sim.MESSAGE: "bye",
+            sim.POD_REASON: "DeadlineExceeded",
+        },
+    )
+    body["spec"]["containers"].append({"name": "side", "image": "busybox"})
+    core.create_namespaced_pod(namespace, body)
+    done = wait_until(lambda: (p := read_pod(core, namespace, "multi")).status.phase == "Failed" and p)
+    codes = {s.name: s.state.terminated.exit_code for s in done.status.container_statuses}
+    assert codes == {"main": 0, "side": 3}
+    assert {s.state.terminated.message for s in done.status.container_statuses} == {"bye"}
+    assert done.status.reason == "DeadlineExceeded"
+
+
+def test_a_held_pod_is_assigned_but_stays_pending_until_released(cluster: Cluster, namespace: str) -> None:
+    core = client.CoreV1Api(cluster.api_client())
+    core.create_namespaced_pod(namespace, pod("held", {sim.HOLD: "init", **sim.annotations(duration=0.5)}))
+    held = wait_until(lambda: (p := read_pod(core, namespace, "held")).status.pod_ip and p)
+    assert held.status.phase == "Pending" and held.status.host_ip
+    time.sleep(1)
+    assert read_pod(core, namespace, "held").status.phase == "Pending"
+    core.patch_namespaced_pod("held", namespace, {"metadata": {"annotations": {sim.HOLD: None}}})
+    wait_until(lambda: read_pod(core, namespace, "held").status.phase == "Succeeded")

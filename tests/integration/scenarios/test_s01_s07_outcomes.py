@@ -1,0 +1,112 @@
+"""Scenarios S01-S07 (spec 14.1): outcomes under the default and explicit event policies."""
+
+from __future__ import annotations
+
+from tests.builders import TaskSetBuilder, pod_template
+from tests.integration.harness import (
+    PodFacts,
+    Recorder,
+    TaskSets,
+    eventually,
+    exits,
+    replica,
+    role_status,
+    run_forever,
+)
+
+
+def test_s01_ps_worker_worker_success_ends_the_taskset(ts: TaskSets, recorder: Recorder) -> None:
+    def workload(pod: PodFacts) -> object:
+        if pod.role == "ps" or pod.index == 2:
+            return run_forever()
+        return exits(0, after=3)
+
+    recorder.script = workload  # type: ignore[assignment]
+    ts.create(
+        TaskSetBuilder("psworker")
+        .role("ps", 1)
+        .role("worker", 3, min_succeeded=2, max_failed=2, event_policy=[("RoleSucceeded", "TaskSetSucceeded")])
+        .obj()
+    )
+    status = ts.final("psworker")
+    assert status["state"] == "Succeeded"
+    assert "taskrole(worker) is succeeded" in status["stateMessage"]
+    worker = role_status(status, "worker")
+    assert (worker["phase"], worker["state"]) == ("TaskRoleCompleted", "Succeeded")
+    for index in (0, 1):
+        done = replica(status, "worker", index)
+        assert done["phase"] == "TaskRoleReplicaCompleted"
+        assert done["terminatedInfo"]["exitCode"] == 0
+        assert done["stopped"] is False
+    stopped = replica(status, "worker", 2)
+    assert (stopped["phase"], stopped["stopped"], stopped["totalRetriedCount"]) == (
+        "TaskRoleReplicaCompleted",
+        True,
+        0,
+    )
+    assert status["totalRetriedCount"] == 0
+    assert status["startAt"] <= status["finishAt"]
+    # [R] foreground deletion of the ControlUnit: every Pod is gone when TaskSetCompleted is observed.
+    assert ts.pods("psworker") == []
+    assert ts.configmap("c-psworker-0") is None
+
+
+def test_s02_single_role_default_policy_success_with_lifecycle_facts(
+    ts: TaskSets, recorder: Recorder, namespace: str
+) -> None:
+    ts.create(TaskSetBuilder("single").role("r", 1, template=pod_template()).obj())
+    unit = eventually(lambda: ts.configmap("c-single-0"), what="ControlUnit c-single-0")
+    owners = unit["metadata"]["ownerReferences"]
+    assert [(o["kind"], o["name"], o["controller"], o["blockOwnerDeletion"]) for o in owners] == [
+        ("TaskSet", "single", True, True)
+    ]
+    assert unit["metadata"]["labels"] == {"TaskSet": "single"}
+    assert unit["metadata"]["annotations"] == {"TaskSet": "single", "Namespace": namespace}
+    pod = eventually(lambda: ts.pod("single-r-0"), what="Pod single-r-0")
+    annotations = pod["metadata"]["annotations"]
+    assert (annotations["TaskSetAttemptID"], annotations["ReplicaAttemptID"]) == ("0", "0")
+    eventually(lambda: ts.status("single").get("controlUnitUID") == unit["metadata"]["uid"], what="CU uid")
+    eventually(lambda: replica(ts.status("single"), "r", 0)["phase"] == "TaskRoleReplicaAttemptRunning")
+    ts.end_pod("single-r-0", 0)
+    status = ts.final("single")
+    assert status["state"] == "Succeeded"
+    order = [
+        "TaskSetAttemptPending",
+        "TaskSetAttemptCreationRequested",
+        "TaskSetAttemptPreparing",
+        "TaskSetAttemptRunning",
+        "TaskSetAttemptDeletionPending",
+        "TaskSetAttemptDeletionRequested",
+        "TaskSetCompleted",
+    ]
+    seen = recorder.phases("single")
+    assert seen == [p for p in order if p in seen], seen
+    states = recorder.states("single")
+    assert states[-1] == "Succeeded" and set(states) <= {"Waiting", "Running", "Succeeded"}
+    assert states == sorted(states, key=["Waiting", "Running", "Succeeded"].index)
+    log = recorder.pod_log("single-r-0")
+    assert len(log) == 1 and log[0].gone is not None
+    done = replica(status, "r", 0)
+    assert done["podName"] == "single-r-0"
+    assert done["podUID"] == pod["metadata"]["uid"]
+    assert done["containerName"] == "c0" and done["containerID"]
+    assert done["startAt"] and done["finishAt"]
+    assert done["terminatedInfo"]["reason"] == "Completed"
+    assert status["createdAt"] <= status["startAt"] <= status["finishAt"]
+    assert status["preemptCount"] == 0
+    assert status["observedGeneration"] == 1
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["Succeeded"]["status"] == "True"
+    assert (conditions["Running"]["status"], conditions["Running"]["reason"]) == ("False", "Succeeded")
+
+
+def test_s03_single_role_default_policy_failure(ts: TaskSets, recorder: Recorder) -> None:
+    recorder.script = lambda pod: exits(3)
+    ts.create(TaskSetBuilder("singlefail").role("r", 1).obj())
+    status = ts.final("singlefail")
+    assert status["state"] == "Failed"
+    assert "taskrole(r) is failed" in status["stateMessage"]
+    assert replica(status, "r", 0)["terminatedInfo"]["exitCode"] == 3
+    assert role_status(status, "r")["state"] == "Failed"
+    eventually(lambda: {"TaskSet Failed", "TaskRole Failed"} <= ts.reasons("singlefail"), what="events")
+    assert len(recorder.pod_log()) == 1

@@ -1,0 +1,458 @@
+"""The shared informer: cache first, then handlers; isolated handlers; resync from the cache; tombstones for
+deletes seen only by a relist; sync signals per informer and per handler."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from clock import FakeClock, RealClock
+from informers import (
+    DeletedFinalStateUnknown,
+    InformerSettings,
+    ReflectorSettings,
+    SharedInformer,
+    deletion_handling_key,
+    resource_version,
+    wait_for_cache_sync,
+)
+from informers.testing import FakeSource, RecordingLogger, eventually
+
+pytestmark = [pytest.mark.unit, pytest.mark.timeout(20)]
+
+RELIST = "backing off before relisting"
+# Real seconds for negative checks: four of FakeClock's 50 ms wake-up slices, so any thread waiting on the
+# fake clock has re-checked its deadline at least once.
+SETTLE = 0.2
+
+
+def settle() -> None:
+    time.sleep(SETTLE)
+
+
+def obj(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns", "labels": labels},
+    }
+
+
+def relabeled(o: dict[str, Any], **labels: str) -> dict[str, Any]:
+    return {**o, "metadata": {**o["metadata"], "labels": labels}}
+
+
+Event = tuple[str, str, str]  # (kind, key, resource version or "tombstone@<rv>")
+
+
+class Recorder:
+    """A handler that records what it was told, as (kind, key, rv) tuples."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def on_add(self, o: dict[str, Any]) -> None:
+        self.events.append(("add", deletion_handling_key(o), resource_version(o)))
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.events.append(
+            ("update", deletion_handling_key(new), f"{resource_version(old)}->{resource_version(new)}")
+        )
+
+    def on_delete(self, o: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        if isinstance(o, DeletedFinalStateUnknown):
+            self.events.append(("delete", o.key, f"tombstone@{resource_version(o.obj)}"))
+        else:
+            self.events.append(("delete", deletion_handling_key(o), resource_version(o)))
+
+    def callbacks(self) -> dict[str, Callable[..., None]]:
+        return {"on_add": self.on_add, "on_update": self.on_update, "on_delete": self.on_delete}
+
+    def seen(self, count: int) -> list[Event]:
+        """Wait until ``count`` events arrived and return them."""
+        eventually(lambda: len(self.events) >= count)
+        return list(self.events)
+
+
+InformerFactory = Callable[..., SharedInformer]
+
+
+@pytest.fixture
+def make_informer(
+    source: FakeSource, clock: FakeClock, rng: random.Random, logger: RecordingLogger
+) -> Iterator[InformerFactory]:
+    """An informer on ``source`` (not started); every one made is stopped afterwards."""
+    made: list[SharedInformer] = []
+
+    def make(**kwargs: Any) -> SharedInformer:
+        settings = kwargs.pop("settings", InformerSettings(reflector=ReflectorSettings()))
+        informer = SharedInformer(
+            name="pods",
+            lister_watcher=source,
+            settings=settings,
+            clock=clock,
+            rng=rng,
+            logger=logger,
+            **kwargs,
+        )
+        made.append(informer)
+        return informer
+
+    yield make
+    for informer in made:
+        informer.stop()
+
+
+def watching(source: FakeSource, calls: int) -> None:
+    eventually(lambda: len(source.watch_calls) >= calls and source.open_watches())
+
+
+def step_relist_backoff(clock: FakeClock, logger: RecordingLogger, nth: int = 1) -> None:
+    record = eventually(lambda: logger.named(RELIST)[nth - 1 : nth])[0]
+    # Two threads wait on the clock once the reflector sleeps: it and the informer's resync timer.
+    eventually(lambda: clock.blocked_waiters() >= 2)
+    clock.step(float(record.fields["delay"]))
+
+
+def test_handlers_run_after_the_cache_holds_the_state_they_are_told_about(
+    source: FakeSource, make_informer: InformerFactory
+) -> None:
+    informer = make_informer()
+    checks: list[bool] = []
+    informer.add_event_handler(
+        on_add=lambda o: checks.append(informer.store.get_by_key("ns/a") == o),
+        on_update=lambda old, new: checks.append(informer.store.get_by_key("ns/a") == new),
+        on_delete=lambda o: checks.append("ns/a" not in informer.store),
+    )
+    informer.start()
+    watching(source, 1)
+
+    a = source.create(obj("a"))
+    eventually(lambda: len(checks) == 1)
+    source.update(relabeled(a, app="web"))
+    eventually(lambda: len(checks) == 2)
+    source.delete(a)
+    eventually(lambda: len(checks) == 3)
+
+    assert checks == [True, True, True]
+
+
+def test_every_handler_sees_each_change_in_order(source: FakeSource, make_informer: InformerFactory) -> None:
+    a = source.create(obj("a"))
+    informer = make_informer()
+    first, second = Recorder(), Recorder()
+    informer.add_event_handler(**first.callbacks())
+    informer.add_event_handler(**second.callbacks())
+    informer.start()
+    watching(source, 1)
+
+    a2 = source.update(relabeled(a, app="web"))
+    source.create(obj("b"))
+    source.delete(a2)
+
+    expected = [
+        ("add", "ns/a", "101"),
+        ("update", "ns/a", "101->102"),
+        ("add", "ns/b", "103"),
+        ("delete", "ns/a", "104"),
+    ]
+    assert first.seen(4) == expected
+    assert second.seen(4) == expected
+
+
+def test_an_update_with_an_unchanged_resource_version_reaches_nobody(
+    source: FakeSource, clock: FakeClock, logger: RecordingLogger, make_informer: InformerFactory
+) -> None:
+    source.create(obj("a"))
+    informer = make_informer()
+    recorder = Recorder()
+    informer.add_event_handler(**recorder.callbacks())
+    informer.start()
+    watching(source, 1)
+
+    source.expire_watches()  # the relist finds "a" unchanged
+    step_relist_backoff(clock, logger)
+    watching(source, 2)
+    for watch in source.open_watches():  # the same state again, as a watch might replay it
+        watch.send({"type": "MODIFIED", "object": source.get("ns/a") or {}})
+    source.create(obj("b"))
+
+    assert recorder.seen(2) == [("add", "ns/a", "101"), ("add", "ns/b", "102")]
+    assert len(source.list_calls) == 2
+
+
+def test_deletes_missed_while_disconnected_reach_handlers_as_tombstones_on_relist(
+    source: FakeSource, clock: FakeClock, logger: RecordingLogger, make_informer: InformerFactory
+) -> None:
+    a, b, c = source.create(obj("a")), source.create(obj("b")), source.create(obj("c"))
+    informer = make_informer()
+    recorder = Recorder()
+    informer.add_event_handler(**recorder.callbacks())
+    informer.start()
+    watching(source, 1)
+    recorder.seen(3)
+
+    with source.paused():  # the watch hears nothing of these
+        source.delete(b)
+        source.update(relabeled(c, app="web"))
+    source.compact()
+    source.expire_watches()
+    step_relist_backoff(clock, logger)
+    watching(source, 2)
+
+    assert recorder.seen(5)[3:] == [
+        ("update", "ns/c", "103->105"),
+        ("delete", "ns/b", "tombstone@102"),
+    ]
+    assert sorted(informer.store.list_keys()) == ["ns/a", "ns/c"]
+    assert informer.store.get_by_key("ns/a") == a
+
+
+def test_a_delete_seen_by_the_watch_delivers_the_final_state(
+    source: FakeSource, make_informer: InformerFactory
+) -> None:
+    informer = make_informer()
+    deleted: list[Any] = []
+    informer.add_event_handler(on_delete=deleted.append)
+    informer.start()
+    watching(source, 1)
+
+    a = source.create(obj("a"))
+    final = source.delete(relabeled(a, phase="done"))
+
+    eventually(lambda: deleted)
+    assert deleted == [final]
+    assert not isinstance(deleted[0], DeletedFinalStateUnknown)
+
+
+def test_bookmarks_move_the_resource_version_without_calling_handlers(
+    source: FakeSource, make_informer: InformerFactory
+) -> None:
+    source.create(obj("a"))
+    informer = make_informer()
+    recorder = Recorder()
+    informer.add_event_handler(**recorder.callbacks())
+    informer.start()
+    watching(source, 1)
+    recorder.seen(1)
+
+    rv = source.bookmark()
+    eventually(lambda: informer.last_sync_resource_version() == rv)
+    source.create(obj("b"))  # a later event proves the bookmark was processed and skipped
+
+    assert recorder.seen(2) == [("add", "ns/a", "101"), ("add", "ns/b", "103")]
+    assert sorted(informer.store.list_keys()) == ["ns/a", "ns/b"]
+
+
+def test_has_synced_per_informer_and_per_handler(source: FakeSource, make_informer: InformerFactory) -> None:
+    source.create(obj("a"))
+    source.create(obj("b"))
+    informer = make_informer()
+    release = threading.Event()
+    slow = informer.add_event_handler(on_add=lambda o: release.wait(5))
+    fast = informer.add_event_handler()
+    assert not informer.has_synced()
+    assert not slow.has_synced()
+
+    informer.start()
+    assert informer.wait_for_cache_sync(timeout=5)
+    eventually(fast.has_synced)
+
+    assert informer.has_synced()
+    assert not slow.has_synced(), "its handler has not returned from the initial adds yet"
+    release.set()
+    eventually(slow.has_synced)
+
+
+def test_a_handler_added_after_sync_first_gets_the_cache_as_adds(
+    source: FakeSource, make_informer: InformerFactory
+) -> None:
+    source.create(obj("a"))
+    informer = make_informer()
+    informer.start()
+    informer.wait_for_cache_sync(timeout=5)
+    watching(source, 1)
+    source.create(obj("b"))
+    eventually(lambda: len(informer.store) == 2)
+
+    late = Recorder()
+    registration = informer.add_event_handler(**late.callbacks())
+    source.create(obj("c"))
+
+    assert sorted(late.seen(2)[:2]) == [("add", "ns/a", "101"), ("add", "ns/b", "102")]
+    assert late.seen(3)[2] == ("add", "ns/c", "103")
+    assert registration.has_synced()
+
+
+def test_a_raising_handler_does_not_stop_itself_or_others(
+    source: FakeSource, logger: RecordingLogger, make_informer: InformerFactory
+) -> None:
+    informer = make_informer()
+    calls: list[str] = []
+
+    def explode(o: dict[str, Any]) -> None:
+        calls.append(o["metadata"]["name"])
+        raise RuntimeError("handler bug")
+
+    informer.add_event_handler(on_add=explode)
+    recorder = Recorder()
+    informer.add_event_handler(**recorder.callbacks())
+    informer.start()
+    watching(source, 1)
+
+    for name in ("a", "b", "c"):
+        source.create(obj(name))
+
+    assert [e[1] for e in recorder.seen(3)] == ["ns/a", "ns/b", "ns/c"]
+    eventually(lambda: len(calls) == 3)
+    assert calls == ["a", "b", "c"]
+    raised = eventually(
+        lambda: logger.named("event handler raised")[2:] and logger.named("event handler raised")
+    )
+    assert [(r.level, r.exc_info, r.fields["kind"]) for r in raised] == [("error", True, "add")] * 3
+
+
+def test_a_slow_handler_does_not_block_the_watch_or_other_handlers(
+    source: FakeSource, make_informer: InformerFactory
+) -> None:
+    informer = make_informer()
+    release = threading.Event()
+    slow_seen: list[str] = []
+
+    def slow(o: dict[str, Any]) -> None:
+        release.wait(10)
+        slow_seen.append(o["metadata"]["name"])
+
+    informer.add_event_handler(on_add=slow)
+    fast = Recorder()
+    informer.add_event_handler(**fast.callbacks())
+    informer.start()
+    watching(source, 1)
+
+    for i in range(5):
+        source.create(obj(f"p{i}"))
+
+    assert [e[1] for e in fast.seen(5)] == [f"ns/p{i}" for i in range(5)]
+    assert len(informer.store) == 5
+    assert slow_seen == []
+    release.set()
+    eventually(lambda: len(slow_seen) == 5)
+    assert slow_seen == [f"p{i}" for i in range(5)]
+
+
+@dataclass(frozen=True)
+class ResyncCase:
+    period: float
+    steps: list[float]
+    """Clock steps, in seconds."""
+    resyncs: list[int]
+    """How many resyncs the handler has seen after each step."""
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            ResyncCase(30.0, [29.0, 1.0, 30.0], [0, 1, 2]),
+            id="a handler is replayed the cache once per period",
+        ),
+        pytest.param(
+            ResyncCase(0.2, [0.5, 0.5], [0, 1]), id="a period below one second is raised to one second"
+        ),
+        pytest.param(ResyncCase(0.0, [3600.0], [0]), id="a period of 0 never resyncs"),
+    ],
+)
+def test_resync_replays_the_cache_without_calling_the_api_server(
+    case: ResyncCase, source: FakeSource, clock: FakeClock, make_informer: InformerFactory
+) -> None:
+    source.create(obj("a"))
+    source.create(obj("b"))
+    informer = make_informer()
+    resynced, plain = Recorder(), Recorder()
+    informer.add_event_handler(**resynced.callbacks(), resync_period=case.period)
+    informer.add_event_handler(**plain.callbacks())
+    informer.start()
+    watching(source, 1)
+    resynced.seen(2)
+
+    for step, expected in zip(case.steps, case.resyncs, strict=True):
+        clock.step(step)
+        if expected == len(resynced.events[2:]) // 2:
+            settle()  # give a wrong resync the chance to show up
+        eventually(lambda expected=expected: len(resynced.events) == 2 + 2 * expected)
+
+    assert (
+        resynced.events[2:]
+        == [("update", "ns/a", "101->101"), ("update", "ns/b", "102->102")] * case.resyncs[-1]
+    )
+    assert len(plain.events) == 2
+    assert len(source.list_calls) == 1
+    assert len(source.watch_calls) == 1
+
+
+def test_the_default_transform_strips_managed_fields_before_anyone_sees_the_object(
+    source: FakeSource, make_informer: InformerFactory
+) -> None:
+    informer = make_informer()
+    added: list[dict[str, Any]] = []
+    informer.add_event_handler(on_add=added.append)
+    informer.start()
+    watching(source, 1)
+
+    fat = obj("a")
+    fat["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
+    source.create(fat)
+
+    eventually(lambda: added)
+    assert "managedFields" not in added[0]["metadata"]
+    assert informer.store.get_by_key("ns/a") is added[0]
+
+
+def test_a_removed_handler_hears_nothing_more(source: FakeSource, make_informer: InformerFactory) -> None:
+    informer = make_informer()
+    removed, kept = Recorder(), Recorder()
+    registration = informer.add_event_handler(**removed.callbacks())
+    informer.add_event_handler(**kept.callbacks())
+    informer.start()
+    watching(source, 1)
+    source.create(obj("a"))
+    removed.seen(1)
+
+    informer.remove_event_handler(registration)
+    source.create(obj("b"))
+
+    assert [e[1] for e in kept.seen(2)] == ["ns/a", "ns/b"]
+    assert removed.events == [("add", "ns/a", "101")]
+
+
+def test_wait_for_cache_sync_times_out_while_listing_fails(
+    source: FakeSource, clock: FakeClock, logger: RecordingLogger, make_informer: InformerFactory
+) -> None:
+    source.fail_list(RuntimeError("cannot list"))
+    informer = make_informer()
+    registration = informer.add_event_handler()
+    informer.start()
+
+    assert not wait_for_cache_sync([informer.has_synced], timeout=0.2, clock=RealClock())
+    step_relist_backoff(clock, logger)
+    assert wait_for_cache_sync([informer.has_synced, registration.has_synced], timeout=5, clock=RealClock())
+
+
+def test_a_stopped_informer_refuses_new_handlers(source: FakeSource, make_informer: InformerFactory) -> None:
+    informer = make_informer()
+    informer.start()
+    watching(source, 1)
+
+    informer.stop()
+
+    assert source.open_watches() == []
+    with pytest.raises(RuntimeError, match="stopped"):
+        informer.add_event_handler()
+    with pytest.raises(RuntimeError, match="stopped"):
+        informer.start()
