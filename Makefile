@@ -37,7 +37,7 @@ integration: setup binaries
 	$(PY) -m pytest -m integration $(PYTEST_ARGS)
 
 demo: setup binaries
-	$(PY) -m devcluster.demo
+	$(PY) hack/demo.py
 
 cluster-up: setup
 	$(PY) -m devcluster up

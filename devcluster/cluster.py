@@ -57,6 +57,8 @@ class Settings:
     node_cpu: str = "1000"
     node_memory: str = "4Ti"
     node_pods: str = "5000"
+    # Extended resources the seeds' ML examples request (e.g. nvidia.com/gpu limits), so they schedule.
+    node_extended: tuple[tuple[str, str], ...] = (("nvidia.com/gpu", "8"),)
     # etcd compaction period passed to kube-apiserver; a short one (e.g. "5s") lets tests provoke 410 Gone.
     etcd_compaction_interval: str = "5m"
     # Turn off the apiserver's in-flight limits and priority & fairness, for benchmarks of raw throughput.
@@ -241,6 +243,7 @@ class Cluster:
             "cpu": self.settings.node_cpu,
             "memory": self.settings.node_memory,
             "pods": self.settings.node_pods,
+            **dict(self.settings.node_extended),
         }
         for name in names:
             node = {
