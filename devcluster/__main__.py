@@ -112,7 +112,13 @@ def cmd_build(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devcluster", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, func in (("build", cmd_build), ("up", cmd_up), ("down", cmd_down), ("env", cmd_env), ("run", cmd_run)):
+    for name, func in (
+        ("build", cmd_build),
+        ("up", cmd_up),
+        ("down", cmd_down),
+        ("env", cmd_env),
+        ("run", cmd_run),
+    ):
         p = sub.add_parser(name)
         p.set_defaults(func=func)
         p.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state directory (default %(default)s)")

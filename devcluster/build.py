@@ -96,7 +96,16 @@ def build(component: Component) -> Path:
     for binary, package in component.packages.items():
         _log(f"building {binary} {component.version}")
         subprocess.run(
-            ["go", "build", "-trimpath", "-ldflags", component.ldflags(), "-o", str(staging / binary), package],
+            [
+                "go",
+                "build",
+                "-trimpath",
+                "-ldflags",
+                component.ldflags(),
+                "-o",
+                str(staging / binary),
+                package,
+            ],
             cwd=GO_DIR / component.name,
             env=env,
             check=True,

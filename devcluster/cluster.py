@@ -96,7 +96,7 @@ class _Process:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509  (only a prctl; children start from the main thread)
             )
         finally:
             log.close()
@@ -208,7 +208,11 @@ class Cluster:
     def env(self) -> dict[str, str]:
         """Environment for child processes: KUBECONFIG set and the built kubectl first on PATH."""
         kubectl_dir = str(self.binaries["kubectl"].parent)
-        return {**os.environ, "KUBECONFIG": str(self.kubeconfig), "PATH": f"{kubectl_dir}:{os.environ['PATH']}"}
+        return {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "PATH": f"{kubectl_dir}:{os.environ['PATH']}",
+        }
 
     def kubectl(
         self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120
@@ -227,7 +231,8 @@ class Cluster:
         """A ``kubernetes`` client authenticated as the admin (group system:masters)."""
         from kubernetes import config  # noqa: PLC0415  (only tests and tools need the client)
 
-        return config.new_client_from_config(str(self.kubeconfig))
+        client: ApiClient = config.new_client_from_config(str(self.kubeconfig))  # type: ignore[no-untyped-call]
+        return client
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         """A small admin HTTP call to the API server, returning decoded JSON."""
@@ -399,7 +404,10 @@ class Cluster:
         ready = [
             n
             for n in nodes
-            if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))
+            if any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in n.get("status", {}).get("conditions", [])
+            )
         ]
         return len(ready) >= self.settings.nodes
 

@@ -20,7 +20,7 @@ def container_exit_code(container: str) -> str:
     return f"{EXIT_CODE}.{container}"
 
 
-def annotations(duration: float | None = None, exit_code: int = 0, **extra: str) -> dict[str, str]:
+def outcome(duration: float | None = None, exit_code: int = 0, **extra: str) -> dict[str, str]:
     """Annotations for a pod that runs ``duration`` seconds and exits with ``exit_code``."""
     result = dict(extra)
     if duration is not None:

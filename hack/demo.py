@@ -41,14 +41,16 @@ def simulate(taskset: dict[str, Any]) -> dict[str, Any]:
         if match:
             seconds, code = int(match.group(1)) / TIME_SCALE, int(match.group(2))
             annotations = template.setdefault("metadata", {}).setdefault("annotations", {})
-            annotations.update(sim.annotations(duration=seconds, exit_code=code))
+            annotations.update(sim.outcome(duration=seconds, exit_code=code))
     return result
 
 
 def progress_line(status: dict[str, Any]) -> str:
     roles = []
     for role in status.get("roleStatus") or []:
-        phases = [r["phase"].removeprefix("TaskRoleReplica").removeprefix("Attempt") for r in role["replicaStatus"]]
+        phases = [
+            r["phase"].removeprefix("TaskRoleReplica").removeprefix("Attempt") for r in role["replicaStatus"]
+        ]
         roles.append(f"{role['name']}[{role['state']}: {' '.join(phases)}]")
     phase = str(status.get("phase", "")).removeprefix("TaskSet")
     return f"{status.get('state', '?'):9} {phase:26} {'  '.join(roles)}"
@@ -106,8 +108,11 @@ def run_demo(cluster: Cluster, log_path: Path) -> int:
         time.sleep(0.3)
     print()
     print(cluster.kubectl("get", "taskset", name, "-o", "wide").stdout)
-    print(cluster.kubectl("get", "events", "--field-selector", f"involvedObject.name={name}",
-                          "--sort-by=.lastTimestamp").stdout)
+    print(
+        cluster.kubectl(
+            "get", "events", "--field-selector", f"involvedObject.name={name}", "--sort-by=.lastTimestamp"
+        ).stdout
+    )
     print(f"final state: {status.get('state')} — {status.get('stateMessage')}")
     cluster.kubectl("delete", "taskset", name, "--wait=true", check=False)
     return 0 if status.get("state") == "Succeeded" else 1

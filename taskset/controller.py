@@ -78,7 +78,9 @@ class Controller:
         self._log = logger
         self._clock = clock or RealClock()
         self._worker_metrics = worker_metrics
-        self._factory = SharedInformerFactory(lister_watcher_for=lister_watcher_factory(api_client), logger=logger)
+        self._factory = SharedInformerFactory(
+            lister_watcher_for=lister_watcher_factory(api_client), logger=logger
+        )
         namespace = settings.namespace or None
         self.tasksets: SharedInformer = self._factory.informer_for(TASKSETS, namespace=namespace)
         self.pods: SharedInformer = self._factory.informer_for(
@@ -131,11 +133,11 @@ class Controller:
             )
 
     def _enqueue_taskset(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
-        key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(obj)
+        key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(dict(obj))
         self.queue.add(key)
 
     def _taskset_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        """Skip updates that only carry a status: ours, already applied (spec and deletion are what matter)."""
+        """Skip status-only updates (ours, already applied): spec edits and deletion are what matter."""
         old_meta, new_meta = old.get("metadata", {}), new.get("metadata", {})
         if (
             old_meta.get("resourceVersion") != new_meta.get("resourceVersion")
@@ -144,7 +146,7 @@ class Controller:
             and old_meta.get("uid") == new_meta.get("uid")
         ):
             return
-        self.queue.add(meta_namespace_key(new))
+        self.queue.add(meta_namespace_key(dict(new)))
 
     def _enqueue_owner(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
@@ -205,17 +207,23 @@ class Controller:
     def _process(self, key: str) -> None:
         reconcile_id = new_reconcile_id()
         namespace, _, name = key.partition("/")
-        log = self._log.bind(controller=CONTROLLER_NAME, namespace=namespace, name=name, reconcile_id=reconcile_id)
+        log = self._log.bind(
+            controller=CONTROLLER_NAME, namespace=namespace, name=name, reconcile_id=reconcile_id
+        )
         self._set_active(+1)
         started = time.monotonic()
         try:
             result = self.reconciler.reconcile(key)
-        except Exception as err:  # noqa: BLE001  (one TaskSet's bug must not kill a worker)
+        except Exception as err:
             log.exception("Failed to syncTaskSet", key=key, error=str(err))
             result = ReconcileResult(error=f"panic: {err}")
             outcome = "panic"
         else:
-            outcome = "error" if result.error else ("requeue_after" if result.requeue_after is not None else "success")
+            outcome = (
+                "error"
+                if result.error
+                else ("requeue_after" if result.requeue_after is not None else "success")
+            )
         finally:
             self._set_active(-1)
         seconds = time.monotonic() - started

@@ -20,6 +20,7 @@ from taskset import policies
 from taskset.api import (
     ParsedTaskSet,
     ParseResult,
+    RetryPolicy,
     Role,
     TaskSetSpec,
     ValidationFailure,
@@ -210,6 +211,7 @@ def decide(
     recorded: TaskSetStatus | None,
     observed: Observed,
     now: datetime,
+    *,
     settings: Settings = Settings(),
 ) -> Plan:
     """Run the machines over a private copy of ``recorded`` and return what to do."""
@@ -308,10 +310,10 @@ def _taskset_facts(ctx: _Pass) -> TaskSetFacts:
 _ENDING_PHASES = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)
 
 
-def _retry_policy(ctx: _Pass) -> policies.RetryPolicy:
+def _retry_policy(ctx: _Pass) -> RetryPolicy:
     if isinstance(ctx.live, ParsedTaskSet):
         return ctx.live.spec.retry_policy
-    return ctx.plan.spec.retry_policy if ctx.plan.spec is not None else policies.RetryPolicy()
+    return ctx.plan.spec.retry_policy if ctx.plan.spec is not None else RetryPolicy()
 
 
 def _run_taskset(ctx: _Pass) -> None:
@@ -690,7 +692,7 @@ def _run_replica(ctx: _Pass, position: int, role: Role, replica: ReplicaStatus) 
         if row is None:
             return
         if row.target is None:
-            _replica_wait(ctx, position, role, replica, row.label, pod, kind)
+            _replica_wait(ctx, position, role, replica, row.label, pod=pod, kind=kind)
             return
         effect = _REPLICA_EFFECTS.get(row.label)
         message = (
@@ -709,6 +711,7 @@ def _replica_wait(
     role: Role,
     replica: ReplicaStatus,
     label: str,
+    *,
     pod: PodView | None,
     kind: PodClass,
 ) -> None:
@@ -1002,7 +1005,7 @@ def _replica_of(ctx: _Pass, role: int, index: int) -> tuple[Role | None, Replica
 
 
 def _pod_created(ctx: _Pass, intent: CreatePod, result: ActionResult) -> None:
-    role, replica = _replica_of(ctx, intent.role, intent.index)
+    _, replica = _replica_of(ctx, intent.role, intent.index)
     role_name = ctx.status.roles[intent.role].name
     if result.kind == ResultKind.OK and result.obj is not None:
         from taskset.observe import pod_view  # noqa: PLC0415

@@ -169,8 +169,10 @@ class KubeClient:
             options["propagationPolicy"] = propagation
         self.request("DELETE", path, resource=resource, body=options)
 
-    def replace_status(self, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]) -> dict[str, Any]:
-        """PUT the whole status of a TaskSet through /status, guarded by ``resource_version`` (409 if stale)."""
+    def replace_status(
+        self, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """PUT a TaskSet's whole status through /status, guarded by ``resource_version`` (409 if stale)."""
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "TaskSet",

@@ -75,7 +75,11 @@ def build_pod(template: Mapping[str, Any], identity: PodIdentity) -> dict[str, A
         metadata.pop(key, None)
     metadata["name"] = identity.name
     metadata["namespace"] = identity.namespace
-    metadata["labels"] = {**_dict(metadata.get("labels")), LABEL_TASKSET: identity.taskset, LABEL_ROLE: identity.role}
+    metadata["labels"] = {
+        **_dict(metadata.get("labels")),
+        LABEL_TASKSET: identity.taskset,
+        LABEL_ROLE: identity.role,
+    }
     metadata["annotations"] = {
         **_dict(metadata.get("annotations")),
         ANNOTATION_REPLICA_INDEX: str(identity.index),

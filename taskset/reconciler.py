@@ -21,7 +21,7 @@ import cachetools
 
 from clock import Clock, RealClock
 from informers import Store
-from taskset.api import ParsedTaskSet, ParseResult, parse_taskset
+from taskset.api import ParseResult, parse_taskset
 from taskset.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LOGGER_NAME
 from taskset.controlunit import SNAPSHOT_KEY, build_control_unit
 from taskset.decide import (
@@ -29,7 +29,6 @@ from taskset.decide import (
     CreateControlUnit,
     CreatePod,
     DeleteControlUnit,
-    DeletePod,
     Intent,
     LogRecord,
     Plan,
@@ -133,7 +132,9 @@ class Reconciler:
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}  # key -> last status we wrote; guarded by _lock
         self._expected: dict[str, _Expected] = {}  # guarded by _lock
-        self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(PARSE_CACHE_SIZE)
+        self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
+            PARSE_CACHE_SIZE
+        )
 
     # ----- entry ----------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> ReconcileResult:
@@ -155,7 +156,9 @@ class Reconciler:
         record = self._record(key, obj)
         recorded = TaskSetStatus.from_json(record.status if record else obj.get("status"))
         now = self._clock.wall()
-        plan = decide(ref, self._parse(obj), recorded, self._observe(ref, recorded), now, self._settings)
+        plan = decide(
+            ref, self._parse(obj), recorded, self._observe(ref, recorded), now, settings=self._settings
+        )
         for intent in plan.intents:
             apply_result(plan, intent, self._act(key, obj, plan, intent))
         error = self._write_status(key, obj, record, plan)
@@ -185,7 +188,10 @@ class Reconciler:
             for u in self._units.by_index(OWNER_INDEX, ref.uid)
             if u["metadata"]["name"] != unit_name
         )
-        pods = {p["metadata"]["name"]: pod_view(p) for p in self._pods.by_index(POD_INDEX, f"{ref.namespace}/{ref.name}")}
+        pods = {
+            p["metadata"]["name"]: pod_view(p)
+            for p in self._pods.by_index(POD_INDEX, f"{ref.namespace}/{ref.name}")
+        }
         return Observed(
             control_unit=control_unit_view(unit, SNAPSHOT_KEY) if unit is not None else None,
             pods=pods,
@@ -211,7 +217,9 @@ class Reconciler:
                 )
                 result = ActionResult(ResultKind.OK)
             elif isinstance(intent, CreatePod):
-                pod = self._client.create(core_path(ns, "pods"), self._pod(obj, plan, intent), resource="pods")
+                pod = self._client.create(
+                    core_path(ns, "pods"), self._pod(obj, plan, intent), resource="pods"
+                )
                 self._expect(key, create=(f"{ns}/{intent.name}", pod["metadata"]["uid"]))
                 result = ActionResult(ResultKind.OK, pod)
             else:
@@ -258,7 +266,9 @@ class Reconciler:
         return ActionResult(ResultKind.ERROR, message=str(err))
 
     # ----- expectations ---------------------------------------------------------------------------------
-    def _expect(self, key: str, *, create: tuple[str, str] | None = None, delete: tuple[str, str] | None = None) -> None:
+    def _expect(
+        self, key: str, *, create: tuple[str, str] | None = None, delete: tuple[str, str] | None = None
+    ) -> None:
         with self._lock:
             expected = self._expected.setdefault(key, _Expected(deadline=0.0))
             expected.deadline = self._clock.now() + EXPECTATIONS_TTL
@@ -305,7 +315,9 @@ class Reconciler:
             record.resource_version = obj["metadata"]["resourceVersion"]
         return record
 
-    def _write_status(self, key: str, obj: Mapping[str, Any], record: _Record | None, plan: Plan) -> str | None:
+    def _write_status(
+        self, key: str, obj: Mapping[str, Any], record: _Record | None, plan: Plan
+    ) -> str | None:
         new = plan.status.to_json()
         base = record.status if record is not None else obj.get("status")
         if new == base:
@@ -355,7 +367,9 @@ class Reconciler:
             _log_record(self._log, record)
             fields = record.fields
             if "PrePhase" in fields and "NextPhase" in fields:
-                self._metrics.observe_transition(_machine_of(record), str(fields["PrePhase"]), str(fields["NextPhase"]))
+                self._metrics.observe_transition(
+                    _machine_of(record), str(fields["PrePhase"]), str(fields["NextPhase"])
+                )
 
 
 def _machine_of(record: LogRecord) -> str:

@@ -53,6 +53,8 @@ def seconds_since(value: str | None, now: datetime) -> float:
 
 
 def _enum(kind: type[E], value: object, default: E) -> E:
+    if not isinstance(value, str):
+        return default
     try:
         return kind(value)
     except ValueError:
@@ -256,10 +258,10 @@ class Condition:
 
     @classmethod
     def from_json(cls, raw: Json) -> Condition | None:
-        try:
-            kind = ConditionType(raw.get("type"))
-        except ValueError:
+        kind_name = raw.get("type")
+        if not isinstance(kind_name, str) or kind_name not in ConditionType.__members__.values():
             return None
+        kind = ConditionType(kind_name)
         return cls(
             type=kind,
             status=_enum(ConditionStatus, raw.get("status"), ConditionStatus.UNKNOWN),

@@ -1,4 +1,4 @@
-"""Marks every test by its folder: ``tests/unit`` → ``unit``, ``tests/integration`` and ``tests/chaos`` → ``integration``."""
+"""Marks each test by its folder: ``unit`` -> ``unit``; ``integration`` and ``chaos`` -> ``integration``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
-_MARKERS = {"unit": pytest.mark.unit, "integration": pytest.mark.integration, "chaos": pytest.mark.integration}
+_MARKERS = {
+    "unit": pytest.mark.unit,
+    "integration": pytest.mark.integration,
+    "chaos": pytest.mark.integration,
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

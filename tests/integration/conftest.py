@@ -56,7 +56,10 @@ def install_crd(cluster: Cluster, manifest: str, name: str, resource: str) -> No
     while time.monotonic() < deadline:
         established = cluster.kubectl("get", "crd", name, "-o", f"jsonpath={jsonpath}", check=False)
         # Established can precede discovery by a moment; a list proves kubectl can resolve the resource.
-        if established.stdout == "True" and cluster.kubectl("get", resource, "-A", check=False).returncode == 0:
+        if (
+            established.stdout == "True"
+            and cluster.kubectl("get", resource, "-A", check=False).returncode == 0
+        ):
             return
         time.sleep(0.2)
     raise AssertionError(f"CRD {name} not established within {ESTABLISH_TIMEOUT}s")

@@ -30,7 +30,9 @@ def wait_until(predicate: Callable[[], Any], timeout: float = POD_TIMEOUT, inter
     raise AssertionError(f"condition not met within {timeout}s")
 
 
-def pod(name: str, annotations: dict[str, str] | None = None, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+def pod(
+    name: str, annotations: dict[str, str] | None = None, owner: dict[str, Any] | None = None
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name, "annotations": annotations or {}}
     if owner:
         metadata["ownerReferences"] = [owner]
@@ -74,7 +76,7 @@ def test_a_pod_without_node_name_is_scheduled_and_runs(cluster: Cluster, namespa
 
 def test_a_pod_annotated_to_fail_ends_failed_with_its_exit_code(cluster: Cluster, namespace: str) -> None:
     core = client.CoreV1Api(cluster.api_client())
-    core.create_namespaced_pod(namespace, pod("fails", sim.annotations(duration=1, exit_code=3)))
+    core.create_namespaced_pod(namespace, pod("fails", sim.outcome(duration=1, exit_code=3)))
     failed = wait_until(lambda: (p := read_pod(core, namespace, "fails")).status.phase == "Failed" and p)
     terminated = failed.status.container_statuses[0].state.terminated
     assert terminated.exit_code == 3
@@ -82,9 +84,11 @@ def test_a_pod_annotated_to_fail_ends_failed_with_its_exit_code(cluster: Cluster
     assert terminated.finished_at is not None
 
 
-def test_a_pod_annotated_to_succeed_ends_succeeded_with_exit_code_zero(cluster: Cluster, namespace: str) -> None:
+def test_a_pod_annotated_to_succeed_ends_succeeded_with_exit_code_zero(
+    cluster: Cluster, namespace: str
+) -> None:
     core = client.CoreV1Api(cluster.api_client())
-    core.create_namespaced_pod(namespace, pod("succeeds", sim.annotations(duration=0.5)))
+    core.create_namespaced_pod(namespace, pod("succeeds", sim.outcome(duration=0.5)))
     done = wait_until(lambda: (p := read_pod(core, namespace, "succeeds")).status.phase == "Succeeded" and p)
     terminated = done.status.container_statuses[0].state.terminated
     assert (terminated.exit_code, terminated.reason) == (0, "Completed")
@@ -120,7 +124,9 @@ def test_pods_owned_by_a_configmap_are_collected_after_foreground_deletion(
         core.create_namespaced_pod(namespace, pod(f"child-{i}", owner=ref))
     core.delete_namespaced_config_map("unit", namespace, body={"propagationPolicy": "Foreground"})
     wait_until(lambda: not core.list_namespaced_pod(namespace).items)
-    wait_until(lambda: not core.list_namespaced_config_map(namespace, field_selector="metadata.name=unit").items)
+    wait_until(
+        lambda: not core.list_namespaced_config_map(namespace, field_selector="metadata.name=unit").items
+    )
 
 
 def test_default_service_account_exists_so_pods_pass_service_account_admission(
@@ -195,7 +201,7 @@ def test_containers_of_one_pod_can_exit_differently_with_messages_and_a_pod_reas
 
 def test_a_held_pod_is_assigned_but_stays_pending_until_released(cluster: Cluster, namespace: str) -> None:
     core = client.CoreV1Api(cluster.api_client())
-    core.create_namespaced_pod(namespace, pod("held", {sim.HOLD: "init", **sim.annotations(duration=0.5)}))
+    core.create_namespaced_pod(namespace, pod("held", {sim.HOLD: "init", **sim.outcome(duration=0.5)}))
     held = wait_until(lambda: (p := read_pod(core, namespace, "held")).status.pod_ip and p)
     assert held.status.phase == "Pending" and held.status.host_ip
     time.sleep(1)

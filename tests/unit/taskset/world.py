@@ -75,7 +75,7 @@ class World:
         )
 
     def reconcile(self) -> Plan:
-        plan = decide(self.ref, parse_taskset(self.taskset), self.status, self.observed(), self.now, self.settings)
+        plan = decide(self.ref, parse_taskset(self.taskset), self.status, self.observed(), self.now, settings=self.settings)
         for intent in plan.intents:
             apply_result(plan, intent, self._execute(intent, plan))
         self.status = plan.status
