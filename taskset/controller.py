@@ -251,7 +251,8 @@ def build_controller(*, config: Any, api_client: Any, registry: Any, logger: Any
     """The controller as the daemon runs it, from its ``Config`` and a Prometheus registry."""
     from taskset.metrics import ControllerMetrics, workqueue_metrics_provider  # noqa: PLC0415
 
-    metrics = ControllerMetrics(registry=registry)
+    metrics = ControllerMetrics(registry=registry, workers=config.workers)
+    metrics.instrument_api_client(api_client)  # counts the informers' lists and watches too
     settings = ControllerSettings(
         workers=config.workers,
         namespace=config.namespace or None,

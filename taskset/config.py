@@ -1,0 +1,476 @@
+"""The daemon's configuration: flags, environment variables and a YAML file, merged into one ``Config``.
+
+**Precedence: flags > environment > config file > defaults**, per setting. This departs on purpose from
+the original controller (spec 9.1), which read *either* the file named by ``--config`` *or* the
+environment, never both: merging lets a deployment keep a shared file and override one value with an
+env var or a flag, and every setting the original accepted still means the same thing.
+
+Names: the original's file keys (``workerAmount``, ``k8sApiServer``, ``k8sConfigFile``,
+``cacheCreationTimeoutSec``, and ``controllerName``, which is ignored as it was) and env vars
+(``WorkerAmount``, ``K8sAPIServer``, ``K8sConfigFile``, ``CacheCreationTimeoutSec``) are kept byte for
+byte; settings the original did not have use ``TASKSET_<UPPER_SNAKE>`` env vars and camelCase file keys.
+``SETTINGS`` below is the full table; ``--help`` prints it.
+
+Decisions, each the original's behaviour unless it crashed:
+
+* Flags take any number of leading dashes (``-config``, ``--config``), as the original allowed.
+* A missing file key, a key set to null, and an empty env var all mean "not set here" (W-22: the
+  original crashed on a missing key).
+* ``workerAmount`` below 1 is replaced by 10, as the original did (spec S61), with a warning at startup.
+* Unknown file keys are *warned about*, not fatal: the original ignored them, so existing files must keep
+  loading, but a misspelt key silently falling back to its default is worth a line in the log.
+* Any value that does not parse, and any other value out of range, stops startup with exit code 2 and a
+  one-line message naming the setting and where it came from, e.g.
+  ``invalid value 'ten' for WorkerAmount (env): must be an integer``.
+
+``load_config`` is pure (argv, environment and the file reader are parameters), so every rule above is a
+table-driven unit test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+import yaml
+
+from taskset.constants import DNS1123_LABEL_PATTERN, LOGGER_NAME
+from taskset.http import parse_bind_address
+
+__all__ = [
+    "PROG",
+    "SETTINGS",
+    "Config",
+    "ConfigError",
+    "HelpRequested",
+    "Setting",
+    "load_config",
+]
+
+PROG: Final = "taskset-controller"
+DEFAULT_WORKERS: Final = 10  # O's default, also what it used for values below 1
+LOG_LEVELS: Final = ("debug", "info", "warning", "error")
+_LOG_LEVEL_ALIASES: Final = {"warn": "warning"}  # zap's spelling, which the original's users know
+# The original's controllerName key: accepted and ignored, the name is always TaskSetController (9.1).
+IGNORED_FILE_KEY: Final = "controllerName"
+# Values longer than this are cut in error messages, which must stay one line.
+_SHOWN_VALUE_MAX: Final = 60
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """Everything the daemon needs to start; see ``SETTINGS`` for the flag, env var and file key of each."""
+
+    workers: int = DEFAULT_WORKERS
+    """TaskSets reconciled in parallel (O: workerAmount)."""
+
+    api_server: str = ""
+    """API server URL; overrides the kubeconfig's server. Alone (no kubeconfig) it configures an
+    unauthenticated client, e.g. for ``kubectl proxy``. "" = from the kubeconfig or in-cluster."""
+
+    kubeconfig: str = ""
+    """Kubeconfig path. With neither it nor ``api_server``: the in-cluster service account, falling back
+    to ``$KUBECONFIG`` / ``~/.kube/config`` outside a cluster."""
+
+    cache_creation_timeout: int = 300
+    """Seconds a just-created ControlUnit or Pod may take to appear in the cache (spec 8.6)."""
+
+    namespace: str = ""
+    """The one namespace to watch; "" = all namespaces, as O does."""
+
+    qps: float = 50.0
+    """Client-side limit on the reconciler's requests per second to the API server; 0 = unlimited.
+    The informers' lists and watches are not limited (a handful of long-lived requests)."""
+
+    burst: int = 100
+    """Requests that may exceed ``qps`` momentarily (token-bucket size)."""
+
+    metrics_bind_address: str = ":8080"
+    """Where ``/metrics`` is served: ``:port``, ``host:port``, or ``0`` to disable."""
+
+    health_probe_bind_address: str = ":8081"
+    """Where ``/healthz`` and ``/readyz`` are served; same forms as the metrics address."""
+
+    log_level: str = "info"
+    """Lowest level written: debug, info, warning or error."""
+
+    register_crd: bool = True
+    """Create or update the TaskSet CRD at startup, as O does; off when a manifest or chart installs it."""
+
+    shutdown_grace_period: float = 30.0
+    """Seconds in-flight reconciles get to finish after the first SIGTERM/SIGINT."""
+
+    config_file: str = ""
+    """The YAML file the settings were read from, if any (for the startup log)."""
+
+    warnings: tuple[str, ...] = ()
+    """Problems tolerated while loading (e.g. an unknown file key), to be logged once logging is up."""
+
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    """For each setting not at its default, where its value came from: ``flag``, ``env`` or ``file``."""
+
+    def summary(self) -> dict[str, Any]:
+        """The settings for the startup log: no credentials (a URL's user:password is masked)."""
+        shown: dict[str, Any] = {
+            f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("warnings", "sources")
+        }
+        shown["api_server"] = _mask_userinfo(self.api_server)
+        shown["sources"] = dict(self.sources)
+        return shown
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used; ``str()`` is the one-line message for the user."""
+
+
+class HelpRequested(Exception):  # noqa: N818  (not an error: the caller prints ``text`` and exits 0)
+    """``-h``/``--help`` was given; ``text`` is the help to print."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__("help requested")
+        self.text = text
+
+
+# ----- value parsers: raw value (str from flags/env, any YAML scalar from the file) -> typed value -------
+class _ParseError(ValueError):
+    """A value that does not parse; the message is the reason, without the setting's name."""
+
+
+def _integer(raw: object) -> int:
+    if isinstance(raw, bool):  # YAML `true` is an int subclass in Python, never a count
+        raise _ParseError("must be an integer")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str):
+        try:
+            return int(raw.strip())
+        except ValueError:
+            pass
+    raise _ParseError("must be an integer")
+
+
+def _number(raw: object) -> float:
+    if isinstance(raw, bool):
+        raise _ParseError("must be a number")
+    if isinstance(raw, int | float):
+        value = float(raw)
+    elif isinstance(raw, str):
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise _ParseError("must be a number") from None
+    else:
+        raise _ParseError("must be a number")
+    if not math.isfinite(value):
+        raise _ParseError("must be a finite number")
+    return value
+
+
+def _string(raw: object) -> str:
+    if isinstance(raw, str):
+        return raw.strip()
+    if isinstance(raw, bool | int | float):  # YAML scalars that were meant as text
+        return str(raw)
+    raise _ParseError("must be a string")
+
+
+_TRUE: Final = frozenset({"true", "t", "1", "yes", "y", "on"})
+_FALSE: Final = frozenset({"false", "f", "0", "no", "n", "off"})
+
+
+def _boolean(raw: object) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str):
+        word = raw.strip().lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+    raise _ParseError("must be true or false")
+
+
+def _workers(raw: object) -> int:
+    return _integer(raw)  # values below 1 are replaced by the default later, with a warning
+
+
+def _positive_integer(raw: object) -> int:
+    value = _integer(raw)
+    if value < 1:
+        raise _ParseError("must be a positive integer")
+    return value
+
+
+def _non_negative_number(raw: object) -> float:
+    value = _number(raw)
+    if value < 0:
+        raise _ParseError("must not be negative")
+    return value
+
+
+_NAMESPACE_RE: Final = re.compile(DNS1123_LABEL_PATTERN)
+
+
+def _namespace(raw: object) -> str:
+    value = _string(raw)
+    if value and (len(value) > 63 or not _NAMESPACE_RE.match(value)):
+        raise _ParseError("must be a namespace name (a DNS-1123 label) or empty for all namespaces")
+    return value
+
+
+def _bind_address(raw: object) -> str:
+    value = _string(raw)
+    try:
+        parse_bind_address(value)
+    except ValueError as err:
+        raise _ParseError(str(err)) from None
+    return value
+
+
+def _log_level(raw: object) -> str:
+    value = _string(raw).lower()
+    value = _LOG_LEVEL_ALIASES.get(value, value)
+    if value not in LOG_LEVELS:
+        raise _ParseError(f"must be one of {', '.join(LOG_LEVELS)}")
+    return value
+
+
+def _url(raw: object) -> str:
+    value = _string(raw)
+    if value and not urlsplit(value).netloc:
+        raise _ParseError("must be a URL such as https://10.0.0.1:6443")
+    return value
+
+
+# ----- the settings table -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Setting:
+    field: str  # attribute of Config
+    flag: str  # long flag, with two dashes
+    env: str  # environment variable, exact case
+    key: str  # config file key
+    parse: Callable[[object], Any]
+    metavar: str
+    help: str
+
+
+def _env(name: str) -> str:
+    return f"TASKSET_{name}"
+
+
+SETTINGS: Final[tuple[Setting, ...]] = (
+    Setting("workers", "--workers", "WorkerAmount", "workerAmount", _workers, "N",
+            "TaskSets reconciled in parallel; values below 1 mean 10, as in the original"),
+    Setting("api_server", "--api-server", "K8sAPIServer", "k8sApiServer", _url, "URL",
+            "API server URL; overrides the kubeconfig's server"),
+    Setting("kubeconfig", "--kubeconfig", "K8sConfigFile", "k8sConfigFile", _string, "PATH",
+            "kubeconfig file; without it and --api-server: in-cluster, else $KUBECONFIG or ~/.kube/config"),
+    Setting("cache_creation_timeout", "--cache-creation-timeout", "CacheCreationTimeoutSec",
+            "cacheCreationTimeoutSec", _positive_integer, "SECONDS",
+            "how long a created ControlUnit or Pod may take to appear in the cache"),
+    Setting("namespace", "--namespace", _env("NAMESPACE"), "namespace", _namespace, "NAME",
+            "watch only this namespace; empty = all namespaces"),
+    Setting("qps", "--qps", _env("QPS"), "qps", _non_negative_number, "N",
+            "client-side limit on the reconciler's requests per second; 0 = unlimited"),
+    Setting("burst", "--burst", _env("BURST"), "burst", _positive_integer, "N",
+            "requests allowed above --qps in a burst"),
+    Setting("metrics_bind_address", "--metrics-bind-address", _env("METRICS_BIND_ADDRESS"),
+            "metricsBindAddress", _bind_address, "ADDR", "serve /metrics here (:port, host:port); 0 = off"),
+    Setting("health_probe_bind_address", "--health-probe-bind-address", _env("HEALTH_PROBE_BIND_ADDRESS"),
+            "healthProbeBindAddress", _bind_address, "ADDR", "serve /healthz and /readyz here; 0 = off"),
+    Setting("log_level", "--log-level", _env("LOG_LEVEL"), "logLevel", _log_level, "LEVEL",
+            "debug, info, warning or error"),
+    Setting("register_crd", "--register-crd", _env("REGISTER_CRD"), "registerCRD", _boolean, "BOOL",
+            "create or update the TaskSet CRD at startup (--register-crd=false to skip)"),
+    Setting("shutdown_grace_period", "--shutdown-grace-period", _env("SHUTDOWN_GRACE_PERIOD"),
+            "shutdownGracePeriodSec", _non_negative_number, "SECONDS",
+            "time in-flight reconciles get to finish after SIGTERM"),
+)  # fmt: skip
+
+_CONFIG_FLAG: Final = "--config"
+_HELP_FLAG: Final = "--help"
+_LONG_FLAGS: Final = frozenset({s.flag[2:] for s in SETTINGS} | {_CONFIG_FLAG[2:], _HELP_FLAG[2:]})
+_DASHED_FLAG_RE: Final = re.compile(r"^-+([A-Za-z][A-Za-z0-9-]*)(=.*)?$", re.DOTALL)
+
+_EPILOG: Final = """\
+Precedence, per setting: flags > environment > config file (--config) > defaults.
+This departs from the original controller, which read either the config file or the environment,
+never both. Flags take any number of leading dashes (-config works). Unknown config file keys are
+logged as warnings; controllerName is accepted and ignored. Invalid values stop startup with exit
+code 2 and a one-line message naming the setting and its source.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse would print usage and exit; we want one line
+        raise ConfigError(message)
+
+
+def _parser() -> _Parser:
+    parser = _Parser(
+        prog=PROG,
+        add_help=False,
+        allow_abbrev=False,
+        description="Kubernetes controller for TaskSet jobs (octopus.openi.pcl.cn/v1alpha1).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-h", _HELP_FLAG, action="store_true", default=argparse.SUPPRESS, help="show this help"
+    )
+    parser.add_argument(
+        _CONFIG_FLAG, dest="config", metavar="PATH", default=argparse.SUPPRESS, help="YAML config file"
+    )
+    defaults = Config()
+    for s in SETTINGS:
+        extra: dict[str, Any] = {"nargs": "?", "const": "true"} if s.parse is _boolean else {}
+        parser.add_argument(
+            s.flag,
+            dest=s.field,
+            metavar=s.metavar,
+            default=argparse.SUPPRESS,
+            help=_flag_help(s, getattr(defaults, s.field)),
+            **extra,
+        )
+    return parser
+
+
+def _flag_help(s: Setting, default: object) -> str:
+    return f"{s.help} [env {s.env}, file key {s.key}, default {_show_default(default)}]"
+
+
+def help_text() -> str:
+    return _parser().format_help()
+
+
+# ----- loading ------------------------------------------------------------------------------------------
+def load_config(argv: Sequence[str], environ: Mapping[str, str], read_file: Callable[[str], str]) -> Config:
+    """Merge flags, environment and the ``--config`` file (read with ``read_file``) over the defaults.
+
+    Raises ``ConfigError`` with a one-line message, or ``HelpRequested`` for ``-h``/``--help``.
+    """
+    parsed = vars(_parser().parse_args(_normalize_flags(argv)))
+    if parsed.pop("help", False):
+        raise HelpRequested(help_text())
+    config_file: str = parsed.pop("config", "")
+    warnings: list[str] = []
+    file_values = _read_config_file(config_file, read_file, warnings) if config_file else {}
+
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for s in SETTINGS:
+        raw, name, source = _pick(s, parsed, environ, file_values, config_file)
+        if source is None:
+            continue
+        try:
+            values[s.field] = s.parse(raw)
+        except _ParseError as err:
+            raise ConfigError(f"invalid value '{_show(raw)}' for {name} ({source}): {err}") from None
+        sources[s.field] = source.split(" ", 1)[0]
+        if s.field == "workers" and values["workers"] < 1:
+            warnings.append(
+                f"{name} ({source}) is {values['workers']}; using {DEFAULT_WORKERS} workers, as the original"
+            )
+            values["workers"] = DEFAULT_WORKERS
+    return Config(**values, config_file=config_file, warnings=tuple(warnings), sources=sources)
+
+
+def _pick(
+    s: Setting,
+    flags: Mapping[str, Any],
+    environ: Mapping[str, str],
+    file_values: Mapping[str, Any],
+    path: str,
+) -> tuple[object, str, str | None]:
+    """The winning raw value of one setting, the name it was given under, and its source (None: default)."""
+    if s.field in flags:
+        return flags[s.field], s.flag, "flag"
+    env_value = environ.get(s.env, "")
+    if env_value != "":  # an empty variable is "not set", as templated manifests often render them
+        return env_value, s.env, "env"
+    file_value = file_values.get(s.key)
+    if file_value is not None:  # a key with no value is "not set" too
+        return file_value, s.key, f"file {path}"
+    return None, "", None
+
+
+def _read_config_file(path: str, read_file: Callable[[str], str], warnings: list[str]) -> dict[str, Any]:
+    try:
+        text = read_file(path)
+    except OSError as err:
+        raise ConfigError(f"cannot read config file '{path}': {err.strerror or err}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        where = ""
+        mark = getattr(err, "problem_mark", None)
+        if mark is not None:
+            where = f" at line {mark.line + 1}, column {mark.column + 1}"
+        problem = getattr(err, "problem", None) or "syntax error"
+        raise ConfigError(f"config file '{path}' is not valid YAML{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file '{path}' must hold a mapping of keys to values")
+    known = {s.key for s in SETTINGS}
+    for key in data:
+        if key == IGNORED_FILE_KEY:
+            if data[key] not in (None, LOGGER_NAME):
+                warnings.append(
+                    f"config file '{path}': {IGNORED_FILE_KEY} is ignored; the name is {LOGGER_NAME}"
+                )
+        elif key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            warnings.append(f"config file '{path}': unknown key '{key}' ignored{hint}")
+    return data
+
+
+def _normalize_flags(argv: Sequence[str]) -> list[str]:
+    """``-config x`` / ``---config=x`` → ``--config x`` / ``--config=x`` for every known long flag."""
+    out: list[str] = []
+    for index, arg in enumerate(argv):
+        if arg == "--":  # everything after is positional, which we do not take: let argparse say so
+            out.extend(argv[index:])
+            break
+        match = _DASHED_FLAG_RE.match(arg)
+        if match and match.group(1) in _LONG_FLAGS:
+            out.append(f"--{match.group(1)}{match.group(2) or ''}")
+        else:
+            out.append(arg)
+    return out
+
+
+def _show(raw: object) -> str:
+    """A value for a one-line error message: control characters escaped, long values cut."""
+    text = str(raw)
+    if not text.isprintable():
+        text = text.encode("unicode_escape").decode("ascii")
+    if len(text) > _SHOWN_VALUE_MAX:
+        text = text[: _SHOWN_VALUE_MAX - 3] + "..."
+    return text
+
+
+def _show_default(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value == "":
+        return '""'
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _mask_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))

@@ -1,0 +1,129 @@
+"""The real controller process (``python -m taskset.main``) for tests that need one: restarts, SIGKILL,
+log records on stdout, configuration handling."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from devcluster import Cluster
+
+READY_TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Daemon:
+    """One controller process scoped to a namespace, its stdout kept in a file."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        namespace: str | None,
+        log_dir: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.log_dir = log_dir
+        self.args = list(args)
+        self.env = env or {}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.health_port = 0
+        self.metrics_port = 0
+        self.starts = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"controller-{self.starts}.log"
+
+    def start(self, wait_ready: bool = True) -> Daemon:
+        self.starts += 1
+        self.health_port, self.metrics_port = free_port(), free_port()
+        argv = [
+            sys.executable,
+            "-m",
+            "taskset.main",
+            f"--kubeconfig={self.cluster.kubeconfig}",
+            f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
+            f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            "--register-crd=false",
+            *self.args,
+        ]
+        if self.namespace:
+            argv.append(f"--namespace={self.namespace}")
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **self.env}
+            )
+        if wait_ready:
+            self.wait_ready()
+        return self
+
+    def get(self, port: int, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+        except OSError:
+            return 0, ""
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"controller exited with {self.process.returncode}:\n{self.output()[-3000:]}"
+                )
+            if self.get(self.health_port, "/readyz")[0] == 200:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"controller not ready within {READY_TIMEOUT}s:\n{self.output()[-3000:]}")
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait: a graceful shutdown."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: the process gets no chance to clean up."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def output(self) -> str:
+        return "\n".join(
+            (self.log_dir / f"controller-{n}.log").read_text(errors="replace")
+            for n in range(1, self.starts + 1)
+        )
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every JSON line the process(es) wrote to stdout."""
+        parsed = []
+        for line in self.output().splitlines():
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                parsed.append(value)
+        return parsed

@@ -1,0 +1,151 @@
+"""JSON log lines: the original's base keys, stdlib records through the same renderer, level filtering."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import structlog
+
+from taskset.logs import BASE_KEYS, configure_logging, get_logger
+
+
+class _Lines:
+    """Parses the buffer on every access, so a test can log, then look."""
+
+    def __init__(self, stream: io.StringIO) -> None:
+        self._stream = stream
+
+    def all(self) -> list[dict[str, Any]]:
+        text = self._stream.getvalue()
+        assert text.endswith("\n") or not text
+        return [json.loads(line) for line in text.splitlines()]
+
+
+@pytest.fixture
+def output() -> Iterator[Callable[[str], _Lines]]:
+    """Configure logging onto a buffer at a level; returns the buffer's parsed lines."""
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (
+        list(root.handlers),
+        root.level,
+        {n: logging.getLogger(n).level for n in ("kubernetes", "urllib3")},
+    )
+
+    def lines(level: str = "info") -> _Lines:
+        configure_logging(level, stream)
+        return _Lines(stream)
+
+    yield lines
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+    for name, level in saved[2].items():
+        logging.getLogger(name).setLevel(level)
+    structlog.reset_defaults()
+
+
+def test_a_structlog_record_has_the_base_keys_first_then_its_fields(output: Callable[[str], _Lines]) -> None:
+    lines = output("info")
+    get_logger().info("TaskSet Phase Transition", QueryKey="TaskSetPhaseTransition", TaskSet="ts1")
+    [record] = lines.all()
+    assert list(record)[:5] == list(BASE_KEYS)
+    assert record["logger"] == "TaskSetController"
+    assert record["level"] == "info"
+    assert isinstance(record["ts"], float)
+    assert record["caller"].startswith(f"{__name__}:")
+    assert record["caller"].rsplit(":", 1)[1].isdigit()
+    assert record["msg"] == "TaskSet Phase Transition"
+    assert (record["QueryKey"], record["TaskSet"]) == ("TaskSetPhaseTransition", "ts1")
+
+
+LEVELS = [
+    pytest.param("debug", "debug", id="debug"),
+    pytest.param("info", "info", id="info"),
+    pytest.param("warning", "warn", id="warning is written as zap's warn"),
+    pytest.param("error", "error", id="error"),
+    pytest.param("exception", "error", id="exception is an error"),
+]
+
+
+@pytest.mark.parametrize(("method", "written"), LEVELS)
+def test_levels_are_lower_case(output: Callable[[str], _Lines], method: str, written: str) -> None:
+    lines = output("debug")
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        getattr(get_logger(), method)("something")
+    [record] = lines.all()
+    assert record["level"] == written
+    assert ("exception" in record) is (method == "exception")
+
+
+def test_records_below_the_level_are_dropped(output: Callable[[str], _Lines]) -> None:
+    lines = output("warning")
+    log = get_logger()
+    log.debug("d")
+    log.info("i")
+    log.warning("w")
+    log.error("e")
+    assert [r["msg"] for r in lines.all()] == ["w", "e"]
+
+
+def test_stdlib_records_go_through_the_same_json_renderer(output: Callable[[str], _Lines]) -> None:
+    lines = output("info")
+    logging.getLogger("kubernetes.client.rest").warning("retrying %s", "GET /api")
+    logging.getLogger("some.module").info("plain stdlib")
+    kube, plain = lines.all()
+    assert list(kube)[:5] == list(BASE_KEYS)
+    assert kube["logger"] == "kubernetes.client.rest"
+    assert kube["level"] == "warn"
+    assert kube["msg"] == "retrying GET /api"
+    assert isinstance(kube["ts"], float)
+    assert kube["caller"].startswith(
+        f"{__name__.rsplit('.', 1)[-1]}:"
+    )  # the file's module: logger not named after it
+    assert plain["logger"] == "some.module"
+
+
+def test_client_libraries_stay_at_warning_unless_debugging(output: Callable[[str], _Lines]) -> None:
+    lines = output("info")
+    logging.getLogger("urllib3.connectionpool").info("Starting new HTTPS connection")
+    logging.getLogger("urllib3.connectionpool").warning("Connection pool is full")
+    assert [r["msg"] for r in lines.all()] == ["Connection pool is full"]
+    lines = output("debug")
+    logging.getLogger("urllib3.connectionpool").debug("now visible")
+    assert lines.all()[-1]["msg"] == "now visible"
+
+
+def test_bound_context_and_named_loggers(output: Callable[[str], _Lines]) -> None:
+    lines = output("info")
+    get_logger("informers").bind(controller="taskset").info("synced", items=3)
+    with structlog.contextvars.bound_contextvars(reconcile_id="abc"):
+        get_logger().info("reconciled")
+    synced, reconciled = lines.all()
+    assert (synced["logger"], synced["controller"], synced["items"]) == ("informers", "taskset", 3)
+    assert reconciled["reconcile_id"] == "abc"
+
+
+def test_values_json_cannot_hold_are_written_as_text(output: Callable[[str], _Lines]) -> None:
+    lines = output("info")
+    get_logger().info("odd values", obj=object(), big=2**70, items={1: "a"})
+    [record] = lines.all()
+    assert record["obj"].startswith("<object object")
+    assert record["big"] == 2**70
+    assert record["items"] == {"1": "a"}
+
+
+def test_reconfiguring_replaces_the_handler_instead_of_adding_one(output: Callable[[str], _Lines]) -> None:
+    output("info")
+    lines = output("info")
+    get_logger().info("once")
+    assert [r["msg"] for r in lines.all()] == ["once"]
+
+
+def test_an_unknown_level_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown log level 'loud'"):
+        configure_logging("loud", io.StringIO())
