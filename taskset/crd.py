@@ -12,7 +12,7 @@
 
 Verbs used are get, create and update on ``customresourcedefinitions``: exactly what the least-privilege
 ClusterRole grants (spec 9.3, Appendix B), which server-side apply (patch) would exceed. Requests are raw
-JSON through the client's ``call_api``; nothing is turned into generated models (the manifest is ~200 KB).
+JSON through ``taskset.kube.KubeClient``; nothing is turned into generated models (the manifest is ~200 KB).
 
 The original polls every 10 s for up to 70 s; this polls every second (a CRD is usually Established
 within one), with the same 70 s default limit.
@@ -20,28 +20,23 @@ within one), with the same 70 s default limit.
 
 from __future__ import annotations
 
-import http.client
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-import urllib3
 import yaml
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
+
+from taskset.kube import KubeClient, KubeError
 
 __all__ = ["CRDRegistrationError", "ensure_crd"]
 
 CRD_COLLECTION: Final = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ESTABLISH_TIMEOUT: Final = 70.0  # seconds, the original's limit
 POLL_INTERVAL: Final = 1.0  # seconds between Established checks
-REQUEST_TIMEOUT: Final = (10.0, 30.0)  # connect, read seconds
 # Rounds of read-compare-write before giving up when other writers keep changing the CRD under us.
 MAX_WRITE_ATTEMPTS: Final = 5
-_AUTH_SETTINGS: Final = ["BearerToken"]
 
 Json = dict[str, Any]
 
@@ -51,7 +46,7 @@ class CRDRegistrationError(RuntimeError):
 
 
 def ensure_crd(
-    api_client: ApiClient,
+    client: KubeClient,
     manifest_path: Path | str,
     timeout: float = ESTABLISH_TIMEOUT,
     *,
@@ -65,8 +60,8 @@ def ensure_crd(
     """
     desired = _load_manifest(Path(manifest_path))
     name = desired["metadata"]["name"]
-    action = _create_or_update(api_client, desired, name)
-    _wait_established(api_client, name, timeout, poll_interval, interrupt or threading.Event())
+    action = _create_or_update(client, desired, name)
+    _wait_established(client, name, timeout, poll_interval, interrupt or threading.Event())
     return action
 
 
@@ -91,12 +86,12 @@ def _load_manifest(path: Path) -> Json:
     return manifest
 
 
-def _create_or_update(api_client: ApiClient, desired: Json, name: str) -> str:
+def _create_or_update(client: KubeClient, desired: Json, name: str) -> str:
     path = f"{CRD_COLLECTION}/{name}"
     for _ in range(MAX_WRITE_ATTEMPTS):
-        status, live = _request(api_client, "GET", path)
+        status, live = _request(client, "GET", path)
         if status == 404:
-            status, body = _request(api_client, "POST", CRD_COLLECTION, desired)
+            status, body = _request(client, "POST", CRD_COLLECTION, desired)
             if status == 409:  # created by someone else since our GET: compare against theirs
                 continue
             _check(status, body, f"creating CRD {name}")
@@ -108,7 +103,7 @@ def _create_or_update(api_client: ApiClient, desired: Json, name: str) -> str:
             and _contains(live, desired, ("metadata", "annotations"))
         ):
             return "unchanged"
-        status, body = _request(api_client, "PUT", path, _replacement(live, desired))
+        status, body = _request(client, "PUT", path, _replacement(live, desired))
         if status == 409:  # the live object changed since our GET
             continue
         _check(status, body, f"updating CRD {name}")
@@ -147,13 +142,13 @@ def _contains(live: Any, desired: Any, path: tuple[str, ...] = ()) -> bool:
 
 
 def _wait_established(
-    api_client: ApiClient, name: str, timeout: float, poll_interval: float, interrupt: threading.Event
+    client: KubeClient, name: str, timeout: float, poll_interval: float, interrupt: threading.Event
 ) -> None:
     path = f"{CRD_COLLECTION}/{name}"
     deadline = time.monotonic() + timeout
     conditions: Mapping[str, Json] = {}
     while True:
-        status, live = _request(api_client, "GET", path)
+        status, live = _request(client, "GET", path)
         _check(status, live, f"reading CRD {name}")
         conditions = {
             str(c.get("type")): c
@@ -174,32 +169,15 @@ def _wait_established(
     raise CRDRegistrationError(f"CRD {name} not Established after {timeout:g} s ({summary})")
 
 
-def _request(api_client: ApiClient, method: str, path: str, body: Json | None = None) -> tuple[int, Json]:
+def _request(client: KubeClient, method: str, path: str, body: Json | None = None) -> tuple[int, Json]:
     """One request; returns the HTTP status and the decoded JSON body (``{}`` when there is none)."""
-    method, url, headers, _, _ = api_client.param_serialize(
-        method=method,
-        resource_path=path,
-        header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        auth_settings=_AUTH_SETTINGS,
-    )
     try:
-        response = api_client.call_api(
-            method, url, header_params=headers, body=body, _request_timeout=REQUEST_TIMEOUT
-        )
-        raw = response.response
-        try:
-            data = raw.data
-        finally:
-            raw.release_conn()
-    except ApiException as err:  # the client's wrapping of TLS failures
-        raise CRDRegistrationError(f"{method} {path}: {err.reason}") from err
-    except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as err:
-        raise CRDRegistrationError(f"{method} {path}: {err}") from err
-    try:
-        decoded = orjson.loads(data) if data else {}
-    except orjson.JSONDecodeError:
-        decoded = {"message": data[:200].decode("utf-8", "replace")}
-    return int(response.status), decoded if isinstance(decoded, dict) else {}
+        response = client.request(method, path, resource="customresourcedefinitions", body=body)
+    except KubeError as err:
+        if err.code == 0:  # no answer at all
+            raise CRDRegistrationError(f"{method} {path}: {err.message}") from err
+        return err.code, {"reason": err.reason, "message": err.message}
+    return response.code, response.body if isinstance(response.body, dict) else {}
 
 
 def _check(status: int, body: Json, doing: str) -> None:

@@ -9,6 +9,7 @@ verb, resource, code and latency to an injected observer, which feeds the REST c
 from __future__ import annotations
 
 import http.client
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -17,9 +18,23 @@ from typing import Any, Final
 
 import orjson
 import urllib3
-from kubernetes.client import ApiClient
+from kubernetes import config as kube_config
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.config.config_exception import ConfigException
 
 from taskset.constants import GROUP, PLURAL, VERSION
+
+__all__ = [
+    "ApiClient",
+    "KubeClient",
+    "KubeError",
+    "RateLimiter",
+    "RequestObserver",
+    "Response",
+    "build_api_client",
+    "core_path",
+    "taskset_path",
+]
 
 AUTH_SETTINGS: Final = ["BearerToken"]
 CONNECT_TIMEOUT: Final = 10.0  # seconds to open a connection
@@ -183,6 +198,41 @@ class KubeClient:
             "PUT", f"{taskset_path(namespace, name)}/status", resource="tasksets/status", body=body
         ).body
         return updated
+
+
+def build_api_client(
+    *, kubeconfig: str, api_server: str, pool_size: int, environ: Mapping[str, str] = os.environ
+) -> tuple[ApiClient, str]:
+    """The client, and a description of where its credentials came from (for the log).
+
+    Kubeconfig if given; else the API server URL alone (no credentials: for ``kubectl proxy``); else
+    in-cluster, else ``$KUBECONFIG`` / ``~/.kube/config``. ``api_server`` always overrides the host.
+    """
+    configuration = Configuration()
+    if kubeconfig:
+        try:
+            kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=kubeconfig, client_configuration=configuration
+            )
+        except ConfigException as err:
+            raise ValueError(f"unusable kubeconfig {kubeconfig}: {err}") from err
+        source = f"kubeconfig {kubeconfig}"
+    elif api_server:
+        source = "API server URL only, no credentials"
+    else:
+        try:
+            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            source = "in-cluster service account"
+        except ConfigException:
+            try:
+                kube_config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            except ConfigException as err:
+                raise ValueError(f"no Kubernetes credentials: {err}") from err
+            source = f"kubeconfig {environ.get('KUBECONFIG') or '~/.kube/config'}"
+    if api_server:
+        configuration.host = api_server.rstrip("/")
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, pool_size)
+    return ApiClient(configuration=configuration), source
 
 
 def taskset_path(namespace: str, name: str | None = None) -> str:

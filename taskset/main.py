@@ -20,22 +20,19 @@ import signal
 import sys
 import threading
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
-
-from kubernetes import config as kube_config
-from kubernetes.client import ApiClient, Configuration
-from kubernetes.config.config_exception import ConfigException
 
 from taskset.config import PROG, Config, ConfigError, HelpRequested, load_config
 from taskset.constants import CRD_NAME
 from taskset.crd import CRDRegistrationError, ensure_crd
 from taskset.http import ObservabilityServer, parse_bind_address
+from taskset.kube import ApiClient, KubeClient, build_api_client
 from taskset.logs import configure_logging, get_logger
 from taskset.metrics import new_registry
 
-__all__ = ["CRD_MANIFEST", "EXIT_CONFIG", "EXIT_FAILURE", "EXIT_OK", "build_api_client", "main"]
+__all__ = ["CRD_MANIFEST", "EXIT_CONFIG", "EXIT_FAILURE", "EXIT_OK", "main"]
 
 EXIT_OK: Final = 0
 EXIT_FAILURE: Final = 1
@@ -76,35 +73,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
     configure_logging(config.log_level)
     return _Daemon(config).run()
-
-
-def build_api_client(config: Config, environ: Mapping[str, str] = os.environ) -> tuple[ApiClient, str]:
-    """The client, and a description of where its credentials came from (for the log).
-
-    Kubeconfig if given; else the API server URL alone (no credentials: for ``kubectl proxy``); else
-    in-cluster, else ``$KUBECONFIG`` / ``~/.kube/config``. ``api_server`` always overrides the host.
-    """
-    configuration = Configuration()
-    if config.kubeconfig:
-        kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=config.kubeconfig, client_configuration=configuration
-        )
-        source = f"kubeconfig {config.kubeconfig}"
-    elif config.api_server:
-        source = "API server URL only, no credentials"
-    else:
-        try:
-            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            source = "in-cluster service account"
-        except ConfigException:
-            kube_config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            source = f"kubeconfig {environ.get('KUBECONFIG') or '~/.kube/config'}"
-    if config.api_server:
-        configuration.host = config.api_server.rstrip("/")
-    configuration.connection_pool_maxsize = max(
-        configuration.connection_pool_maxsize or 0, config.workers + EXTRA_CONNECTIONS
-    )
-    return ApiClient(configuration=configuration), source
 
 
 def _read_text(path: str) -> str:
@@ -157,8 +125,12 @@ class _Daemon:
             log.warning(warning)
         registry = new_registry()
         try:
-            api_client, source = build_api_client(config)
-        except (ConfigException, OSError, ValueError) as err:
+            api_client, source = build_api_client(
+                kubeconfig=config.kubeconfig,
+                api_server=config.api_server,
+                pool_size=config.workers + EXTRA_CONNECTIONS,
+            )
+        except (OSError, ValueError) as err:
             log.error("cannot configure the Kubernetes client", error=str(err))
             return EXIT_FAILURE
         log.info("Kubernetes client configured", host=api_client.configuration.host, credentials=source)
@@ -189,7 +161,7 @@ class _Daemon:
         config, log = self._config, self._log
         if config.register_crd:
             try:
-                action = ensure_crd(api_client, CRD_MANIFEST, interrupt=self._signals.stop)
+                action = ensure_crd(KubeClient(api_client), CRD_MANIFEST, interrupt=self._signals.stop)
             except CRDRegistrationError as err:
                 if self._signals.stop.is_set():
                     log.info("stopped during startup", signal=self._signals.received)

@@ -74,7 +74,7 @@ def crd_installed(cluster: Cluster) -> None:
 def start_controller(cluster: Cluster, namespace: str, **settings: object) -> Controller:
     controller = Controller(
         api_client=cluster.api_client(),
-        settings=ControllerSettings(namespace=namespace, **settings),  # type: ignore[arg-type]
+        settings=ControllerSettings(namespace=namespace, **settings),
         logger=structlog.get_logger("taskset-test").bind(test_namespace=namespace),
     )
     controller.start()

@@ -21,6 +21,7 @@ import pytest
 
 from devcluster import Cluster
 from taskset.crd import CRDRegistrationError, ensure_crd
+from taskset.kube import KubeClient
 
 pytestmark = pytest.mark.integration
 
@@ -281,25 +282,27 @@ def test_ensure_crd_creates_then_leaves_alone_then_updates(cluster: Cluster, tmp
     cluster.kubectl("delete", "crd", "widgets.daemon-test.example.com", "--ignore-not-found", check=False)
     try:
         manifest.write_text(json.dumps(_widget_crd()))
-        assert ensure_crd(api_client, manifest) == "created"
-        assert ensure_crd(api_client, manifest) == "unchanged"  # server-side defaults do not count as drift
+        assert ensure_crd(KubeClient(api_client), manifest) == "created"
+        assert (
+            ensure_crd(KubeClient(api_client), manifest) == "unchanged"
+        )  # server-side defaults do not count as drift
         column = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
         manifest.write_text(json.dumps(_widget_crd([column])))
-        assert ensure_crd(api_client, manifest) == "updated"
-        assert ensure_crd(api_client, manifest) == "unchanged"
+        assert ensure_crd(KubeClient(api_client), manifest) == "updated"
+        assert ensure_crd(KubeClient(api_client), manifest) == "unchanged"
         got = cluster.kubectl("get", "crd", "widgets.daemon-test.example.com", "-o", "json")
         live = json.loads(got.stdout)
         assert live["spec"]["versions"][0]["additionalPrinterColumns"] == [column]
         assert live["metadata"]["labels"]["owner"] == "test-daemon"
     finally:
         cluster.kubectl("delete", "crd", "widgets.daemon-test.example.com", "--ignore-not-found", check=False)
-        api_client.close()  # type: ignore[no-untyped-call]
+        api_client.close()
 
 
 def test_ensure_crd_fails_clearly_on_an_unreadable_manifest(cluster: Cluster, tmp_path: Path) -> None:
     api_client = cluster.api_client()
     try:
         with pytest.raises(CRDRegistrationError, match=r"cannot read CRD manifest .*missing\.yaml"):
-            ensure_crd(api_client, tmp_path / "missing.yaml")
+            ensure_crd(KubeClient(api_client), tmp_path / "missing.yaml")
     finally:
-        api_client.close()  # type: ignore[no-untyped-call]
+        api_client.close()

@@ -12,6 +12,7 @@ from tests.integration.harness import (
     replica,
     role_status,
     run_forever,
+    timestamp,
 )
 
 
@@ -25,7 +26,9 @@ def test_s01_ps_worker_worker_success_ends_the_taskset(ts: TaskSets, recorder: R
     ts.create(
         TaskSetBuilder("psworker")
         .role("ps", 1)
-        .role("worker", 3, min_succeeded=2, max_failed=2, event_policy=[("RoleSucceeded", "TaskSetSucceeded")])
+        .role(
+            "worker", 3, min_succeeded=2, max_failed=2, event_policy=[("RoleSucceeded", "TaskSetSucceeded")]
+        )
         .obj()
     )
     status = ts.final("psworker")
@@ -110,3 +113,84 @@ def test_s03_single_role_default_policy_failure(ts: TaskSets, recorder: Recorder
     assert role_status(status, "r")["state"] == "Failed"
     eventually(lambda: {"TaskSet Failed", "TaskRole Failed"} <= ts.reasons("singlefail"), what="events")
     assert len(recorder.pod_log()) == 1
+
+
+def _role_seen(
+    recorder: Recorder, taskset: str, role: str, phase: str, state: str
+) -> list[dict[str, object]]:
+    """Status snapshots of the history where ``role`` is in ``phase``/``state`` while the TaskSet is not
+    yet completed."""
+    seen = []
+    for snapshot in recorder.history(taskset):
+        if snapshot.get("phase") == "TaskSetCompleted":
+            continue
+        try:
+            entry = role_status(snapshot, role)
+        except KeyError:
+            continue
+        if (entry.get("phase"), entry.get("state")) == (phase, state):
+            seen.append(snapshot)
+    return seen
+
+
+def test_s04_default_policy_one_role_failure_ends_the_taskset_while_another_runs(
+    ts: TaskSets, recorder: Recorder
+) -> None:
+    recorder.script = lambda pod: run_forever() if pod.role == "a" else exits(1, after=3)
+    ts.create(TaskSetBuilder("twofail").role("a", 1).role("b", 1).obj())
+    status = ts.final("twofail", timeout=60)
+    assert status["state"] == "Failed"
+    assert "taskrole(b) is failed" in status["stateMessage"]
+    assert role_status(status, "b")["state"] == "Failed"
+    # The ps-like Pod of role a never ended on its own: it is deleted with the ControlUnit.
+    eventually(lambda: ts.pod("twofail-a-0") is None, 60, "Pod twofail-a-0 deleted")
+    eventually(lambda: ts.configmap("c-twofail-0") is None, 60, "ControlUnit c-twofail-0 deleted")
+    log = recorder.pod_log("twofail-a-0")
+    assert len(log) == 1
+    eventually(lambda: log[0].gone is not None, 10, "deletion of twofail-a-0 seen by the pod log")
+
+
+def test_s05_role_failed_noaction_keeps_running_other_role_success_ends_it(
+    ts: TaskSets, recorder: Recorder
+) -> None:
+    recorder.script = lambda pod: exits(0, after=10) if pod.role == "a" else exits(1, after=2)
+    ts.create(
+        TaskSetBuilder("failnoact")
+        .role("a", 1, event_policy=[("RoleSucceeded", "TaskSetSucceeded")])
+        .role("b", 1, event_policy=[("RoleFailed", "NoAction")])
+        .obj()
+    )
+    status = ts.final("failnoact")
+    assert _role_seen(recorder, "failnoact", "b", "TaskRoleCompleted", "Failed"), recorder.history(
+        "failnoact"
+    )
+    assert status["state"] == "Succeeded"
+    assert "taskrole(a)" in status["stateMessage"]
+
+
+def test_s06_only_role_fails_under_noaction_taskset_fails_once_all_completed(
+    ts: TaskSets, recorder: Recorder
+) -> None:
+    recorder.script = lambda pod: exits(1)
+    ts.create(TaskSetBuilder("onlynoact").role("r", 1, event_policy=[("RoleFailed", "NoAction")]).obj())
+    status = ts.final("onlynoact")
+    assert status["state"] == "Failed"
+    assert "all taskrole are completed,but some TaskRole are failed" in status["stateMessage"]
+
+
+# S07 runs role b for 25 s and asserts finishAt >= 20 s after role a completed; both shrunk by 0.6.
+S07_B_SECONDS = 15
+S07_MIN_GAP = 12
+
+
+def test_s07_all_roles_must_succeed_under_default_policy(ts: TaskSets, recorder: Recorder) -> None:
+    recorder.script = lambda pod: exits(0) if pod.role == "a" else exits(0, after=S07_B_SECONDS)
+    ts.create(TaskSetBuilder("allsucc").role("a", 1).role("b", 1).obj())
+    status = ts.final("allsucc")
+    seen = _role_seen(recorder, "allsucc", "a", "TaskRoleCompleted", "Succeeded")
+    assert seen, recorder.history("allsucc")
+    assert status["state"] == "Succeeded"
+    assert "all taskrole are succeeded" in status["stateMessage"]
+    # role a's transitionTime into TaskRoleCompleted, from the first snapshot showing it there
+    a_done = role_status(seen[0], "a")["transitionTime"]
+    assert timestamp(status["finishAt"]) - timestamp(a_done) >= S07_MIN_GAP, (status["finishAt"], a_done)

@@ -409,7 +409,7 @@ def test_new_registry_has_process_metrics_and_no_created_series() -> None:
         text = generate_latest(registry).decode()
     finally:
         # new_registry's switch is process-wide: leave other tests as they were.
-        enable_created_metrics()  # type: ignore[no-untyped-call]
+        enable_created_metrics()
     assert "process_cpu_seconds_total" in text or "python_info" in text
     assert "python_gc_objects_collected_total" in text
     assert "_created" not in text

@@ -7,6 +7,7 @@ their phases. It exists so table tests can check the machines over many passes w
 
 from __future__ import annotations
 
+import copy
 import itertools
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -29,7 +30,7 @@ from taskset.decide import (
 )
 from taskset.observe import Observed, control_unit_view, pod_view
 from taskset.pods import PodIdentity, build_pod
-from taskset.status import TaskSetStatus
+from taskset.status import ReplicaStatus, RoleStatus, TaskSetStatus
 
 _uids = itertools.count(1)
 
@@ -105,9 +106,10 @@ class World:
             self.units[intent.name] = unit
             return ActionResult(ResultKind.OK, unit)
         if isinstance(intent, DeleteControlUnit):
-            unit = self.units.get(intent.name)
-            if unit is None:
+            found = self.units.get(intent.name)
+            if found is None:
                 return ActionResult(ResultKind.NOT_FOUND)
+            unit = found
             if unit["metadata"]["uid"] != intent.uid:
                 return ActionResult(ResultKind.CONFLICT)
             unit["metadata"]["deletionTimestamp"] = "now"  # foreground: pods go first (gc())
@@ -130,9 +132,10 @@ class World:
             self.created_pods.append(pod)
             return ActionResult(ResultKind.OK, pod)
         assert isinstance(intent, DeletePod)
-        pod = self.pods.get(intent.name)
-        if pod is None:
+        existing = self.pods.get(intent.name)
+        if existing is None:
             return ActionResult(ResultKind.NOT_FOUND)
+        pod = existing
         if pod["metadata"]["uid"] != intent.uid:
             return ActionResult(ResultKind.CONFLICT)
         del self.pods[intent.name]  # like kwok: gone at once
@@ -169,3 +172,135 @@ class World:
         pod["status"]["containerStatuses"][0]["state"] = {
             "terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": "2026-01-01T00:00:09Z"}
         }
+
+
+# ----- single passes and hand-made scenes (additive) -----------------------------------------------------
+# A test settles a world into some phase, edits its status, Pods or clock by hand, then looks at exactly
+# one decide() pass (``decide_once``), and optionally carries the plan out (``execute``).
+
+
+def decide_once(world: World) -> Plan:
+    """One decide() pass over the world as it stands; no intent is carried out."""
+    live = parse_taskset(world.taskset)
+    return decide(world.ref, live, world.status, world.observed(), world.now, settings=world.settings)
+
+
+def execute(world: World, plan: Plan) -> None:
+    """Carry out ``plan``'s intents the way ``World.reconcile`` does, and adopt its status."""
+    for intent in plan.intents:
+        apply_result(plan, intent, world._execute(intent, plan))
+    world.status = plan.status
+    world.events += [f"{e.reason}: {e.message}" for e in plan.events]
+    world.plans.append(plan)
+
+
+def role_status(world: World, role: str) -> RoleStatus:
+    assert world.status is not None, "reconcile the world first"
+    found = world.status.role(role)
+    assert found is not None, role
+    return found
+
+
+def replica(world: World, role: str, index: int = 0) -> ReplicaStatus:
+    return role_status(world, role).replicas[index]
+
+
+class PodBuilder:
+    """Raw Pods of every shape the replica machine must handle (spec 5.3.1, S55).
+
+    PodBuilder("job-r-0").uid("p1").controlled_by("cu-1").taskset("ts-1").attempt(0).running().obj()
+    """
+
+    def __init__(self, name: str) -> None:
+        self._pod: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "uid": f"uid-of-{name}", "annotations": {}},
+            "spec": {"containers": [{"name": "c0"}]},
+            "status": {"phase": "Pending"},
+        }
+
+    @property
+    def _meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = self._pod["metadata"]
+        return meta
+
+    def uid(self, uid: str) -> PodBuilder:
+        self._meta["uid"] = uid
+        return self
+
+    def controlled_by(self, control_unit_uid: str | None) -> PodBuilder:
+        """The controlling owner reference (a ControlUnit); None removes every owner reference."""
+        if control_unit_uid is None:
+            self._meta.pop("ownerReferences", None)
+        else:
+            owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "cu", "uid": control_unit_uid}
+            self._meta["ownerReferences"] = [{**owner, "controller": True}]
+        return self
+
+    def taskset(self, taskset_uid: str | None) -> PodBuilder:
+        """The ``TSUID`` annotation; None leaves it out."""
+        return self._annotate("TSUID", taskset_uid)
+
+    def attempt(self, replica_attempt: int | None) -> PodBuilder:
+        """The ``ReplicaAttemptID`` annotation; None leaves it out."""
+        return self._annotate("ReplicaAttemptID", None if replica_attempt is None else str(replica_attempt))
+
+    def _annotate(self, key: str, value: str | None) -> PodBuilder:
+        if value is None:
+            self._meta["annotations"].pop(key, None)
+        else:
+            self._meta["annotations"][key] = value
+        return self
+
+    def phase(self, phase: str) -> PodBuilder:
+        self._pod["status"]["phase"] = phase
+        return self
+
+    def ips(self, host_ip: str = "10.0.0.1", pod_ip: str = "10.0.1.1") -> PodBuilder:
+        self._pod["status"]["hostIP"] = host_ip
+        self._pod["status"]["podIP"] = pod_ip
+        return self
+
+    def running(self) -> PodBuilder:
+        return self.phase("Running").ips()
+
+    def reason(self, reason: str) -> PodBuilder:
+        """The Pod-level ``status.reason`` (Evicted, DeadlineExceeded, ...)."""
+        self._pod["status"]["reason"] = reason
+        return self
+
+    def exited(self, code: int, *, message: str = "") -> PodBuilder:
+        """The main container terminated with ``code``; the Pod phase follows (Succeeded or Failed)."""
+        self.phase("Succeeded" if code == 0 else "Failed").ips()
+        terminated = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "message": message,
+            "finishedAt": "2026-01-01T00:00:09Z",
+        }
+        self._pod["status"]["containerStatuses"] = [
+            {"name": "c0", "containerID": "kwok://c0", "state": {"terminated": terminated}}
+        ]
+        return self
+
+    def deleting(self, deleting: bool = True) -> PodBuilder:
+        if deleting:
+            self._meta["deletionTimestamp"] = "2026-01-01T00:00:05Z"
+        else:
+            self._meta.pop("deletionTimestamp", None)
+        return self
+
+    def obj(self) -> dict[str, Any]:
+        return copy.deepcopy(self._pod)
+
+
+def control_unit(name: str, uid: str, owner_uid: str | None, *, deleting: bool = False) -> dict[str, Any]:
+    """A raw ControlUnit ConfigMap controlled by ``owner_uid`` (None: no owner reference at all)."""
+    meta: dict[str, Any] = {"name": name, "namespace": "ns", "uid": uid}
+    if owner_uid is not None:
+        owner = {"apiVersion": "octopus.openi.pcl.cn/v1alpha1", "kind": "TaskSet", "uid": owner_uid}
+        meta["ownerReferences"] = [{**owner, "name": "owner", "controller": True}]
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:05Z"
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {}}

@@ -1,0 +1,27 @@
+"""Scenario S26 (spec 14.1): a TaskSet without roles succeeds at once."""
+
+from __future__ import annotations
+
+from devcluster import Cluster
+from tests.builders import TaskSetBuilder
+from tests.integration.harness import Recorder, TaskSets, eventually, watching
+
+
+def test_s26_taskset_without_roles_succeeds_at_once(
+    ts: TaskSets, recorder: Recorder, cluster: Cluster, namespace: str
+) -> None:
+    with watching(cluster, namespace, "configmaps") as configmaps:
+        ts.create(TaskSetBuilder("noroles").no_roles().obj())
+        status = ts.final("noroles", timeout=30)
+        assert status["state"] == "Succeeded"
+        assert status["roleStatus"] == []
+        eventually(lambda: ts.configmap("c-noroles-0") is None, 60, "ControlUnit c-noroles-0 deleted")
+        units = [name for name in configmaps.names() if name.startswith("c-noroles-")]
+        assert units == ["c-noroles-0"], units
+        eventually(
+            lambda: any(v.kind == "DELETED" for v in configmaps.versions("c-noroles-0")),
+            10,
+            "deletion of c-noroles-0 seen by the watch",
+        )
+    assert ts.pods("noroles") == []
+    assert recorder.pod_log() == []
