@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client, watch
 
@@ -235,15 +235,14 @@ class TaskSets:
         self.core = client.CoreV1Api(api)
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        created: dict[str, Any] = self.custom.create_namespaced_custom_object(
-            c.GROUP, c.VERSION, self.namespace, c.PLURAL, obj
-        )
-        return created
+        created = self.custom.create_namespaced_custom_object(c.GROUP, c.VERSION, self.namespace, c.PLURAL, obj)
+        return cast("dict[str, Any]", created)
 
     def get(self, name: str) -> dict[str, Any] | None:
         try:
-            found: dict[str, Any] = self.custom.get_namespaced_custom_object(
-                c.GROUP, c.VERSION, self.namespace, c.PLURAL, name
+            found = cast(
+                "dict[str, Any]",
+                self.custom.get_namespaced_custom_object(c.GROUP, c.VERSION, self.namespace, c.PLURAL, name),
             )
         except client.ApiException as err:
             if err.status == 404:
@@ -297,7 +296,7 @@ class TaskSets:
         items = self.core.list_namespaced_event(
             self.namespace, field_selector=f"involvedObject.name={taskset},involvedObject.kind={c.KIND}"
         ).items
-        return [(e.reason, e.message) for e in items]
+        return [(e.reason or "", e.message or "") for e in items]
 
     def reasons(self, taskset: str) -> set[str]:
         return {reason for reason, _ in self.events(taskset)}
@@ -346,3 +345,205 @@ def recording(cluster: Cluster, namespace: str, script: Script | None = None) ->
         yield recorder
     finally:
         recorder.stop()
+
+
+# ----- additions: slow Pod termination (a container that ignores SIGTERM), status times ------------------
+
+
+SLOW_TERMINATION_FINALIZER = "sim.octopus.openi.pcl.cn/slow-termination"
+
+
+class SlowTermination:
+    """Plays a container that ignores SIGTERM (``trap '' TERM``, spec 14.0): a Pod passed to ``hold()``
+    gets a finalizer, so it stays (terminating) after its deletion is requested, and a background thread
+    removes the finalizer ``grace`` seconds after the recorder first saw the deletion, as a kubelet
+    would kill the container when the grace period has passed. ``stop()`` releases every Pod still held."""
+
+    def __init__(self, ts: TaskSets, recorder: Recorder, grace: float) -> None:
+        self._ts = ts
+        self._recorder = recorder
+        self.grace = grace
+        self._held: set[str] = set()  # UIDs
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> SlowTermination:
+        self._thread.start()
+        return self
+
+    def hold(self, pod: PodFacts) -> None:
+        """Call from a driver script: this Pod terminates slowly."""
+        found = self._ts.pod(pod.name)
+        if found is None:
+            return
+        with self._lock:
+            self._held.add(found["metadata"]["uid"])
+        self._ts.core.patch_namespaced_pod(
+            pod.name, self._ts.namespace, {"metadata": {"finalizers": [SLOW_TERMINATION_FINALIZER]}}
+        )
+
+    def _release(self, name: str) -> None:
+        try:
+            self._ts.core.patch_namespaced_pod(name, self._ts.namespace, {"metadata": {"finalizers": None}})
+        except client.ApiException as err:
+            if err.status != 404:
+                raise
+
+    def _run(self) -> None:
+        while not self._stopped.wait(0.1):
+            now = time.monotonic()
+            for entry in self._recorder.pod_log():
+                with self._lock:
+                    due = (
+                        entry.uid in self._held
+                        and entry.gone is None
+                        and entry.deletion_seen is not None
+                        and now - entry.deletion_seen >= self.grace
+                    )
+                    if due:
+                        self._held.discard(entry.uid)
+                if due:
+                    self._release(entry.name)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(5)
+        with self._lock:
+            held, self._held = set(self._held), set()
+        for entry in self._recorder.pod_log():
+            if entry.uid in held and entry.gone is None:
+                self._release(entry.name)
+
+
+# ----- appended helpers: whole-object logs of Pods or ConfigMaps, and a reconcile-outcome counter --------
+
+
+@dataclass
+class ObjectVersion:
+    """One observation: when it arrived (monotonic), its type (ADDED, MODIFIED, DELETED; LISTED for the
+    initial list) and the object as the API server sent it."""
+
+    time: float
+    kind: str
+    obj: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        name: str = self.obj["metadata"]["name"]
+        return name
+
+    @property
+    def uid(self) -> str:
+        uid: str = self.obj["metadata"]["uid"]
+        return uid
+
+
+class ObjectLog:
+    """Every version of the Pods or ConfigMaps (``plural``) a namespace ever shows, in watch order.
+
+    The Recorder's pod log keeps identities only; this keeps whole objects, so a scenario can ask when a
+    Pod turned terminal, who controlled it, or whether an object was ever modified. ``start()`` lists
+    synchronously, so everything created after it returns is seen; the watch resumes from the last
+    resourceVersion and relists on 410 Gone (a relist records each object again as LISTED).
+    """
+
+    def __init__(self, cluster: Cluster, namespace: str, plural: str) -> None:
+        core = client.CoreV1Api(cluster.api_client())
+        lists = {"pods": core.list_namespaced_pod, "configmaps": core.list_namespaced_config_map}
+        self._list = lists[plural]
+        self._serialize = core.api_client.sanitize_for_serialization
+        self._namespace = namespace
+        self._lock = threading.Lock()
+        self._versions: list[ObjectVersion] = []
+        self._stopped = threading.Event()
+        self._watch: watch.Watch | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> ObjectLog:
+        version = self._relist()
+        self._thread = threading.Thread(target=self._run, args=(version,), daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._watch is not None:
+            self._watch.stop()
+
+    def _relist(self) -> str:
+        listed = self._list(self._namespace)
+        now = time.monotonic()
+        with self._lock:
+            for item in listed.items:
+                self._versions.append(ObjectVersion(now, "LISTED", self._serialize(item)))
+        version: str = listed.metadata.resource_version
+        return version
+
+    def _run(self, version: str) -> None:
+        while not self._stopped.is_set():
+            self._watch = watch.Watch()
+            try:
+                for event in self._watch.stream(
+                    self._list,
+                    namespace=self._namespace,
+                    resource_version=version,
+                    timeout_seconds=30,
+                    _request_timeout=40,
+                ):
+                    if self._stopped.is_set():
+                        return
+                    obj = event["raw_object"]
+                    version = obj["metadata"]["resourceVersion"]
+                    with self._lock:
+                        self._versions.append(ObjectVersion(time.monotonic(), event["type"], obj))
+            except client.ApiException as err:
+                if err.status == 410 and not self._stopped.is_set():
+                    version = self._relist()
+                else:
+                    time.sleep(0.2)
+            except Exception:  # a test watch: reconnect and carry on
+                time.sleep(0.2)
+
+    def versions(self, name: str | None = None) -> list[ObjectVersion]:
+        with self._lock:
+            return [v for v in self._versions if name is None or v.name == name]
+
+    def names(self) -> list[str]:
+        """The names of every object ever seen, in the order they first appeared."""
+        return list(dict.fromkeys(v.name for v in self.versions()))
+
+
+@contextmanager
+def watching(cluster: Cluster, namespace: str, plural: str) -> Iterator[ObjectLog]:
+    log = ObjectLog(cluster, namespace, plural).start()
+    try:
+        yield log
+    finally:
+        log.stop()
+
+
+class ReconcileOutcomes:
+    """A ``WorkerMetrics`` for a test's own Controller: counts reconcile outcomes (success, error, ...)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counts: dict[str, int] = {}
+
+    def observe_reconcile(self, controller: str, result: str, seconds: float) -> None:
+        with self._lock:
+            self.counts[result] = self.counts.get(result, 0) + 1
+
+    def set_active_workers(self, controller: str, count: int) -> None:
+        pass
+
+    def count(self, result: str) -> int:
+        with self._lock:
+            return self.counts.get(result, 0)
+
+
+def timestamp(value: str) -> float:
+    """Seconds since the epoch of an RFC 3339 status time such as ``2024-01-02T03:04:05Z``."""
+    from datetime import datetime  # noqa: PLC0415  (additions stay at the end of this shared module)
+
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
