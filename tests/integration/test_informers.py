@@ -56,9 +56,7 @@ def wait_until(predicate: Callable[[], Any], timeout: float = CONVERGE_TIMEOUT, 
         time.sleep(interval)
 
 
-def call(
-    api: ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json"
-) -> Any:
+def call(api: Any, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
     """One raw API call (no models), asserting success."""
     verb, url, headers, _, _ = api.param_serialize(
         method=method,
@@ -151,7 +149,7 @@ def api(cluster: Cluster) -> Iterator[ApiClient]:
     configuration = cluster.api_client().configuration
     # One connection per concurrent writer plus the informers' watches, so urllib3 never discards any.
     configuration.connection_pool_maxsize = PARALLEL_WRITES + 4
-    client = ApiClient(configuration)
+    client: Any = ApiClient(configuration)
     yield client
     client.close()
 
@@ -264,7 +262,7 @@ def uncached_cluster() -> Iterator[Cluster]:
 def test_a_watch_rv_compacted_away_is_recovered_by_a_relist_that_misses_no_delete(
     uncached_cluster: Cluster,
 ) -> None:
-    api = uncached_cluster.api_client()
+    api: Any = uncached_cluster.api_client()
     namespace = "default"
     pods = Pods(api, namespace)
     interposer = Interposer(

@@ -65,7 +65,7 @@ def factory(
     ],
 )
 def test_informers_are_shared_per_target(
-    first: dict[str, str], second: dict[str, str], shared: bool, factory: SharedInformerFactory
+    first: dict[str, Any], second: dict[str, Any], shared: bool, factory: SharedInformerFactory
 ) -> None:
     one = factory.informer_for(PODS, **first)
     other = factory.informer_for(PODS, **second)

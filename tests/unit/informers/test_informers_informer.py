@@ -15,6 +15,7 @@ import pytest
 from clock import FakeClock, RealClock
 from informers import (
     DeletedFinalStateUnknown,
+    HandlerRegistration,
     InformerSettings,
     ReflectorSettings,
     SharedInformer,
@@ -71,8 +72,13 @@ class Recorder:
         else:
             self.events.append(("delete", deletion_handling_key(o), resource_version(o)))
 
-    def callbacks(self) -> dict[str, Callable[..., None]]:
-        return {"on_add": self.on_add, "on_update": self.on_update, "on_delete": self.on_delete}
+    def register(self, informer: SharedInformer, resync_period: float | None = None) -> HandlerRegistration:
+        return informer.add_event_handler(
+            on_add=self.on_add,
+            on_update=self.on_update,
+            on_delete=self.on_delete,
+            resync_period=resync_period,
+        )
 
     def seen(self, count: int) -> list[Event]:
         """Wait until ``count`` events arrived and return them."""
@@ -147,8 +153,8 @@ def test_every_handler_sees_each_change_in_order(source: FakeSource, make_inform
     a = source.create(obj("a"))
     informer = make_informer()
     first, second = Recorder(), Recorder()
-    informer.add_event_handler(**first.callbacks())
-    informer.add_event_handler(**second.callbacks())
+    first.register(informer)
+    second.register(informer)
     informer.start()
     watching(source, 1)
 
@@ -172,7 +178,7 @@ def test_an_update_with_an_unchanged_resource_version_reaches_nobody(
     source.create(obj("a"))
     informer = make_informer()
     recorder = Recorder()
-    informer.add_event_handler(**recorder.callbacks())
+    recorder.register(informer)
     informer.start()
     watching(source, 1)
 
@@ -193,7 +199,7 @@ def test_deletes_missed_while_disconnected_reach_handlers_as_tombstones_on_relis
     a, b, c = source.create(obj("a")), source.create(obj("b")), source.create(obj("c"))
     informer = make_informer()
     recorder = Recorder()
-    informer.add_event_handler(**recorder.callbacks())
+    recorder.register(informer)
     informer.start()
     watching(source, 1)
     recorder.seen(3)
@@ -237,7 +243,7 @@ def test_bookmarks_move_the_resource_version_without_calling_handlers(
     source.create(obj("a"))
     informer = make_informer()
     recorder = Recorder()
-    informer.add_event_handler(**recorder.callbacks())
+    recorder.register(informer)
     informer.start()
     watching(source, 1)
     recorder.seen(1)
@@ -255,7 +261,11 @@ def test_has_synced_per_informer_and_per_handler(source: FakeSource, make_inform
     source.create(obj("b"))
     informer = make_informer()
     release = threading.Event()
-    slow = informer.add_event_handler(on_add=lambda o: release.wait(5))
+
+    def slow_add(o: dict[str, Any]) -> None:
+        release.wait(5)
+
+    slow = informer.add_event_handler(on_add=slow_add)
     fast = informer.add_event_handler()
     assert not informer.has_synced()
     assert not slow.has_synced()
@@ -282,7 +292,7 @@ def test_a_handler_added_after_sync_first_gets_the_cache_as_adds(
     eventually(lambda: len(informer.store) == 2)
 
     late = Recorder()
-    registration = informer.add_event_handler(**late.callbacks())
+    registration = late.register(informer)
     source.create(obj("c"))
 
     assert sorted(late.seen(2)[:2]) == [("add", "ns/a", "101"), ("add", "ns/b", "102")]
@@ -302,7 +312,7 @@ def test_a_raising_handler_does_not_stop_itself_or_others(
 
     informer.add_event_handler(on_add=explode)
     recorder = Recorder()
-    informer.add_event_handler(**recorder.callbacks())
+    recorder.register(informer)
     informer.start()
     watching(source, 1)
 
@@ -331,7 +341,7 @@ def test_a_slow_handler_does_not_block_the_watch_or_other_handlers(
 
     informer.add_event_handler(on_add=slow)
     fast = Recorder()
-    informer.add_event_handler(**fast.callbacks())
+    fast.register(informer)
     informer.start()
     watching(source, 1)
 
@@ -375,17 +385,20 @@ def test_resync_replays_the_cache_without_calling_the_api_server(
     source.create(obj("b"))
     informer = make_informer()
     resynced, plain = Recorder(), Recorder()
-    informer.add_event_handler(**resynced.callbacks(), resync_period=case.period)
-    informer.add_event_handler(**plain.callbacks())
+    resynced.register(informer, case.period)
+    plain.register(informer)
     informer.start()
     watching(source, 1)
     resynced.seen(2)
+
+    def wait_for_resyncs(count: int) -> None:
+        eventually(lambda: len(resynced.events) == 2 + 2 * count)
 
     for step, expected in zip(case.steps, case.resyncs, strict=True):
         clock.step(step)
         if expected == len(resynced.events[2:]) // 2:
             settle()  # give a wrong resync the chance to show up
-        eventually(lambda expected=expected: len(resynced.events) == 2 + 2 * expected)
+        wait_for_resyncs(expected)
 
     assert (
         resynced.events[2:]
@@ -417,8 +430,8 @@ def test_the_default_transform_strips_managed_fields_before_anyone_sees_the_obje
 def test_a_removed_handler_hears_nothing_more(source: FakeSource, make_informer: InformerFactory) -> None:
     informer = make_informer()
     removed, kept = Recorder(), Recorder()
-    registration = informer.add_event_handler(**removed.callbacks())
-    informer.add_event_handler(**kept.callbacks())
+    registration = removed.register(informer)
+    kept.register(informer)
     informer.start()
     watching(source, 1)
     source.create(obj("a"))
@@ -456,3 +469,30 @@ def test_a_stopped_informer_refuses_new_handlers(source: FakeSource, make_inform
         informer.add_event_handler()
     with pytest.raises(RuntimeError, match="stopped"):
         informer.start()
+
+
+def test_a_bounded_buffer_holds_the_watch_back_yet_stop_still_returns(
+    source: FakeSource, make_informer: InformerFactory
+) -> None:
+    informer = make_informer(settings=InformerSettings(handler_buffer=1, stop_timeout=0.5))
+    stuck = threading.Event()
+
+    def never_returns(o: dict[str, Any]) -> None:
+        stuck.wait(10)
+
+    informer.add_event_handler(on_add=never_returns)
+    informer.start()
+    watching(source, 1)
+
+    for name in ("a", "b", "c", "d", "e"):
+        source.create(obj(name))
+
+    # "a" is in the handler, "b" fills the buffer, "c" is stored and then waits for room: backpressure.
+    eventually(lambda: len(informer.store) == 3)
+    settle()
+    assert sorted(informer.store.list_keys()) == ["ns/a", "ns/b", "ns/c"]
+    stopper = threading.Thread(target=informer.stop)
+    stopper.start()
+    stopper.join(2.0)
+    assert not stopper.is_alive()
+    stuck.set()

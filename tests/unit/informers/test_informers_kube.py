@@ -314,7 +314,7 @@ def test_nothing_listening_is_a_transport_error() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     client = lister(port, connect_timeout=1.0)
-    client._api.configuration.retries = False  # type: ignore[attr-defined]
+    client._api.configuration.retries = False
 
     with pytest.raises(TransportError):
         client.watch(resource_version="1", timeout_seconds=5, allow_bookmarks=True)

@@ -156,7 +156,7 @@ class WatchEndCase:
         ),
         pytest.param(
             WatchEndCase(
-                end=lambda s: [w.fail("connection reset by peer") for w in s.open_watches()],
+                end=FakeSource.break_watches,
                 backoff=None,
                 lists=[FIRST_LIST],
                 watch_rvs=["100", "101"],
