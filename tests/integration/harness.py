@@ -8,6 +8,7 @@ simulation annotations (``devcluster.sim``) onto it. Templates can also carry th
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -128,7 +129,7 @@ class Recorder:
                     if self._stopped.is_set():
                         return
                     yield event
-            except Exception:  # noqa: BLE001  (a test watch: reconnect and carry on)
+            except Exception:
                 time.sleep(0.2)
 
     def _watch_pods(self) -> None:
@@ -235,7 +236,9 @@ class TaskSets:
         self.core = client.CoreV1Api(api)
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        created = self.custom.create_namespaced_custom_object(c.GROUP, c.VERSION, self.namespace, c.PLURAL, obj)
+        created = self.custom.create_namespaced_custom_object(
+            c.GROUP, c.VERSION, self.namespace, c.PLURAL, obj
+        )
         return cast("dict[str, Any]", created)
 
     def get(self, name: str) -> dict[str, Any] | None:
@@ -265,11 +268,15 @@ class TaskSets:
 
     def delete(self, name: str, propagation: str | None = None) -> None:
         body = {"propagationPolicy": propagation} if propagation else {}
-        self.custom.delete_namespaced_custom_object(c.GROUP, c.VERSION, self.namespace, c.PLURAL, name, body=body)
+        self.custom.delete_namespaced_custom_object(
+            c.GROUP, c.VERSION, self.namespace, c.PLURAL, name, body=body
+        )
 
     def pods(self, taskset: str) -> list[dict[str, Any]]:
         """spec 14.0 pods(ts): Pods labelled TaskSet=<ts> in the namespace."""
-        items = self.core.list_namespaced_pod(self.namespace, label_selector=f"{c.LABEL_TASKSET}={taskset}").items
+        items = self.core.list_namespaced_pod(
+            self.namespace, label_selector=f"{c.LABEL_TASKSET}={taskset}"
+        ).items
         return [self.core.api_client.sanitize_for_serialization(p) for p in items]
 
     def pod(self, name: str) -> dict[str, Any] | None:
@@ -333,7 +340,9 @@ def role_status(status: dict[str, Any], role: str) -> dict[str, Any]:
 def never_overlapping(entries: list[PodEntry]) -> bool:
     """Each entry was created after the previous one was gone (spec 14.0)."""
     ordered = sorted(entries, key=lambda e: e.created)
-    return all(prev.gone is not None and prev.gone <= nxt.created for prev, nxt in zip(ordered, ordered[1:]))
+    return all(
+        prev.gone is not None and prev.gone <= nxt.created for prev, nxt in itertools.pairwise(ordered)
+    )
 
 
 @contextmanager

@@ -4,7 +4,6 @@ rejected at create time with an error that names the offending field (D7, S25)."
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,9 @@ import pytest
 import yaml
 
 from devcluster import Cluster
-from tests.integration.conftest import install_crd
 from taskset import constants as c
 from tests.builders import TaskSetBuilder, pod_template
+from tests.integration.conftest import install_crd
 
 pytestmark = pytest.mark.integration
 

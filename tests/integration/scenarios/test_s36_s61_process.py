@@ -4,6 +4,7 @@ handling (S61)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -18,8 +19,8 @@ from taskset import constants as c
 from tests.builders import TaskSetBuilder
 from tests.integration.daemon import Daemon
 from tests.integration.harness import (
-    PodFacts,
     Outcome,
+    PodFacts,
     Recorder,
     TaskSets,
     eventually,
@@ -290,13 +291,11 @@ def _delete_on_sight(
                 for event in w.stream(lister, namespace, timeout_seconds=5, _request_timeout=10):
                     obj = event["raw_object"]
                     if event["type"] == "ADDED" and match(obj):
-                        try:
+                        with contextlib.suppress(client.ApiException):
                             deleter(obj["metadata"]["name"], namespace)
-                        except client.ApiException:
-                            pass
                     if stop.is_set():
                         return
-            except Exception:  # noqa: BLE001
+            except Exception:
                 time.sleep(0.1)
 
     thread = threading.Thread(target=loop, daemon=True)

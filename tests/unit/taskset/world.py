@@ -76,7 +76,14 @@ class World:
         )
 
     def reconcile(self) -> Plan:
-        plan = decide(self.ref, parse_taskset(self.taskset), self.status, self.observed(), self.now, settings=self.settings)
+        plan = decide(
+            self.ref,
+            parse_taskset(self.taskset),
+            self.status,
+            self.observed(),
+            self.now,
+            settings=self.settings,
+        )
         for intent in plan.intents:
             apply_result(plan, intent, self._execute(intent, plan))
         self.status = plan.status
@@ -122,8 +129,16 @@ class World:
             role = plan.spec.roles[intent.role] if plan.spec else spec.spec.roles[intent.role]
             unit_name = f"c-{self.ref.name}-{intent.taskset_attempt}"
             identity = PodIdentity(
-                self.ref.name, self.ref.namespace, self.ref.uid, role.name, intent.index, intent.name,
-                unit_name, plan.status.control_unit_uid or "", intent.taskset_attempt, intent.replica_attempt,
+                self.ref.name,
+                self.ref.namespace,
+                self.ref.uid,
+                role.name,
+                intent.index,
+                intent.name,
+                unit_name,
+                plan.status.control_unit_uid or "",
+                intent.taskset_attempt,
+                intent.replica_attempt,
             )
             pod = build_pod(role.template, identity)
             pod["metadata"]["uid"] = new_uid()
@@ -160,7 +175,11 @@ class World:
             "podIP": "10.0.1.1",
             "startTime": "2026-01-01T00:00:01Z",
             "containerStatuses": [
-                {"name": pod["spec"]["containers"][0]["name"], "containerID": f"kwok://{name}", "state": {"running": {}}}
+                {
+                    "name": pod["spec"]["containers"][0]["name"],
+                    "containerID": f"kwok://{name}",
+                    "state": {"running": {}},
+                }
             ],
         }
 
@@ -170,7 +189,11 @@ class World:
             self.run(name)
         pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
         pod["status"]["containerStatuses"][0]["state"] = {
-            "terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": "2026-01-01T00:00:09Z"}
+            "terminated": {
+                "exitCode": code,
+                "reason": "Completed" if code == 0 else "Error",
+                "finishedAt": "2026-01-01T00:00:09Z",
+            }
         }
 
 
