@@ -8,6 +8,7 @@ simulation annotations (``devcluster.sim``) onto it. Templates can also carry th
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -198,12 +199,10 @@ class Recorder:
         if outcome is None or outcome.seconds is None:
             return
         core = client.CoreV1Api(self._cluster.api_client())
-        try:
+        with contextlib.suppress(client.ApiException):  # already gone: nothing to drive
             core.patch_namespaced_pod(
                 meta["name"], self._namespace, {"metadata": {"annotations": outcome.annotations()}}
             )
-        except client.ApiException:
-            pass  # already gone: nothing to drive
 
     # ----- queries --------------------------------------------------------------------------------
     def pod_log(self, prefix: str = "") -> list[PodEntry]:
