@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -174,6 +173,14 @@ class Controller:
             self._workers.append(worker)
         self._synced.set()
 
+    def tasksets_by_state(self) -> dict[str, int]:
+        """TaskSets in the cache per ``status.state`` (no status yet counts as Waiting), for the gauge."""
+        counts: dict[str, int] = {}
+        for obj in self.tasksets.store.list():
+            state = str((obj.get("status") or {}).get("state") or "Waiting")
+            counts[state] = counts.get(state, 0) + 1
+        return counts
+
     def has_synced(self) -> bool:
         return self._synced.is_set()
 
@@ -260,7 +267,7 @@ def build_controller(*, config: Any, api_client: Any, registry: Any, logger: Any
         burst=config.burst,
         cache_creation_timeout=config.cache_creation_timeout,
     )
-    return Controller(
+    controller = Controller(
         api_client=api_client,
         settings=settings,
         logger=logger,
@@ -269,7 +276,6 @@ def build_controller(*, config: Any, api_client: Any, registry: Any, logger: Any
         worker_metrics=metrics,
         request_observer=metrics.observe_request,
     )
-
-
-def unique_suffix() -> str:
-    return uuid.uuid4().hex[:6]
+    metrics.init_controller(CONTROLLER_NAME, workers=settings.workers)
+    metrics.count_tasksets_with(controller.tasksets_by_state)
+    return controller

@@ -11,7 +11,6 @@ import queue
 import threading
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final
 
 import cachetools
@@ -97,7 +96,3 @@ def _event(target: EventTarget, reason: str, message: str, kind: str, now: str) 
         "count": 1,
         "reportingComponent": EVENT_SOURCE_COMPONENT,
     }
-
-
-def wall_now(clock: Clock) -> datetime:
-    return clock.wall()

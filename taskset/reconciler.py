@@ -11,7 +11,6 @@ one, so a lagging cache never causes a duplicate action.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -384,7 +383,3 @@ def _log_record(log: Any, record: LogRecord) -> None:
 
 def new_reconcile_id() -> str:
     return uuid.uuid4().hex[:12]
-
-
-def monotonic() -> float:
-    return time.monotonic()
