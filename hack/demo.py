@@ -94,7 +94,8 @@ def run_demo(cluster: Cluster, log_path: Path) -> int:
             return 1
         time.sleep(0.5)
     print(cluster.kubectl("apply", "-f", "-", input=json.dumps(taskset)).stdout, flush=True)
-    last, status = "", {}
+    last = ""
+    status: dict[str, Any] = {}
     deadline = time.monotonic() + DEADLINE
     while time.monotonic() < deadline:
         got = cluster.kubectl("get", "taskset", name, "-o", "json", check=False)

@@ -480,7 +480,7 @@ class ObjectLog:
             self._watch.stop()
 
     def _relist(self) -> str:
-        listed = self._list(self._namespace)
+        listed: Any = self._list(self._namespace)
         now = time.monotonic()
         with self._lock:
             for item in listed.items:
