@@ -287,18 +287,20 @@ class Reconciler:
                 if self._seen(store_key, uid):
                     del expected.creates[store_key]
             for store_key, uid in list(expected.deletes.items()):
-                if not self._seen(store_key, uid):
+                if not self._seen(store_key, uid, alive=True):
                     del expected.deletes[store_key]
             if remaining <= 0 or not (expected.creates or expected.deletes):
                 del self._expected[key]
                 return None
             return remaining
 
-    def _seen(self, store_key: str, uid: str) -> bool:
+    def _seen(self, store_key: str, uid: str, *, alive: bool = False) -> bool:
+        """Whether the cache shows the object with this UID (``alive``: and not yet being deleted, since a
+        graceful deletion can take the whole grace period and must not hold the TaskSet up meanwhile)."""
         for store in (self._pods, self._units):
             obj = store.get_by_key(store_key)
             if obj is not None and obj["metadata"].get("uid") == uid:
-                return True
+                return not (alive and obj["metadata"].get("deletionTimestamp"))
         return False
 
     # ----- status ---------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ def test_s24_absent_completion_policy_values_take_their_defaults(
     ts: TaskSets, recorder: Recorder, completion: dict[str, int], expected: str
 ) -> None:
     recorder.script = lambda pod: exits(0)
-    ts.create(TaskSetBuilder("defaults").role("r", 1, **completion).obj())  # type: ignore[arg-type]
+    ts.create(TaskSetBuilder("defaults").role("r", 1, **completion).obj())
     assert ts.final("defaults")["state"] == expected
 
 
