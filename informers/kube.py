@@ -19,7 +19,7 @@ import http.client
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 import urllib3
@@ -117,8 +117,9 @@ class KubeListerWatcher:
         if kind.endswith("List") and api_version:
             item_kind = kind.removesuffix("List")
             for item in items:
-                item.setdefault("kind", item_kind)
-                item.setdefault("apiVersion", api_version)
+                if isinstance(item, dict):
+                    item.setdefault("kind", item_kind)
+                    item.setdefault("apiVersion", api_version)
         meta = decoded.get("metadata") or {}
         return ListResult(
             items=items,
@@ -279,7 +280,9 @@ def _decode_event(line: bytes) -> WatchEvent:
         raise TransportError(f"undecodable watch line: {err}") from err
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise TransportError("watch line is not an event")
-    return WatchEvent(type=event["type"], object=event.get("object") or {})
+    if not isinstance(event.get("object"), dict):
+        event["object"] = {}
+    return cast(WatchEvent, event)  # the decoded dict itself: no copy on the hot path
 
 
 def _api_error(status: int, reason: str, body: bytes) -> ApiError:

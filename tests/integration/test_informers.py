@@ -30,6 +30,7 @@ from informers import (
     WatchStream,
     WatchTarget,
     deletion_handling_key,
+    wait_for_cache_sync,
 )
 from informers.kube import KubeListerWatcher, lister_watcher_factory
 
@@ -169,7 +170,7 @@ def test_an_informer_follows_500_pods_through_create_update_and_delete(
         assert factory.wait_for_cache_sync(timeout=30) == {
             WatchTarget(resource=PODS, namespace=namespace): True
         }
-        assert registration.has_synced()
+        assert wait_for_cache_sync([registration.has_synced], timeout=10)
         names = [f"pod-{i:03}" for i in range(500)]
         keys = {f"{namespace}/{n}" for n in names}
 
