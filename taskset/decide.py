@@ -60,6 +60,8 @@ from taskset.status import ReplicaStatus, RoleStatus, TaskSetStatus, TerminatedI
 
 P = ReplicaPhase
 T = TaskSetPhase
+# Seconds between deletes of a Pod the cache never showed, until the API server answers NotFound.
+UNSEEN_DELETE_POLL = 2.0
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,9 @@ class DeletePod:
     role: int
     index: int
     advances: bool  # P9: the replica moves on when the delete is accepted; False for P0/duplicates
+    # Whether the cache showed the Pod. If not (P2's timeout), only a NotFound proves it is gone (8.6),
+    # so an accepted delete keeps the replica waiting and asking again.
+    seen: bool = True
 
 
 Intent = CreateControlUnit | DeleteControlUnit | CreatePod | DeletePod
@@ -195,6 +200,8 @@ class _Pass:
     plan: Plan
     # (role, index) of replicas waiting for an action's result: later syncs in this pass leave them be.
     busy: set[tuple[int, int]] = field(default_factory=set)
+    # UIDs of stray Pods this pass already deletes.
+    deleted: set[str] = field(default_factory=set)
 
     @property
     def stamp(self) -> str:
@@ -271,8 +278,8 @@ def _shape_matches(spec: TaskSetSpec, roles: list[RoleStatus]) -> bool:
 
 def _unit_class(ctx: _Pass) -> ControlUnitClass:
     unit = ctx.observed.control_unit
-    if unit is None:
-        return ControlUnitClass.ABSENT
+    if unit is None or unit.name != control_unit_name(ctx.ref.name, ctx.status.attempt_id):
+        return ControlUnitClass.ABSENT  # nothing, or an earlier attempt's (a retry started in this pass)
     if unit.controller_uid != ctx.ref.uid or not ctx.ref.uid:
         return ControlUnitClass.FOREIGN
     recorded = ctx.status.control_unit_uid
@@ -349,7 +356,7 @@ def _taskset_wait(ctx: _Pass, label: str) -> None:
         ctx.plan.requeue(min(settings.cache_wait_requeue, remaining + 1))
     elif label == "T14b":
         delay = _retry_policy(ctx).delay_seconds
-        ctx.plan.requeue(delay - seconds_since(status.transition_time, ctx.now) + 1)
+        ctx.plan.requeue(delay - seconds_since(status.transition_time, ctx.now))
     elif label in ("T12b", "T3-hold"):
         ctx.plan.requeue(settings.cache_wait_requeue)
 
@@ -678,9 +685,20 @@ def _replica_facts(
     )
 
 
+def _delete_stray(ctx: _Pass, position: int, replica: ReplicaStatus, pod: PodView) -> None:
+    """Delete (once per pass) a Pod under the replica's name that is not the replica's own: an earlier
+    attempt's (P0) or a duplicate of this attempt's (5.3.1). The replica treats it as absent."""
+    if pod.deleting or pod.uid in ctx.deleted:
+        return
+    ctx.deleted.add(pod.uid)
+    ctx.plan.intents.append(DeletePod(pod.name, pod.uid, position, replica.index, advances=False))
+
+
 def _run_replica(ctx: _Pass, position: int, role: Role, replica: ReplicaStatus) -> None:
     for _ in range(ctx.settings.max_chain):
         pod, kind = _replica_pod(ctx, role, replica)
+        if pod is not None and kind == PodClass.DUPLICATE:
+            _delete_stray(ctx, position, replica, pod)
         if (
             pod is not None
             and kind in (PodClass.CURRENT, PodClass.ADOPTABLE)
@@ -717,9 +735,7 @@ def _replica_wait(
 ) -> None:
     settings = ctx.settings
     if label == "P0" and pod is not None:
-        if not pod.deleting:
-            ctx.plan.intents.append(DeletePod(pod.name, pod.uid, position, replica.index, advances=False))
-            ctx.busy.add((position, replica.index))
+        _delete_stray(ctx, position, replica, pod)
         ctx.plan.requeue(settings.cache_wait_requeue)
     elif label == "P3b":
         remaining = settings.cache_creation_timeout - seconds_since(replica.transition_time, ctx.now)
@@ -727,13 +743,9 @@ def _replica_wait(
     elif label == "P12":
         ctx.plan.requeue(settings.deletion_wait_requeue)
     elif label == "P14b":
-        ctx.plan.requeue(
-            role.retry_policy.delay_seconds - seconds_since(replica.transition_time, ctx.now) + 1
-        )
+        ctx.plan.requeue(role.retry_policy.delay_seconds - seconds_since(replica.transition_time, ctx.now))
     elif label == "P-wait" and pod is not None and pod.unschedulable_message:
         replica.phase_message = f"Pod is unschedulable: {pod.unschedulable_message}"
-    if label in ("P-wait", "P12") and kind == PodClass.DUPLICATE and pod is not None and not pod.deleting:
-        ctx.plan.intents.append(DeletePod(pod.name, pod.uid, position, replica.index, advances=False))
 
 
 def _effect_create_pod(
@@ -778,7 +790,10 @@ def _effect_delete_pod(
     UID anyway: the cache's silence proves nothing, and only the API server's answer does (spec 8.6)."""
     if replica.pod_uid and (pod is None or (pod.uid == replica.pod_uid and not pod.deleting)):
         name = replica.pod_name or pod_name(ctx.ref.name, role.name, replica.index)
-        ctx.plan.intents.append(DeletePod(name, replica.pod_uid, position, replica.index, advances=True))
+        seen = pod is not None
+        ctx.plan.intents.append(
+            DeletePod(name, replica.pod_uid, position, replica.index, advances=True, seen=seen)
+        )
         return None
     return "The deletion request of pod has been made"
 
@@ -1061,6 +1076,9 @@ def _pod_deleted(ctx: _Pass, intent: DeletePod, result: ActionResult) -> None:
         _transient(ctx, None, result.message)
         return
     if not intent.advances:
+        return
+    if result.kind == ResultKind.OK and not intent.seen:
+        ctx.plan.requeue(UNSEEN_DELETE_POLL)  # it exists and is going away: ask again until NotFound
         return
     _, replica = _replica_of(ctx, intent.role, intent.index)
     role_name = ctx.status.roles[intent.role].name
