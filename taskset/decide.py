@@ -963,6 +963,12 @@ def apply_result(plan: Plan, intent: Intent, result: ActionResult) -> None:
         _pod_deleted(ctx, intent, result)
 
 
+def _next_pass_now(ctx: _Pass) -> None:
+    """A result moved a machine to a state whose next step needs no new watch event (the object is
+    already gone, or was never made): look again at once instead of waiting for a safety-net requeue."""
+    ctx.plan.requeue(0)
+
+
 def _transient(ctx: _Pass, reason: EventReason | None, message: str) -> None:
     ctx.plan.backoff = True
     if reason is not None:
@@ -993,12 +999,14 @@ def _unit_created(ctx: _Pass, result: ActionResult) -> None:
                 Event(EventReason.CONTROL_UNIT_NAME_CONFLICT, f"ControlUnit name conflict: {name}")
             )
             _move_taskset(ctx, T.ATTEMPT_COMPLETED, f"ControlUnit name conflict: {name}", "T3-rejected")
+            _next_pass_now(ctx)
         return
     if result.kind == ResultKind.INVALID:
         ctx.plan.events.append(Event(EventReason.CONTROL_UNIT_CREATION_FAILED, result.message))
         _move_taskset(
             ctx, T.ATTEMPT_COMPLETED, f"ControlUnit creation rejected: {result.message}", "T3-rejected"
         )
+        _next_pass_now(ctx)
         return
     _transient(ctx, EventReason.CONTROL_UNIT_CREATION_FAILED, result.message)
 
@@ -1012,6 +1020,8 @@ def _unit_deleted(ctx: _Pass, intent: DeleteControlUnit, result: ActionResult) -
         _transient(ctx, None, result.message)
         return
     _move_taskset(ctx, T.ATTEMPT_DELETION_REQUESTED, "The deletion of control unit has been requested", "T10")
+    if result.kind != ResultKind.OK:  # already gone: no deletion event will come
+        _next_pass_now(ctx)
 
 
 def _replica_of(ctx: _Pass, role: int, index: int) -> tuple[Role | None, ReplicaStatus]:
@@ -1040,6 +1050,7 @@ def _pod_created(ctx: _Pass, intent: CreatePod, result: ActionResult) -> None:
         replica.pod_reason = POD_REASON_CREATION_FAILED
         ctx.plan.events.append(Event(EventReason.POD_CREATION_FAILED, f"{intent.name}: {result.message}"))
         _move_replica(ctx, role_name, replica, P.ATTEMPT_COMPLETED, result.message)
+        _next_pass_now(ctx)
         return
     _transient(ctx, EventReason.POD_CREATION_FAILED, f"{intent.name}: {result.message}")
 
@@ -1067,6 +1078,7 @@ def _pod_exists(
         )
     elif kind == PodClass.FOREIGN:
         _move_replica(ctx, role_name, replica, P.ATTEMPT_COMPLETED, _name_conflict(ctx, replica, pod.name))
+        _next_pass_now(ctx)
     else:  # an earlier Pod of this replica: P0 on the next pass deletes it and waits
         ctx.plan.requeue(1.0)
 
@@ -1085,3 +1097,5 @@ def _pod_deleted(ctx: _Pass, intent: DeletePod, result: ActionResult) -> None:
     _move_replica(
         ctx, role_name, replica, P.ATTEMPT_DELETION_REQUESTED, "The deletion request of pod has been made"
     )
+    if result.kind != ResultKind.OK:  # already gone: no deletion event will come
+        _next_pass_now(ctx)
