@@ -89,7 +89,8 @@ class Daemon:
 
 
 @pytest.fixture
-def start_daemon(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+def start_daemon(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+    """Daemons watch only this test's namespace, so they never act on other tests' TaskSets."""
     started: list[Daemon] = []
 
     def start(*extra: str, env: dict[str, str] | None = None, argv: Sequence[str] | None = None) -> Daemon:
@@ -108,6 +109,8 @@ def start_daemon(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Dae
             f"127.0.0.1:{probe_port}",
             "--shutdown-grace-period",
             str(GRACE_PERIOD),
+            "--namespace",
+            namespace,
             *extra,
         ]
         with stdout.open("wb") as out, stderr.open("wb") as err:
