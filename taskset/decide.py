@@ -468,6 +468,14 @@ def _attempt_reason(ctx: _Pass) -> str | None:
     return outcome.reason if outcome is not None else None
 
 
+def _transition_record(
+    ctx: _Pass, query: QueryKey, source: str, target: str, reason: str, *, msg: str = "", **extra: str
+) -> LogRecord:
+    """A TaskSetPhaseTransition / TaskRoleTransition / ReplicaTransition record (spec 10.2)."""
+    fields = {"QueryKey": str(query), "TaskSet": ctx.ref.name, "Namespace": ctx.ref.namespace, **extra}
+    return LogRecord(msg, {**fields, "PrePhase": source, "NextPhase": target, "Reason": reason})
+
+
 def _move_taskset(ctx: _Pass, target: TaskSetPhase, message: str, label: str) -> None:
     status = ctx.status
     source = status.phase
@@ -478,16 +486,13 @@ def _move_taskset(ctx: _Pass, target: TaskSetPhase, message: str, label: str) ->
     status.transition_time = ctx.stamp
     ctx.plan.events.append(Event(EventReason.TASKSET_STATE_TRANSITION, f"Pre:{source},Next:{target}"))
     ctx.plan.records.append(
-        LogRecord(
-            LOG_MSG_TASKSET_PHASE_TRANSITION,
-            {
-                "QueryKey": str(QueryKey.TASKSET_PHASE_TRANSITION),
-                "TaskSet": ctx.ref.name,
-                "Namespace": ctx.ref.namespace,
-                "PrePhase": str(source),
-                "NextPhase": str(target),
-                "Reason": message,
-            },
+        _transition_record(
+            ctx,
+            QueryKey.TASKSET_PHASE_TRANSITION,
+            str(source),
+            str(target),
+            message,
+            msg=LOG_MSG_TASKSET_PHASE_TRANSITION,
         )
     )
     _update_state(ctx, label)
@@ -632,18 +637,7 @@ def _decide_role(ctx: _Pass, role: Role, status: RoleStatus) -> str:
 def _move_role(ctx: _Pass, name: str, status: RoleStatus, target: RolePhase, message: str) -> None:
     ROLE_MACHINE.check(status.phase, target)
     ctx.plan.records.append(
-        LogRecord(
-            "",
-            {
-                "QueryKey": str(QueryKey.ROLE_TRANSITION),
-                "TaskSet": ctx.ref.name,
-                "Namespace": ctx.ref.namespace,
-                "Role": name,
-                "PrePhase": str(status.phase),
-                "NextPhase": str(target),
-                "Reason": message,
-            },
-        )
+        _transition_record(ctx, QueryKey.ROLE_TRANSITION, str(status.phase), str(target), message, Role=name)
     )
     status.phase = target
     status.phase_message = message
@@ -859,19 +853,16 @@ def _move_replica(
     ctx: _Pass, role_name: str, replica: ReplicaStatus, target: ReplicaPhase, message: str
 ) -> None:
     REPLICA_MACHINE.check(replica.phase, target)
+    name = replica.pod_name or pod_name(ctx.ref.name, role_name, replica.index)
     ctx.plan.records.append(
-        LogRecord(
-            "",
-            {
-                "QueryKey": str(QueryKey.REPLICA_TRANSITION),
-                "TaskSet": ctx.ref.name,
-                "Namespace": ctx.ref.namespace,
-                "Role": role_name,
-                "PodName": replica.pod_name or pod_name(ctx.ref.name, role_name, replica.index),
-                "PrePhase": str(replica.phase),
-                "NextPhase": str(target),
-                "Reason": message,
-            },
+        _transition_record(
+            ctx,
+            QueryKey.REPLICA_TRANSITION,
+            str(replica.phase),
+            str(target),
+            message,
+            Role=role_name,
+            PodName=name,
         )
     )
     replica.phase = target

@@ -37,14 +37,6 @@ def api(cluster: Cluster, namespace: str, crd_installed: None) -> TaskSets:
 
 
 @pytest.fixture
-def recorder(cluster: Cluster, namespace: str) -> Iterator[Recorder]:
-    recorder = Recorder(cluster, namespace)
-    recorder.start()
-    yield recorder
-    recorder.stop()
-
-
-@pytest.fixture
 def daemon(cluster: Cluster, namespace: str, crd_installed: None, tmp_path: Path) -> Iterator[Daemon]:
     process = Daemon(cluster, namespace, tmp_path)
     yield process
