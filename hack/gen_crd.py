@@ -488,6 +488,13 @@ def _status_schema() -> Schema:
             "preemptCount": {**_count(), "description": "Reserved, always 0."},
             "roleStatus": {"type": "array", "items": role, "x-kubernetes-list-type": "atomic"},
             "observedGeneration": _count(),
+            "attemptResult": {
+                "type": "object",
+                "nullable": True,
+                "description": "R only: the current attempt's outcome once its policies decided it, kept so "
+                "the final state survives the ControlUnit (and its spec snapshot) going away.",
+                "properties": {"succeeded": {"type": "boolean"}, "reason": _string()},
+            },
             "conditions": {
                 "type": "array",
                 "items": _condition_schema(),

@@ -158,6 +158,13 @@ class RawStatusSummary(TypedDict):
     replicas: str  # "<replicas in TaskRoleReplicaCompleted>/<replicas>", e.g. "5/8"
 
 
+class RawAttemptResult(TypedDict):
+    """R only: the current attempt's outcome once decided, kept past its ControlUnit (spec snapshot)."""
+
+    succeeded: bool
+    reason: str
+
+
 class RawTaskSetStatus(TypedDict):
     """The full status shape of spec 2.5: R writes every key, with null for unset pointers."""
 
@@ -174,6 +181,7 @@ class RawTaskSetStatus(TypedDict):
     preemptCount: int
     roleStatus: list[RawRoleStatus]
     observedGeneration: int
+    attemptResult: RawAttemptResult | None
     conditions: list[RawCondition]
     summary: NotRequired[RawStatusSummary]
 

@@ -28,6 +28,7 @@ from taskset.api import (
     pod_name,
 )
 from taskset.constants import (
+    KIND,
     LOG_MSG_POD_ASSIGNED,
     LOG_MSG_POD_COMPLETED,
     LOG_MSG_POD_RETRY,
@@ -56,7 +57,15 @@ from taskset.machines import (
     TaskSetFacts,
 )
 from taskset.observe import Observed, PodClass, PodView, classify_pod
-from taskset.status import ReplicaStatus, RoleStatus, TaskSetStatus, TerminatedInfo, seconds_since, stamp
+from taskset.status import (
+    AttemptResult,
+    ReplicaStatus,
+    RoleStatus,
+    TaskSetStatus,
+    TerminatedInfo,
+    seconds_since,
+    stamp,
+)
 
 P = ReplicaPhase
 T = TaskSetPhase
@@ -281,6 +290,10 @@ def _unit_class(ctx: _Pass) -> ControlUnitClass:
     if unit is None or unit.name != control_unit_name(ctx.ref.name, ctx.status.attempt_id):
         return ControlUnitClass.ABSENT  # nothing, or an earlier attempt's (a retry started in this pass)
     if unit.controller_uid != ctx.ref.uid or not ctx.ref.uid:
+        if unit.controller_kind == KIND and unit.controller_name == ctx.ref.name and unit.controller_uid:
+            # An earlier TaskSet object of the same name owns it (deleted, then re-created, W-16): the
+            # garbage collector is taking it away, so wait as for any ControlUnit being deleted.
+            return ControlUnitClass.OURS_DELETING
         return ControlUnitClass.FOREIGN
     recorded = ctx.status.control_unit_uid
     if recorded and unit.uid != recorded:
@@ -298,6 +311,8 @@ def _taskset_facts(ctx: _Pass) -> TaskSetFacts:
         assert spec is not None
         outcome = policies.attempt_outcome(spec.roles, status.roles)
     unusable_attempt = status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING) and not usable
+    if status.attempt_result is not None and status.phase in _ENDING_PHASES:
+        outcome = policies.Outcome(status.attempt_result.succeeded, status.attempt_result.reason)
     may_retry, _ = policies.taskset_retry_decision(_retry_policy(ctx), status.total_retried_count)
     delay = _retry_policy(ctx).delay_seconds
     return TaskSetFacts(
@@ -413,12 +428,24 @@ def _effect_retry(ctx: _Pass, facts: TaskSetFacts) -> bool:
     )
     status.total_retried_count += 1
     status.control_unit_uid = None
+    status.attempt_result = None
     status.roles = _fresh_roles(ctx.live, ctx.stamp)
     ctx.plan.spec = ctx.live.spec if isinstance(ctx.live, ParsedTaskSet) else None
     return True
 
 
+def _effect_attempt_decided(ctx: _Pass, facts: TaskSetFacts) -> bool:
+    """T6: keep the decision, since the spec it was made with goes away with the ControlUnit."""
+    reason = _attempt_reason(ctx)
+    succeeded = reason is not None and facts.attempt_succeeded
+    ctx.status.attempt_result = AttemptResult(succeeded, reason or _UNUSABLE_SPEC)
+    return True
+
+
+_UNUSABLE_SPEC = "The TaskSet spec of this attempt is no longer usable"
+
 _TASKSET_EFFECTS: dict[str, Callable[[_Pass, TaskSetFacts], bool]] = {
+    "T6": _effect_attempt_decided,
     "T3": _effect_create_unit,
     "T3-adopt": _effect_adopt_unit,
     "T3-conflict": _effect_unit_conflict,
@@ -450,7 +477,7 @@ def _taskset_message(ctx: _Pass, label: str, facts: TaskSetFacts) -> str:
     if label == "T14-illegal" and isinstance(ctx.live, ValidationFailure):
         return ctx.live.message
     if label == "T6":
-        return _attempt_reason(ctx) or "The TaskSet spec of this attempt is no longer usable"
+        return _attempt_reason(ctx) or _UNUSABLE_SPEC
     if label.startswith("T13"):
         if facts.attempt_succeeded:
             return _attempt_reason(ctx) or "TaskSet succeeded"
@@ -461,6 +488,8 @@ def _taskset_message(ctx: _Pass, label: str, facts: TaskSetFacts) -> str:
 
 
 def _attempt_reason(ctx: _Pass) -> str | None:
+    if ctx.status.attempt_result is not None:
+        return ctx.status.attempt_result.reason
     spec = ctx.plan.spec
     if spec is None or not _shape_matches(spec, ctx.status.roles):
         return None
@@ -657,6 +686,7 @@ def _replica_pod(ctx: _Pass, role: Role, replica: ReplicaStatus) -> tuple[PodVie
         control_unit_uid=ctx.status.control_unit_uid,
         taskset_uid=ctx.ref.uid,
         replica_attempt=replica.total_retried_count,
+        taskset_name=ctx.ref.name,
     )
     return pod, kind
 
@@ -798,12 +828,16 @@ _TIMEOUT_MESSAGE = "It's already timeout ,can't wait anymore"
 def _effect_pod_gone(
     ctx: _Pass, position: int, role: Role, replica: ReplicaStatus, pod: PodView | None
 ) -> str:
-    """P13 into ReplicaCompleted."""
+    """P13 into ReplicaCompleted. A failed attempt keeps the reason it failed (a rejected create, a name
+    conflict, the Pod's exit) in front of the retry decision, so the final status says why."""
     if replica.stopped:
         return "Replica is stopped by parent TaskRole"
     if replica.succeeded:
         return replica.phase_message or "TaskRole replica succeeded"
-    return policies.taskset_retry_decision(role.retry_policy, replica.total_retried_count)[1]
+    decision = policies.taskset_retry_decision(role.retry_policy, replica.total_retried_count)[1]
+    if replica.pod_reason in (POD_REASON_CREATION_FAILED, POD_REASON_NAME_CONFLICT):
+        return f"{replica.phase_message}; {decision}"
+    return decision
 
 
 def _effect_replica_retry_decided(
@@ -1061,6 +1095,7 @@ def _pod_exists(
         control_unit_uid=ctx.status.control_unit_uid,
         taskset_uid=ctx.ref.uid,
         replica_attempt=replica.total_retried_count,
+        taskset_name=ctx.ref.name,
     )
     if kind in (PodClass.ADOPTABLE, PodClass.CURRENT):
         replica.pod_name, replica.pod_uid = pod.name, pod.uid

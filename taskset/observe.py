@@ -14,6 +14,7 @@ from typing import Any
 
 from taskset.constants import (
     ANNOTATION_REPLICA_ATTEMPT_ID,
+    ANNOTATION_TASKSET,
     ANNOTATION_TASKSET_UID,
 )
 
@@ -32,12 +33,18 @@ def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def controller_uid(obj: Mapping[str, Any]) -> str | None:
-    """UID of the object's controlling owner, if any."""
+def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The object's controlling owner reference, or an empty mapping."""
     for ref in _get(obj, "metadata", "ownerReferences") or ():
         if isinstance(ref, dict) and ref.get("controller") is True and isinstance(ref.get("uid"), str):
-            return str(ref["uid"])
-    return None
+            return ref
+    return {}
+
+
+def controller_uid(obj: Mapping[str, Any]) -> str | None:
+    """UID of the object's controlling owner, if any."""
+    uid = controller_ref(obj).get("uid")
+    return str(uid) if uid else None
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ class PodView:
     controller_uid: str | None
     taskset_uid: str
     replica_attempt_id: int | None
+    taskset_name: str = ""  # the TaskSet annotation: which TaskSet (by name) made this Pod
     host_ip: str = ""
     pod_ip: str = ""
     reason: str = ""
@@ -129,6 +137,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         deleting=_get(pod, "metadata", "deletionTimestamp") is not None,
         controller_uid=controller_uid(pod),
         taskset_uid=_str(annotations.get(ANNOTATION_TASKSET_UID)) if isinstance(annotations, dict) else "",
+        taskset_name=_str(annotations.get(ANNOTATION_TASKSET)) if isinstance(annotations, dict) else "",
         replica_attempt_id=int(attempt) if isinstance(attempt, str) and attempt.isdigit() else None,
         host_ip=_str(_get(pod, "status", "hostIP")),
         pod_ip=_str(_get(pod, "status", "podIP")),
@@ -152,6 +161,8 @@ class ControlUnitView:
     controller_uid: str | None
     # The spec the attempt started with (W-18), if the ControlUnit carries a snapshot.
     spec_snapshot: str | None = None
+    controller_kind: str = ""
+    controller_name: str = ""
 
 
 def control_unit_view(cm: Mapping[str, Any], snapshot_key: str) -> ControlUnitView:
@@ -163,6 +174,8 @@ def control_unit_view(cm: Mapping[str, Any], snapshot_key: str) -> ControlUnitVi
         deleting=_get(cm, "metadata", "deletionTimestamp") is not None,
         controller_uid=controller_uid(cm),
         spec_snapshot=snapshot if isinstance(snapshot, str) else None,
+        controller_kind=_str(controller_ref(cm).get("kind")),
+        controller_name=_str(controller_ref(cm).get("name")),
     )
 
 
@@ -184,7 +197,10 @@ def classify_pod(
     control_unit_uid: str | None,
     taskset_uid: str,
     replica_attempt: int,
+    taskset_name: str = "",
 ) -> PodClass:
+    """Spec 5.3.1. A Pod made by an earlier TaskSet *object* of the same name (deleted and re-created,
+    W-16) counts as previous too: it is on its way out with its owner, not someone else's Pod."""
     if pod is None:
         return PodClass.ABSENT
     if recorded_uid and pod.uid == recorded_uid:
@@ -193,6 +209,8 @@ def classify_pod(
     if ours_now and pod.replica_attempt_id is not None and pod.replica_attempt_id >= replica_attempt:
         return PodClass.ADOPTABLE if not recorded_uid else PodClass.DUPLICATE
     if ours_now or (taskset_uid and pod.taskset_uid == taskset_uid):
+        return PodClass.PREVIOUS
+    if taskset_name and pod.taskset_name == taskset_name and pod.taskset_uid and pod.controller_uid:
         return PodClass.PREVIOUS
     return PodClass.FOREIGN
 

@@ -273,6 +273,24 @@ class Condition:
 
 
 @dataclass
+class AttemptResult:
+    """The current attempt's outcome as its policies decided it (R only): the attempt's spec lives in
+    its ControlUnit, which is gone by the time the TaskSet completes, so the decision is kept here."""
+
+    succeeded: bool
+    reason: str
+
+    def to_json(self) -> Json:
+        return {"succeeded": self.succeeded, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, raw: object) -> AttemptResult | None:
+        if not isinstance(raw, dict) or not isinstance(raw.get("succeeded"), bool):
+            return None
+        return cls(raw["succeeded"], _str(raw.get("reason")))
+
+
+@dataclass
 class TaskSetStatus:
     phase: TaskSetPhase = TaskSetPhase.VALIDATION
     phase_message: str = ""
@@ -288,6 +306,7 @@ class TaskSetStatus:
     roles: list[RoleStatus] = field(default_factory=list)
     observed_generation: int = 0
     conditions: list[Condition] = field(default_factory=list)
+    attempt_result: AttemptResult | None = None
 
     @property
     def attempt_id(self) -> int:
@@ -336,6 +355,7 @@ class TaskSetStatus:
             "preemptCount": self.preempt_count,
             "roleStatus": [role.to_json() for role in self.roles],
             "observedGeneration": self.observed_generation,
+            "attemptResult": None if self.attempt_result is None else self.attempt_result.to_json(),
             "conditions": [condition.to_json() for condition in self.conditions],
             "summary": self.summary(),
         }
@@ -359,6 +379,7 @@ class TaskSetStatus:
             preempt_count=_int(raw.get("preemptCount")),
             roles=[RoleStatus.from_json(r) for r in _list(raw.get("roleStatus")) if isinstance(r, dict)],
             observed_generation=_int(raw.get("observedGeneration")),
+            attempt_result=AttemptResult.from_json(raw.get("attemptResult")),
             conditions=[
                 c
                 for c in (Condition.from_json(_dict(r)) for r in _list(raw.get("conditions")))

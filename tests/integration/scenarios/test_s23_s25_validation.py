@@ -1,0 +1,149 @@
+"""Scenarios S23 and S25 (spec 14.1, D7): illegal TaskSets are rejected by the API server at create, with
+HTTP 422 and a message naming the field, and nothing is stored, so the controller never sees them.
+
+``tests/integration/test_crd.py`` already checks every S25 rejection's message through kubectl; this file
+adds what it leaves out: the HTTP status through the API, that a running controller creates nothing for a
+rejected TaskSet (S23), and that a hyphenated name O rejected now runs, with the expected Pod name (S25).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from devcluster import Cluster
+from taskset import constants as c
+from tests.builders import TaskSetBuilder
+from tests.integration.harness import Recorder, TaskSets, exits, replica
+
+pytestmark = pytest.mark.integration
+
+LONG = "a" * 59  # with role "r": replicas 10 gives a 63-character Pod name, 11 gives 64
+
+
+def _rejected(api: client.CustomObjectsApi, namespace: str, obj: dict[str, Any]) -> tuple[int, str]:
+    with pytest.raises(client.ApiException) as raised:
+        api.create_namespaced_custom_object(c.GROUP, c.VERSION, namespace, c.PLURAL, obj)
+    message = json.loads(raised.value.body or "{}").get("message", "")
+    return raised.value.status, message
+
+
+def _stored(api: client.CustomObjectsApi, namespace: str) -> list[str]:
+    listed: Any = api.list_namespaced_custom_object(c.GROUP, c.VERSION, namespace, c.PLURAL)
+    return [item["metadata"]["name"] for item in listed["items"]]
+
+
+def test_s23_duplicate_role_names_rejected_by_the_api_server(
+    ts: TaskSets, recorder: Recorder, namespace: str
+) -> None:
+    obj = TaskSetBuilder("dupnames").role("role1").role("role1").obj()
+    status, message = _rejected(ts.custom, namespace, obj)
+    assert status == 422, message
+    assert "spec.roles[1]: Duplicate value" in message
+    assert '"name":"role1"' in message
+    assert _stored(ts.custom, namespace) == []
+    # The controller runs, but has nothing to act on: no ControlUnit and no Pod ever appear.
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        assert ts.configmap("c-dupnames-0") is None
+        time.sleep(0.2)
+    assert recorder.pod_log() == []
+    assert ts.get("dupnames") is None
+
+
+def _role_with(**fields: Any) -> dict[str, Any]:
+    obj = TaskSetBuilder("ts").role("r").obj()
+    obj["spec"]["roles"][0].update(fields)
+    return obj
+
+
+GE = "should be greater than or equal to"
+PATTERN = "should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'"
+
+S25_REJECTED = [
+    pytest.param(TaskSetBuilder("MyJob").role("r").obj(), ["metadata.name", PATTERN], id="name-MyJob"),
+    pytest.param(TaskSetBuilder("-job").role("r").obj(), ["metadata.name", PATTERN], id="name--job"),
+    pytest.param(TaskSetBuilder("job-").role("r").obj(), ["metadata.name", PATTERN], id="name-job-"),
+    pytest.param(TaskSetBuilder("my.job").role("r").obj(), ["metadata.name", PATTERN], id="name-my.job"),
+    pytest.param(TaskSetBuilder("ts").role("Ps").obj(), ["spec.roles[0].name", PATTERN], id="role-Ps"),
+    pytest.param(TaskSetBuilder("ts").role("ps_0").obj(), ["spec.roles[0].name", PATTERN], id="role-ps_0"),
+    pytest.param(TaskSetBuilder("ts").role("ps-").obj(), ["spec.roles[0].name", PATTERN], id="role-ps-"),
+    pytest.param(_role_with(replicas=0), ["spec.roles[0].replicas", f"{GE} 1"], id="replicas-0"),
+    pytest.param(
+        _role_with(replicas=10001),
+        ["spec.roles[0].replicas", "should be less than or equal to 10000"],
+        id="replicas-10001",
+    ),
+    pytest.param(
+        _role_with(retryPolicy={"retry": True, "maxRetryCount": 1, "delay": -1}),
+        ["spec.roles[0].retryPolicy.delay", f"{GE} 0"],
+        id="delay--1",
+    ),
+    pytest.param(
+        _role_with(completionPolicy={"minSucceeded": 0, "maxFailed": 1}),
+        ["spec.roles[0].completionPolicy.minSucceeded", f"{GE} 1"],
+        id="minSucceeded-0",
+    ),
+    pytest.param(
+        _role_with(completionPolicy={"minSucceeded": 1, "maxFailed": 0}),
+        ["spec.roles[0].completionPolicy.maxFailed", f"{GE} 1"],
+        id="maxFailed-0",
+    ),
+    pytest.param(
+        _role_with(completionPolicy={"minSucceeded": 1, "maxFailed": -1}),
+        ["spec.roles[0].completionPolicy.maxFailed", f"{GE} 1"],
+        id="maxFailed--1",
+    ),
+    pytest.param(
+        _role_with(eventPolicy=[{"event": "RoleFail", "action": "NoAction"}]),
+        ['spec.roles[0].eventPolicy[0].event: Unsupported value: "RoleFail"'],
+        id="event-RoleFail",
+    ),
+    pytest.param(
+        _role_with(eventPolicy=[{"event": "RoleFailed", "action": "TaskSetSucceed"}]),
+        ['spec.roles[0].eventPolicy[0].action: Unsupported value: "TaskSetSucceed"'],
+        id="action-TaskSetSucceed",
+    ),
+    pytest.param(
+        TaskSetBuilder(LONG).role("r", replicas=11).obj(),
+        ["Pod name cannot be longer than 63 characters for TaskRole:r"],
+        id="pod-name-64-characters",
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "expected"), S25_REJECTED)
+def test_s25_schema_rejection_is_http_422_and_stores_nothing(
+    cluster: Cluster, crd_installed: None, namespace: str, obj: dict[str, Any], expected: list[str]
+) -> None:
+    api = client.CustomObjectsApi(cluster.api_client())
+    status, message = _rejected(api, namespace, obj)
+    assert status == 422, message
+    for text in expected:
+        assert text in message, message
+    assert _stored(api, namespace) == []
+
+
+def test_s25b_63_character_pod_name_is_accepted(
+    cluster: Cluster, crd_installed: None, namespace: str
+) -> None:
+    api = client.CustomObjectsApi(cluster.api_client())
+    api.create_namespaced_custom_object(
+        c.GROUP, c.VERSION, namespace, c.PLURAL, TaskSetBuilder(LONG).role("r", replicas=10).obj()
+    )
+    assert _stored(api, namespace) == [LONG]
+
+
+def test_s25c_hyphenated_names_o_rejected_are_stored_and_run(ts: TaskSets, recorder: Recorder) -> None:
+    recorder.script = lambda pod: exits(0)
+    obj = TaskSetBuilder("my-job").role("ps-a").obj()
+    created = ts.create(obj)
+    assert created["spec"] == obj["spec"]
+    status = ts.final("my-job")
+    assert status["state"] == "Succeeded"
+    assert replica(status, "ps-a", 0)["podName"] == "my-job-ps-a-0"
+    assert [entry.name for entry in recorder.pod_log()] == ["my-job-ps-a-0"]
