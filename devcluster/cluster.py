@@ -36,10 +36,12 @@ SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.0.0.1/16"
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 # The controllers the project relies on: garbage collection (control unit -> pods cascade), namespace
-# deletion, and ServiceAccounts with their tokens (so ServiceAccount admission can stay on).
+# deletion, resource quotas (their usage, which quota admission needs), and ServiceAccounts with their
+# tokens (so ServiceAccount admission can stay on).
 KCM_CONTROLLERS = (
     "garbage-collector-controller",
     "namespace-controller",
+    "resourcequota-controller",
     "serviceaccount-controller",
     "serviceaccount-token-controller",
 )

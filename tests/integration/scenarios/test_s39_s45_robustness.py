@@ -3,12 +3,9 @@ replicas that finish at different times (W-3a, W-5, W-7), NoAction cleanup, and 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kubernetes import client, watch
 
 from devcluster import Cluster, sim
 from tests.builders import TaskSetBuilder, pod_template
@@ -69,80 +66,31 @@ def _live_counts(pods: ObjectLog) -> tuple[int, int]:
     return most_existing, most_active
 
 
-class QuotaReplenisher:
-    """Plays kube-controller-manager's resource-quota controller, which the embedded control plane does not
-    run (spec 14.0 counts on it): it fills in the quota's ``status`` so that admission can charge Pods, and
-    gives a Pod's charge back once when the Pod turns terminal or is deleted, as the controller's
-    replenishment does. Admission itself (kube-apiserver's ResourceQuota plugin) is real: it increments
-    ``status.used`` and denies a create with 403 "exceeded quota". Counting down per Pod, instead of
-    recounting, never under-counts a create that admission has charged but not yet stored."""
-
-    def __init__(self, ts: TaskSets, name: str, hard: int) -> None:
-        self._core = ts.core
-        self._namespace = ts.namespace
-        self._name = name
-        self._hard = hard
-        self._released: set[str] = set()
-        self._stopped = threading.Event()
-        self._watch = watch.Watch()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> None:
-        self._core.create_namespaced_resource_quota(
-            self._namespace, {"metadata": {"name": self._name}, "spec": {"hard": {"pods": str(self._hard)}}}
-        )
-        self._update(lambda used: 0)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._watch.stop()
-
-    def _update(self, change: Callable[[int], int]) -> None:
-        while True:
-            quota = self._core.read_namespaced_resource_quota(self._name, self._namespace)
-            used = int(((quota.status and quota.status.used) or {}).get("pods", "0"))
-            quota.status = client.V1ResourceQuotaStatus(
-                hard={"pods": str(self._hard)}, used={"pods": str(max(0, change(used)))}
-            )
-            try:
-                self._core.replace_namespaced_resource_quota_status(self._name, self._namespace, quota)
-                return
-            except client.ApiException as err:
-                if err.status != 409:
-                    raise
-
-    def _run(self) -> None:
-        try:
-            stream = self._watch.stream(self._core.list_namespaced_pod, self._namespace, timeout_seconds=300)
-            for event in stream:
-                pod = event["raw_object"]
-                uid = pod["metadata"]["uid"]
-                terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-                if (event["type"] == "DELETED" or terminal) and uid not in self._released:
-                    self._released.add(uid)
-                    self._update(lambda used: used - 1)
-        except Exception:
-            if not self._stopped.is_set():
-                raise
+def create_pod_quota(ts: TaskSets, hard: int) -> None:
+    """A namespace ResourceQuota ``pods: hard``, ready once kube-controller-manager's resource-quota
+    controller has filled in its usage (admission refuses every Pod until then)."""
+    ts.core.create_namespaced_resource_quota(
+        ts.namespace, {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": str(hard)}}}
+    )
+    eventually(
+        lambda: (ts.core.read_namespaced_resource_quota("pods", ts.namespace).status.hard or {}).get("pods"),
+        30,
+        "the quota's status",
+    )
 
 
 def test_s39_quota_failure_of_one_replica_does_not_block_the_others(
     ts: TaskSets, recorder: Recorder, cluster: Cluster, namespace: str
 ) -> None:
-    quota = QuotaReplenisher(ts, "pods", hard=2)  # namespace ResourceQuota pods: "2", before the TaskSet
-    quota.start()
+    create_pod_quota(ts, hard=2)  # namespace ResourceQuota pods: "2", before the TaskSet
 
     def workload(pod: PodFacts) -> Any:
         return exits(0, after=6) if pod.role == "a" else exits(0)  # a: sleep 15; exit 0 (shortened)
 
     recorder.script = workload
-    try:
-        with watching(cluster, namespace, "pods") as pods:
-            ts.create(TaskSetBuilder("quota").role("a", 2, min_succeeded=2, max_failed=1).role("b", 1).obj())
-            status = ts.final("quota")
-    finally:
-        quota.stop()
+    with watching(cluster, namespace, "pods") as pods:
+        ts.create(TaskSetBuilder("quota").role("a", 2, min_succeeded=2, max_failed=1).role("b", 1).obj())
+        status = ts.final("quota")
     assert status["state"] == "Succeeded"
 
     # ResourceQuota charges only Pods that are not terminal, so that is what it keeps at 2.
