@@ -181,7 +181,7 @@ COMPLETIONS = [
 
 
 @pytest.mark.parametrize("case", COMPLETIONS)
-def test_role_completion(case: Completion) -> None:
+def test_s14_role_completion_checks_success_before_failure(case: Completion) -> None:
     assert role_completion(case.role, case.replicas) == case.expected
 
 
