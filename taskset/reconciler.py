@@ -92,7 +92,7 @@ class ReconcileResult:
 @dataclass
 class _Record:
     uid: str
-    status: dict[str, Any]
+    status: dict[str, Any] | None  # None: nothing written yet
     resource_version: str
 
 
@@ -152,8 +152,13 @@ class Reconciler:
             generation=int(meta.get("generation") or 0),
             deleting=meta.get("deletionTimestamp") is not None,
         )
-        record = self._record(key, obj)
-        recorded = TaskSetStatus.from_json(record.status if record else obj.get("status"))
+        try:
+            record = self._record(key, obj)
+        except KubeError as err:
+            return ReconcileResult(error=f"reading the TaskSet: {err}")
+        if record is None:  # the cache is behind the API server about this TaskSet: wait for it
+            return ReconcileResult(requeue_after=self._settings.cache_wait_requeue)
+        recorded = TaskSetStatus.from_json(record.status)
         now = self._clock.wall()
         plan = decide(
             ref, self._parse(obj), recorded, self._observe(ref, recorded), now, settings=self._settings
@@ -305,26 +310,36 @@ class Reconciler:
 
     # ----- status ---------------------------------------------------------------------------------------
     def _record(self, key: str, obj: Mapping[str, Any]) -> _Record | None:
+        """The status this pass builds on: the last one we wrote, or the live object's.
+
+        Never the cached object's alone: after a restart the cache may be a moment behind the last
+        status written before it, and acting on an older status repeats actions (a retry counted twice).
+        So the first pass of a TaskSet (and the first after a conflict) reads it from the API server.
+        """
         uid = obj["metadata"].get("uid", "")
         with self._lock:
             record = self._records.get(key)
-            if record is not None and record.uid != uid:
-                del self._records[key]  # re-created under the same name: start fresh (W-16)
-                return None
-        if record is not None and obj.get("status") == record.status:
-            # The cache caught up with our write, and may be newer (a spec edit): use its version.
-            record.resource_version = obj["metadata"]["resourceVersion"]
+        if record is not None and record.uid == uid:
+            if obj.get("status") == record.status:
+                # The cache caught up with our write, and may be newer (a spec edit): use its version.
+                record.resource_version = obj["metadata"]["resourceVersion"]
+            return record
+        meta = obj["metadata"]
+        live = self._client.get(taskset_path(meta["namespace"], meta["name"]), resource="tasksets")
+        if live is None or live["metadata"].get("uid") != uid:
+            return None
+        record = _Record(uid, live.get("status"), live["metadata"]["resourceVersion"])
+        with self._lock:
+            self._records[key] = record  # re-created under the same name: a fresh record (W-16)
         return record
 
-    def _write_status(
-        self, key: str, obj: Mapping[str, Any], record: _Record | None, plan: Plan
-    ) -> str | None:
+    def _write_status(self, key: str, obj: Mapping[str, Any], record: _Record, plan: Plan) -> str | None:
         new = plan.status.to_json()
-        base = record.status if record is not None else obj.get("status")
+        base = record.status
         if new == base:
             return None
         meta = obj["metadata"]
-        version = record.resource_version if record is not None else meta["resourceVersion"]
+        version = record.resource_version
         for _ in range(2):
             try:
                 written = self._client.replace_status(meta["namespace"], meta["name"], version, new)
@@ -333,10 +348,11 @@ class Reconciler:
                     self._metrics.observe_status_write("error")
                     return f"status write failed: {err}"
                 self._metrics.observe_status_write("conflict")
-                version = self._refetch_version(meta, base)
-                if version is None:
+                fresh = self._refetch_version(meta, base)
+                if fresh is None:
                     self._forget(key)
                     return "status changed by someone else; starting over from the live object"
+                version = fresh
                 continue
             self._metrics.observe_status_write("success")
             with self._lock:
