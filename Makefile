@@ -8,8 +8,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export GOTOOLCHAIN := local
 PYTEST_ARGS ?=
+IMAGE ?= taskset-controller:0.1.0
+# docker, else podman, whichever answers; set CONTAINER_ENGINE to choose. Evaluated by `make image` only.
+CONTAINER_ENGINE ?= $(shell if docker info >/dev/null 2>&1; then echo docker; \
+	elif podman info >/dev/null 2>&1; then echo podman; fi)
 
-.PHONY: setup binaries test unit integration lint demo cluster-up cluster-down clean
+.PHONY: setup binaries test unit integration lint demo cluster-up cluster-down clean image docs
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +42,18 @@ integration: setup binaries
 
 demo: setup binaries
 	$(PY) hack/demo.py
+
+# The controller image (Dockerfile); IMAGE=registry.example.com/taskset-controller:0.1.0 to name it.
+image:
+	@if [ -z "$(CONTAINER_ENGINE)" ]; then \
+		echo "make image: no container engine available (docker or podman must be installed and running)" >&2; \
+		exit 1; \
+	fi
+	$(CONTAINER_ENGINE) build --tag $(IMAGE) .
+
+# Regenerate the generated sections of docs/deployment.md (settings and metrics tables).
+docs: setup
+	$(PY) hack/render_config_docs.py
 
 cluster-up: setup
 	$(PY) -m devcluster up

@@ -42,6 +42,14 @@ import yaml
 
 from taskset.constants import DNS1123_LABEL_PATTERN, LOGGER_NAME
 from taskset.http import parse_bind_address
+from taskset.leader import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_LEASE_NAME,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    Timings,
+    timing_errors,
+)
 
 __all__ = [
     "PROG",
@@ -105,6 +113,25 @@ class Config:
 
     shutdown_grace_period: float = 30.0
     """Seconds in-flight reconciles get to finish after the first SIGTERM/SIGINT."""
+
+    leader_elect: bool = False
+    """Run workers only while holding a Lease, so that several replicas can run (``taskset.leader``).
+    Off by default, for a single local process; the Deployment turns it on."""
+
+    leader_elect_lease_duration: float = DEFAULT_LEASE_DURATION
+    """Seconds a standby waits, after the last renewal it saw, before it takes the lease over."""
+
+    leader_elect_renew_deadline: float = DEFAULT_RENEW_DEADLINE
+    """Seconds the leader keeps retrying a failed renewal before it gives up leading (and exits)."""
+
+    leader_elect_retry_period: float = DEFAULT_RETRY_PERIOD
+    """Seconds between attempts to acquire or renew the lease."""
+
+    leader_elect_namespace: str = ""
+    """Namespace of the Lease; "" = the pod's own namespace (from its service account), else ``default``."""
+
+    leader_elect_id: str = DEFAULT_LEASE_NAME
+    """Name of the Lease; replicas with the same namespace and name elect one leader among them."""
 
     config_file: str = ""
     """The YAML file the settings were read from, if any (for the startup log)."""
@@ -224,6 +251,39 @@ def _namespace(raw: object) -> str:
     return value
 
 
+# Go's time.ParseDuration units that make sense here (kube components take --leader-elect-* as durations).
+_DURATION_UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_RE: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
+
+
+def _duration(raw: object) -> float:
+    """Seconds: a number (``15``, ``0.5``) or a Go duration (``15s``, ``1m30s``, ``500ms``); above zero."""
+    text = raw.strip() if isinstance(raw, str) else ""
+    if text and text[-1].isalpha():
+        parts = _DURATION_RE.findall(text)
+        if not parts or "".join(number + unit for number, unit in parts) != text:
+            raise _ParseError("must be a number of seconds or a duration such as 15s, 1m or 500ms")
+        value = sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+    else:
+        try:
+            value = _number(raw)
+        except _ParseError:
+            raise _ParseError("must be a number of seconds or a duration such as 15s, 1m or 500ms") from None
+    if value <= 0:
+        raise _ParseError("must be greater than zero")
+    return value
+
+
+_SUBDOMAIN_RE: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _object_name(raw: object) -> str:
+    value = _string(raw)
+    if not value or len(value) > 253 or not _SUBDOMAIN_RE.match(value):
+        raise _ParseError("must be an object name (a DNS-1123 subdomain, e.g. taskset-controller)")
+    return value
+
+
 def _bind_address(raw: object) -> str:
     value = _string(raw)
     try:
@@ -291,6 +351,22 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("shutdown_grace_period", "--shutdown-grace-period", _env("SHUTDOWN_GRACE_PERIOD"),
             "shutdownGracePeriodSec", _non_negative_number, "SECONDS",
             "time in-flight reconciles get to finish after SIGTERM"),
+    Setting("leader_elect", "--leader-elect", _env("LEADER_ELECT"), "leaderElect", _boolean, "BOOL",
+            "run workers only while holding a Lease, so that several replicas can run"),
+    Setting("leader_elect_lease_duration", "--leader-elect-lease-duration",
+            _env("LEADER_ELECT_LEASE_DURATION"), "leaderElectLeaseDurationSec", _duration, "DURATION",
+            "how long a standby waits after the leader's last renewal before taking over (seconds or 15s)"),
+    Setting("leader_elect_renew_deadline", "--leader-elect-renew-deadline",
+            _env("LEADER_ELECT_RENEW_DEADLINE"), "leaderElectRenewDeadlineSec", _duration, "DURATION",
+            "how long the leader retries a failed renewal before it stops leading and exits"),
+    Setting("leader_elect_retry_period", "--leader-elect-retry-period", _env("LEADER_ELECT_RETRY_PERIOD"),
+            "leaderElectRetryPeriodSec", _duration, "DURATION",
+            "time between attempts to acquire or renew the lease"),
+    Setting("leader_elect_namespace", "--leader-elect-namespace", _env("LEADER_ELECT_NAMESPACE"),
+            "leaderElectNamespace", _namespace, "NAME",
+            "namespace of the Lease; empty = the pod's namespace (service account), else default"),
+    Setting("leader_elect_id", "--leader-elect-id", _env("LEADER_ELECT_ID"), "leaderElectID", _object_name,
+            "NAME", "name of the Lease the replicas compete for"),
 )  # fmt: skip
 
 _CONFIG_FLAG: Final = "--config"
@@ -378,7 +454,17 @@ def load_config(argv: Sequence[str], environ: Mapping[str, str], read_file: Call
                 f"{name} ({source}) is {values['workers']}; using {DEFAULT_WORKERS} workers, as the original"
             )
             values["workers"] = DEFAULT_WORKERS
-    return Config(**values, config_file=config_file, warnings=tuple(warnings), sources=sources)
+    config = Config(**values, config_file=config_file, warnings=tuple(warnings), sources=sources)
+    if config.leader_elect:
+        timings = Timings(
+            config.leader_elect_lease_duration,
+            config.leader_elect_renew_deadline,
+            config.leader_elect_retry_period,
+        )
+        errors = timing_errors(timings)
+        if errors:
+            raise ConfigError(f"invalid leader election timings: {'; '.join(errors)}")
+    return config
 
 
 def _pick(

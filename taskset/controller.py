@@ -155,10 +155,22 @@ class Controller:
             self.queue.add(key)
 
     # ----- lifecycle ---------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Start the informers now and the workers once every cache has synced (non-blocking)."""
+    def start(self, *, workers: bool = True) -> None:
+        """Start the informers now and the workers once every cache has synced (non-blocking).
+
+        ``workers=False`` starts the informers only (a leader-election standby keeps warm caches and a
+        queue of keys); ``start_workers`` starts the workers later, once the lease is held.
+        """
         self._factory.start()
-        self._starter = threading.Thread(target=self._start_workers, name="controller-start", daemon=True)
+        if workers:
+            self.start_workers()
+
+    def start_workers(self) -> None:
+        """Start the workers once every cache has synced (non-blocking); later calls do nothing."""
+        with self._active_lock:
+            if self._starter is not None:
+                return
+            self._starter = threading.Thread(target=self._start_workers, name="controller-start", daemon=True)
         self._starter.start()
 
     def _start_workers(self) -> None:
@@ -182,7 +194,10 @@ class Controller:
         return counts
 
     def has_synced(self) -> bool:
-        return self._synced.is_set()
+        """Whether every cache has synced (the daemon's readiness); workers may not have started yet."""
+        return self._synced.is_set() or all(
+            informer.has_synced() for informer in (self.tasksets, self.pods, self.units)
+        )
 
     def wait_for_sync(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
@@ -254,11 +269,18 @@ class Controller:
             self._worker_metrics.set_active_workers(CONTROLLER_NAME, active)
 
 
-def build_controller(*, config: Any, api_client: Any, registry: Any, logger: Any) -> Controller:
-    """The controller as the daemon runs it, from its ``Config`` and a Prometheus registry."""
+def build_controller(
+    *, config: Any, api_client: Any, registry: Any, logger: Any, metrics: Any = None
+) -> Controller:
+    """The controller as the daemon runs it, from its ``Config`` and a Prometheus registry.
+
+    ``metrics``: a ``taskset.metrics.ControllerMetrics`` on ``registry`` to use (the daemon shares it with
+    leader election); by default one is made here.
+    """
     from taskset.metrics import ControllerMetrics, workqueue_metrics_provider  # noqa: PLC0415
 
-    metrics = ControllerMetrics(registry=registry, workers=config.workers)
+    if metrics is None:
+        metrics = ControllerMetrics(registry=registry, workers=config.workers)
     metrics.instrument_api_client(api_client)  # counts the informers' lists and watches too
     settings = ControllerSettings(
         workers=config.workers,

@@ -134,13 +134,18 @@ class KubeClient:
         resource: str,
         body: Any = None,
         content_type: str = "application/json",
+        timeout: float | None = None,
     ) -> Response:
-        """Send one request; return the decoded 2xx body or raise ``KubeError``."""
+        """Send one request; return the decoded 2xx body or raise ``KubeError``.
+
+        ``timeout`` bounds the whole request in seconds (connect and read); without it the connect and
+        read timeouts above apply. Leader election uses it so no renewal outlives its deadline.
+        """
         self._limiter.wait()
         started = time.monotonic()
         code = 0
         try:
-            code, payload = self._send(method, path, body, content_type)
+            code, payload = self._send(method, path, body, content_type, timeout)
         finally:
             self._observe(method, resource, code, time.monotonic() - started)
         if 200 <= code < 300:
@@ -148,7 +153,9 @@ class KubeClient:
         status = payload if isinstance(payload, dict) else {}
         raise KubeError(code, str(status.get("reason", "")), str(status.get("message", payload)))
 
-    def _send(self, method: str, path: str, body: Any, content_type: str) -> tuple[int, Any]:
+    def _send(
+        self, method: str, path: str, body: Any, content_type: str, timeout: float | None = None
+    ) -> tuple[int, Any]:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         method, url, headers, _, _ = self._api.param_serialize(
             method=method, resource_path=path, header_params=headers, auth_settings=AUTH_SETTINGS
@@ -157,7 +164,12 @@ class KubeClient:
         try:
             # The pool manager directly: the client's own request path re-encodes bodies with json.dumps.
             response = self._api.rest_client.pool_manager.request(
-                method, url, body=data, headers=headers, timeout=_TIMEOUT, preload_content=True
+                method,
+                url,
+                body=data,
+                headers=headers,
+                timeout=_TIMEOUT if timeout is None else urllib3.Timeout(total=timeout),
+                preload_content=True,
             )
         except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as err:
             raise KubeError(0, "TransportError", str(err)) from err

@@ -10,7 +10,19 @@ get ``--shutdown-grace-period`` seconds to finish, then the informers stop, and 
 if the controller did not stop in time). A second signal exits 1 at once. A signal during startup (for
 example while waiting for the CRD) ends it promptly with exit code 0.
 
-Exit codes: 0 clean stop (and ``--help``), 1 startup failure or forced exit, 2 configuration error.
+Leader election (``--leader-elect``, ``taskset.leader``): every replica registers the CRD (idempotent),
+starts its informers and so keeps warm caches; only the replica holding the Lease starts the workers, so
+no reconcile runs before the lease is held. Readiness is the same for leader and standby, as in
+controller-runtime: caches synced. (Tying it to leadership would keep a standby out of the metrics
+Service and stall a rolling update, whose new pods could never become Ready while the old leader runs.)
+``/healthz`` fails if the leader has not renewed for lease duration + 20 s (a stuck renew loop). On
+SIGTERM a standby stops competing at once; a leader keeps renewing while its workers drain, then releases
+the Lease, so a standby takes over at its next retry instead of waiting out the lease. Losing the lease
+(no renewal within the renew deadline, or another holder seen) ends the process at once with exit code 3,
+without draining: another replica may already be leading, and the Deployment restarts this one.
+
+Exit codes: 0 clean stop (and ``--help``), 1 startup failure or forced exit, 2 configuration error,
+3 leader election lost.
 """
 
 from __future__ import annotations
@@ -22,21 +34,23 @@ import threading
 import types
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 from taskset.config import PROG, Config, ConfigError, HelpRequested, load_config
 from taskset.constants import CRD_NAME
 from taskset.crd import CRDRegistrationError, ensure_crd
 from taskset.http import ObservabilityServer, parse_bind_address
 from taskset.kube import ApiClient, KubeClient, build_api_client
+from taskset.leader import LeaderElector, Timings, in_cluster_namespace, new_identity
 from taskset.logs import configure_logging, get_logger
-from taskset.metrics import new_registry
+from taskset.metrics import ControllerMetrics, new_registry
 
-__all__ = ["CRD_MANIFEST", "EXIT_CONFIG", "EXIT_FAILURE", "EXIT_OK", "main"]
+__all__ = ["CRD_MANIFEST", "EXIT_CONFIG", "EXIT_FAILURE", "EXIT_LEADERSHIP_LOST", "EXIT_OK", "main"]
 
 EXIT_OK: Final = 0
 EXIT_FAILURE: Final = 1
 EXIT_CONFIG: Final = 2  # the usual code for a usage error (argparse, Go's flag package)
+EXIT_LEADERSHIP_LOST: Final = 3  # the lease was lost: stop at once and let the Deployment restart us
 
 CRD_MANIFEST: Final = Path(__file__).resolve().parents[1] / "manifests" / "crd" / f"{CRD_NAME}.yaml"
 # Connections beyond one per worker: three informer watches, the event recorder, and a spare or two.
@@ -46,6 +60,8 @@ EXTRA_CONNECTIONS: Final = 8
 STOP_SLACK: Final = 5.0
 # Seconds between checks of the stop flag in the main thread; signals wake it sooner anyway.
 WAIT_SLICE: Final = 1.0
+# Seconds past the lease duration without a renewal before /healthz fails (client-go's HealthzAdaptor).
+LEADER_HEALTH_TOLERANCE: Final = 20.0
 
 
 class Controller(Protocol):
@@ -54,7 +70,8 @@ class Controller(Protocol):
     def start(self) -> None:
         """Start informers and workers without blocking."""
 
-    def has_synced(self) -> bool: ...
+    def has_synced(self) -> bool:
+        """Whether every cache has synced."""
 
     def stop(self, timeout: float) -> None:
         """Stop taking keys, let in-flight reconciles finish within ``timeout`` seconds, stop informers."""
@@ -111,12 +128,22 @@ class _Signals:
         os._exit(EXIT_FAILURE)
 
 
+class StandbyController(Controller, Protocol):
+    """A controller that can start its informers and its workers separately (leader election)."""
+
+    def start(self, *, workers: bool = True) -> None: ...
+
+    def start_workers(self) -> None: ...
+
+
 class _Daemon:
     def __init__(self, config: Config) -> None:
         self._config = config
         self._log = get_logger()
         self._controller: Controller | None = None
         self._signals = _Signals(self._log)
+        self._elector: LeaderElector | None = None
+        self._stop_renewing = threading.Event()  # set once the workers have drained, on shutdown
 
     def run(self) -> int:
         config, log = self._config, self._log
@@ -141,6 +168,7 @@ class _Daemon:
                 registry=registry,
                 ready=self._ready,
                 not_ready_reason=self._not_ready_reason,
+                healthy=self._healthy,
             )
         except OSError as err:
             log.error("cannot bind the HTTP endpoints", error=str(err))
@@ -171,30 +199,93 @@ class _Daemon:
             log.info("CRD registered", crd=CRD_NAME, action=action)
         from taskset.controller import build_controller  # noqa: PLC0415  (keeps --help and config errors fast)
 
+        metrics = ControllerMetrics(registry=registry, workers=config.workers)
+        if config.leader_elect:
+            self._elector = self._new_elector(api_client, metrics)
         try:
             controller: Controller = build_controller(
-                config=config, api_client=api_client, registry=registry, logger=log
+                config=config, api_client=api_client, registry=registry, logger=log, metrics=metrics
             )
-            controller.start()
+            if self._elector is None:
+                controller.start()
+            else:
+                cast("StandbyController", controller).start(workers=False)
         except Exception as err:
             log.exception("cannot start the controller", error=str(err))
             return EXIT_FAILURE
         self._controller = controller
-        log.info("controller started, waiting for caches to sync", workers=config.workers)
+        lead: threading.Thread | None = None
+        if self._elector is not None:
+            lead = threading.Thread(
+                target=self._lead, args=(self._elector, controller), name="leader-election", daemon=True
+            )
+            lead.start()
+            log.info("informers started, workers wait for the lease", lease=self._elector.description)
+        else:
+            log.info("controller started, waiting for caches to sync", workers=config.workers)
         while not self._signals.stop.wait(WAIT_SLICE):
             pass
-        return self._shutdown(controller)
+        return self._shutdown(controller, lead)
 
-    def _shutdown(self, controller: Controller) -> int:
+    def _new_elector(self, api_client: ApiClient, metrics: ControllerMetrics) -> LeaderElector:
+        config = self._config
+        namespace = config.leader_elect_namespace or in_cluster_namespace(_read_text)
+        elector = LeaderElector(
+            # Its own client: no rate limit, so a busy reconciler never delays a renewal.
+            client=KubeClient(api_client, observer=metrics.observe_request),
+            namespace=namespace,
+            name=config.leader_elect_id,
+            identity=new_identity(),
+            logger=self._log,
+            timings=Timings(
+                config.leader_elect_lease_duration,
+                config.leader_elect_renew_deadline,
+                config.leader_elect_retry_period,
+            ),
+            metrics=metrics,
+        )
+        metrics.set_leader(elector.name, False)
+        self._log.info("leader election enabled", lease=elector.description, identity=elector.identity)
+        return elector
+
+    def _lead(self, elector: LeaderElector, controller: Controller) -> None:
+        """The leader-election thread: acquire, start the workers, renew until shutdown or loss."""
+        if not elector.acquire(self._signals.stop):
+            return  # shutting down before we ever led
+        if self._signals.stop.is_set():
+            return  # acquired just as shutdown began: _shutdown releases it without starting anything
+        workers = self._config.workers
+        self._log.info("became leader, starting workers", lease=elector.description, workers=workers)
+        cast("StandbyController", controller).start_workers()
+        if elector.renew(self._stop_renewing):
+            return
+        self._log.error("leader election lost, exiting at once", lease=elector.description)
+        try:
+            sys.stdout.flush()
+        finally:
+            os._exit(EXIT_LEADERSHIP_LOST)
+
+    def _shutdown(self, controller: Controller, lead: threading.Thread | None) -> int:
         grace = self._config.shutdown_grace_period
         self._log.info("shutting down", signal=self._signals.received, grace_period=grace)
         stopper = threading.Thread(target=controller.stop, args=(grace,), name="controller-stop", daemon=True)
         stopper.start()
         stopper.join(grace + STOP_SLACK)
-        if stopper.is_alive():
+        stopped = not stopper.is_alive()
+        if not stopped:
             self._log.error("controller did not stop within the grace period", grace_period=grace)
-            return EXIT_FAILURE
-        return EXIT_OK
+        elector = self._elector
+        if elector is not None and lead is not None:
+            self._stop_renewing.set()  # the workers are done: renewing may stop now
+            lead.join(elector.timings.renew_deadline + STOP_SLACK)
+            # A worker still running must stay covered by the lease: then let it expire instead.
+            if stopped and not lead.is_alive():
+                elector.release()
+        return EXIT_OK if stopped else EXIT_FAILURE
+
+    def _healthy(self) -> bool:
+        elector = self._elector
+        return elector is None or elector.healthy(LEADER_HEALTH_TOLERANCE)
 
     def _ready(self) -> bool:
         controller = self._controller

@@ -24,6 +24,8 @@ Every metric lives in an injected ``CollectorRegistry``; nothing is registered a
 | `taskset_control_unit_creates_total` | counter | result | ControlUnit creates by result |
 | `taskset_control_unit_deletes_total` | counter | result | ControlUnit deletes by result |
 | `taskset_status_writes_total` | counter | result | status writes by result (7) |
+| `leader_election_master_status` | gauge | name | 1 while this process holds the lease `name`, else 0 (8) |
+| `leader_election_slowpath_total` | counter | name | lease renewals that had to re-read the Lease (8) |
 | `workqueue_*` (7 series) | | name, controller | the work queue, see `workqueue.metrics` |
 | `process_*`, `python_*` | | | the process, as in the default registry |
 
@@ -37,6 +39,9 @@ Every metric lives in an injected ``CollectorRegistry``; nothing is registered a
    RetryPending phase for the next attempt (spec T14 / P14), so ``observe_transition`` feeds it.
 7. ``success``, ``conflict`` or ``error``. The action counters use the reconciler's ``ResultKind``
    values: ``ok``, ``already-exists``, ``invalid``, ``not-found``, ``conflict``, ``error``.
+8. client-go / controller-runtime names; ``name`` is the Lease's name (``--leader-elect-id``). Both exist
+   only with ``--leader-elect``; the gauge is 0 from the start on every replica, 1 on the leader (sum it
+   by ``name``: exactly one replica should report 1).
 
 The reconcile duration is ``controller_runtime_reconcile_time_seconds``; there is no ``taskset_``
 duplicate. As in controller-runtime, a controller's reconcile series exist from the start with value 0
@@ -281,6 +286,21 @@ class ControllerMetrics:
         self._status_writes = Counter(
             "taskset_status_writes_total", "TaskSet status writes by result.", ["result"], registry=registry
         )
+        self._leader = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+            "1 indicates master. 'name' is the string used to identify the lease. Please make sure to "
+            "group by name.",
+            ["name"],
+            registry=registry,
+        )
+        self._leader_slow_path = Counter(
+            "leader_election_slowpath_total",
+            "Total number of slow path exercised in renewing leader leases. 'name' is the string used to "
+            "identify the lease. Please make sure to group by name.",
+            ["name"],
+            registry=registry,
+        )
         # host:port of the API server for observations that carry no URL; set by instrument_api_client.
         self._host = ""
         for level in RETRY_LEVELS:
@@ -369,6 +389,16 @@ class ControllerMetrics:
                 self.observe_request(method, resource, code, seconds, verb=verb, host=urlsplit(url).netloc)
 
         rest_client.request = request
+
+    # ----- leader election (client-go / controller-runtime) ---------------------------------------------
+    def set_leader(self, name: str, leading: bool) -> None:
+        """Whether this process holds the lease ``name`` now; also creates both series of that lease."""
+        self._leader.labels(name).set(1 if leading else 0)
+        self._leader_slow_path.labels(name).inc(0)
+
+    def observe_leader_slow_path(self, name: str) -> None:
+        """A renewal of the lease ``name`` whose optimistic update failed and had to re-read the Lease."""
+        self._leader_slow_path.labels(name).inc()
 
     # ----- domain -------------------------------------------------------------------------------------
     def set_tasksets_by_state(self, counts: Mapping[str, int]) -> None:

@@ -28,9 +28,19 @@ ESTABLISH_TIMEOUT = 60.0  # seconds; a CRD of this size is established in about 
 SYNC_TIMEOUT = 30.0
 
 
+# Hardened clusters (OpenShift and others) check that whoever sets blockOwnerDeletion may update the
+# owner's finalizers; on here so that test_rbac proves the manifests' RBAC holds there too.
+TEST_ADMISSION_PLUGINS = ("--enable-admission-plugins=OwnerReferencesPermissionEnforcement",)
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(Settings(nodes=4, etcd_compaction_interval=TEST_COMPACTION_INTERVAL)) as running:
+    settings = Settings(
+        nodes=4,
+        etcd_compaction_interval=TEST_COMPACTION_INTERVAL,
+        extra_apiserver_args=TEST_ADMISSION_PLUGINS,
+    )
+    with Cluster(settings) as running:
         yield running
 
 

@@ -1,0 +1,45 @@
+# The TaskSet controller image: `make image` (docker or podman), then push and point
+# manifests/base/kustomization.yaml at it (docs/deployment.md, "The image").
+#
+# Two stages: the builder turns the source into a wheel and installs it with its dependencies into a
+# virtual environment; the final stage is the slim Python base plus that environment, nothing else.
+# Every dependency ships manylinux wheels, so no compiler is needed even in the builder.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS builder
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_ROOT_USER_ACTION=ignore
+WORKDIR /src
+# Only what the wheel contains (tests, docs, the dev cluster and the benchmarks stay out).
+COPY pyproject.toml setup.cfg README.md ./
+COPY clock/ clock/
+COPY informers/ informers/
+COPY statemachine/ statemachine/
+COPY workqueue/ workqueue/
+COPY taskset/ taskset/
+COPY manifests/crd/ manifests/crd/
+RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
+ && python -m venv --without-pip /opt/taskset \
+ && python -m pip --python /opt/taskset/bin/python install --only-binary=:all: /wheels/*.whl \
+ && /opt/taskset/bin/python -c "import taskset.main as m; assert m.CRD_MANIFEST.is_file(), m.CRD_MANIFEST"
+
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="taskset-controller" \
+      org.opencontainers.image.description="Kubernetes controller for multi-role TaskSet jobs (octopus.openi.pcl.cn/v1alpha1)" \
+      org.opencontainers.image.licenses="Apache-2.0"
+# No package manager work here beyond removing pip: the image runs the controller and nothing else.
+RUN python -m pip uninstall --yes --quiet pip setuptools wheel \
+ && groupadd --system --gid 65532 taskset \
+ && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin taskset
+COPY --from=builder /opt/taskset /opt/taskset
+# No .pyc writes (the root filesystem is read-only in the Deployment); log lines leave at once.
+ENV PATH=/opt/taskset/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+# Numeric, so the kubelet can verify runAsNonRoot without reading /etc/passwd.
+USER 65532:65532
+EXPOSE 8080 8081
+# The controller handles SIGTERM itself (graceful drain, lease release), also as PID 1.
+ENTRYPOINT ["taskset-controller"]
