@@ -258,15 +258,8 @@ def _attempt_spec(ctx: _Pass) -> TaskSetSpec | None:
     """The spec this attempt runs with: the ControlUnit's snapshot when there is one (W-18), else the
     live spec; None when neither is usable."""
     unit = ctx.observed.control_unit
-    if (
-        unit is not None
-        and unit.spec_snapshot
-        and _unit_class(ctx)
-        in (
-            ControlUnitClass.OURS,
-            ControlUnitClass.OURS_DELETING,
-        )
-    ):
+    ours = _unit_class(ctx) in (ControlUnitClass.OURS, ControlUnitClass.OURS_DELETING)
+    if unit is not None and unit.spec_snapshot and ours:
         snapshot = parse_snapshot(unit.spec_snapshot, ctx.ref.name, ctx.ref.namespace, ctx.ref.uid)
         if snapshot is not None:
             return snapshot
@@ -417,10 +410,6 @@ def _effect_unit_timeout(ctx: _Pass, facts: TaskSetFacts) -> bool:
     return True
 
 
-def _effect_finish(ctx: _Pass, facts: TaskSetFacts) -> bool:
-    return True
-
-
 def _effect_retry(ctx: _Pass, facts: TaskSetFacts) -> bool:
     status = ctx.status
     ctx.plan.events.append(
@@ -536,8 +525,9 @@ def _update_state(ctx: _Pass, label: str) -> None:
         _set_state(ctx, State.RUNNING)
     elif status.phase == T.COMPLETED:
         succeeded = label == "T13-succeeded"
+        # A failed attempt's completion reason says more than the retry decision that ended it (6.3).
         final_message = _attempt_reason(ctx) if label.startswith("T13") else None
-        if final_message and not succeeded and label != "T13-succeeded":
+        if final_message and not succeeded:
             status.state_message = final_message
         status.finish_at = ctx.stamp
         _set_state(ctx, State.SUCCEEDED if succeeded else State.FAILED)
