@@ -20,7 +20,7 @@ import cachetools
 
 from clock import Clock, RealClock
 from informers import Store
-from taskset.api import ParseResult, parse_taskset
+from taskset.api import ParseResult, control_unit_name, parse_taskset
 from taskset.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LOGGER_NAME
 from taskset.controlunit import SNAPSHOT_KEY, build_control_unit
 from taskset.decide import (
@@ -185,7 +185,7 @@ class Reconciler:
     # ----- observe --------------------------------------------------------------------------------------
     def _observe(self, ref: TaskSetRef, status: TaskSetStatus | None) -> Observed:
         attempt = status.total_retried_count if status else 0
-        unit_name = f"c-{ref.name}-{attempt}"
+        unit_name = control_unit_name(ref.name, attempt)
         unit = self._units.get_by_key(f"{ref.namespace}/{unit_name}")
         others = tuple(
             control_unit_view(u, SNAPSHOT_KEY)
@@ -246,7 +246,7 @@ class Reconciler:
             role=role.name,
             index=intent.index,
             name=intent.name,
-            control_unit_name=f"c-{meta['name']}-{intent.taskset_attempt}",
+            control_unit_name=control_unit_name(meta["name"], intent.taskset_attempt),
             control_unit_uid=plan.status.control_unit_uid or "",
             taskset_attempt=intent.taskset_attempt,
             replica_attempt=intent.replica_attempt,
