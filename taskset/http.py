@@ -63,7 +63,7 @@ def parse_bind_address(text: str) -> BindAddress | None:
         host = host[1:-1]
     elif ":" in host:
         raise ValueError("an IPv6 host must be in brackets, e.g. [::1]:8080")
-    if not port_text.isdigit() or int(port_text) > 65535:
+    if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
         raise ValueError("the port must be a number from 0 to 65535")
     return BindAddress(host=host, port=int(port_text))
 

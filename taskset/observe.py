@@ -33,9 +33,19 @@ def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _items(value: object) -> list[Any]:
+    """A list field as a list, whatever a malformed object holds there."""
+    return value if isinstance(value, list) else []
+
+
+def _count(value: object) -> int | None:
+    """A decimal annotation as an int; ``isdigit`` alone admits digits ``int`` rejects (e.g. "²")."""
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else None
+
+
 def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """The object's controlling owner reference, or an empty mapping."""
-    for ref in _get(obj, "metadata", "ownerReferences") or ():
+    for ref in _items(_get(obj, "metadata", "ownerReferences")):
         if isinstance(ref, dict) and ref.get("controller") is True and isinstance(ref.get("uid"), str):
             return ref
     return {}
@@ -93,9 +103,9 @@ class PodView:
 
 def _main_container(pod: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     """The first container declared in the spec is the workload (W-13), with its status if reported."""
-    containers = _get(pod, "spec", "containers") or []
+    containers = _items(_get(pod, "spec", "containers"))
     name = _str(containers[0].get("name")) if containers and isinstance(containers[0], dict) else ""
-    for status in _get(pod, "status", "containerStatuses") or ():
+    for status in _items(_get(pod, "status", "containerStatuses")):
         if isinstance(status, dict) and (not name or status.get("name") == name):
             return name or _str(status.get("name")), status
     return name, {}
@@ -115,7 +125,7 @@ def _terminated(container: Mapping[str, Any]) -> Terminated | None:
 
 
 def _unschedulable(pod: Mapping[str, Any]) -> str:
-    for condition in _get(pod, "status", "conditions") or ():
+    for condition in _items(_get(pod, "status", "conditions")):
         if (
             isinstance(condition, dict)
             and condition.get("type") == "PodScheduled"
@@ -138,7 +148,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         controller_uid=controller_uid(pod),
         taskset_uid=_str(annotations.get(ANNOTATION_TASKSET_UID)) if isinstance(annotations, dict) else "",
         taskset_name=_str(annotations.get(ANNOTATION_TASKSET)) if isinstance(annotations, dict) else "",
-        replica_attempt_id=int(attempt) if isinstance(attempt, str) and attempt.isdigit() else None,
+        replica_attempt_id=_count(attempt),
         host_ip=_str(_get(pod, "status", "hostIP")),
         pod_ip=_str(_get(pod, "status", "podIP")),
         reason=_str(_get(pod, "status", "reason")),

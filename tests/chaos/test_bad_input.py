@@ -1,0 +1,777 @@
+"""Hostile input (issue 8, item 7): a corpus of malformed TaskSets sent through the real API server.
+
+Every case has one expected outcome, found by running it and then pinned here:
+
+* ``Rejected``: the API server refuses the create (HTTP 4xx) and its message names the offending field;
+  nothing is stored.
+* ``Fails``: the schema accepts it, and the TaskSet ends ``Failed`` within ``FINAL_TIMEOUT`` with a
+  message that names the field (for a Pod the API server refuses: ``podReason: PodCreationFailed`` and
+  the API error in the replica's ``phaseMessage``).
+* ``Succeeds``: accepted and harmless once the API server has normalised it (no roles at all, a generated
+  name, unknown fields dropped when the client asks for pruning instead of strict validation).
+
+Creates use ``fieldValidation=Strict`` (kubectl's default) unless a case says otherwise. The corpus also
+runs in one namespace under one controller, interleaved with well-formed TaskSets that must keep
+succeeding, and a last TaskSet must still complete afterwards (the workers are alive).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from devcluster import Cluster, sim
+from taskset import constants as c
+from taskset.controller import Controller
+from tests.builders import TaskSetBuilder, pod_template
+from tests.integration.harness import eventually
+
+NAME = "bad-00"  # every case's name unless the name is the point; renamed to bad-NN when sharing a namespace
+FINAL_TIMEOUT = 60.0
+GOOD = pod_template(annotations=sim.outcome(duration=1))
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Rejected:
+    texts: tuple[str, ...]  # each appears in the API server's message
+    status: int = 422
+
+
+@dataclass(frozen=True)
+class Fails:
+    texts: tuple[str, ...]  # each appears in the failure message
+    pod_creation: bool = True  # the message is a replica's PodCreationFailed phaseMessage
+
+
+@dataclass(frozen=True)
+class Succeeds:
+    why: str
+
+
+Expectation = Rejected | Fails | Succeeds
+
+
+def rejected(*texts: str, status: int = 422) -> Rejected:
+    return Rejected(texts, status)
+
+
+def fails(*texts: str) -> Fails:
+    return Fails(texts)
+
+
+# ----- building the corpus ----------------------------------------------------------------------------------
+
+
+def good_role(name: str = "r", **fields: Any) -> dict[str, Any]:
+    role: dict[str, Any] = {"name": name, "replicas": 1, "template": copy.deepcopy(GOOD)}
+    role.update(fields)
+    return role
+
+
+def taskset(spec: Any = None, *, name: str | None = NAME, **top: Any) -> dict[str, Any]:
+    """A TaskSet whose spec defaults to one good role; ``top`` replaces top-level keys."""
+    obj = TaskSetBuilder(name or NAME).obj()
+    if name is None:
+        del obj["metadata"]["name"]
+    obj["spec"] = {"roles": [good_role()]} if spec is None else spec
+    obj.update(top)
+    return obj
+
+
+def with_role(**fields: Any) -> dict[str, Any]:
+    """One role: the good role with ``fields`` replaced (a value of ``...`` deletes the field)."""
+    role = good_role()
+    for key, value in fields.items():
+        if value is ...:
+            role.pop(key, None)
+        else:
+            role[key] = value
+    return taskset({"roles": [role]})
+
+
+def with_pod_spec(**fields: Any) -> dict[str, Any]:
+    template = copy.deepcopy(GOOD)
+    template["spec"].update(fields)
+    return with_role(template=template)
+
+
+def with_container(**fields: Any) -> dict[str, Any]:
+    template = copy.deepcopy(GOOD)
+    container = template["spec"]["containers"][0]
+    for key, value in fields.items():
+        if value is ...:
+            container.pop(key, None)
+        else:
+            container[key] = value
+    return with_role(template=template)
+
+
+def with_template_metadata(**fields: Any) -> dict[str, Any]:
+    template = copy.deepcopy(GOOD)
+    template.setdefault("metadata", {}).update(fields)
+    return with_role(template=template)
+
+
+def nested(depth: int, leaf: Any = "x") -> Any:
+    value: Any = leaf
+    for level in range(depth):
+        value = {f"k{level}": value}
+    return value
+
+
+def nested_list(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def roles(count: int) -> dict[str, Any]:
+    return taskset({"roles": [{"name": f"r{i}", "replicas": 1} for i in range(count)]})
+
+
+R0 = "spec.roles[0]"
+INT = "must be of type integer"
+OBJ = "must be of type object"
+ARR = "must be of type array"
+DNS = "should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'"
+ALL_NULL_ROLE = {
+    "name": "r",
+    "replicas": 1,
+    "completionPolicy": None,
+    "retryPolicy": None,
+    "eventPolicy": None,
+    "template": None,
+}
+
+CORPUS = [
+    # ----- wrong types ----------------------------------------------------------------------------------
+    pytest.param(with_role(replicas="1"), rejected(f"{R0}.replicas", INT), id="replicas is the string 1"),
+    pytest.param(with_role(replicas="abc"), rejected(f"{R0}.replicas", INT), id="replicas is a word"),
+    pytest.param(
+        with_role(replicas=True),
+        rejected(f"{R0}.replicas", "must be of type int32"),
+        id="replicas is a boolean",
+    ),
+    pytest.param(with_role(replicas=[1]), rejected(f"{R0}.replicas", INT), id="replicas is a list"),
+    pytest.param(
+        with_role(replicas={"n": 1}),
+        rejected(f'unknown field "{R0}.replicas.n"', status=400),
+        id="replicas is an object",
+    ),
+    pytest.param(
+        taskset({"roles": {"r": good_role()}}),
+        rejected('unknown field "spec.roles.r"', status=400),
+        id="roles is an object",
+    ),
+    pytest.param(taskset({"roles": "r"}), rejected("spec.roles", ARR), id="roles is a string"),
+    pytest.param(
+        taskset({"roles": [[good_role()]]}),
+        rejected('unknown field "spec.roles[0][0].name"', status=400),
+        id="a role is a list",
+    ),
+    pytest.param(taskset({"roles": ["r"]}), rejected(R0, OBJ), id="a role is a string"),
+    pytest.param(
+        with_role(template=[GOOD]),
+        rejected(f'unknown field "{R0}.template[0].spec"', status=400),
+        id="template is a list",
+    ),
+    pytest.param(with_role(template="busybox"), rejected(f"{R0}.template", OBJ), id="template is a string"),
+    pytest.param(
+        with_role(completionPolicy=[1, 1]),
+        rejected(f"{R0}.completionPolicy", OBJ),
+        id="completionPolicy is a list",
+    ),
+    pytest.param(
+        with_role(completionPolicy={"minSucceeded": "1"}),
+        rejected(f"{R0}.completionPolicy.minSucceeded", INT),
+        id="minSucceeded is a string",
+    ),
+    pytest.param(
+        with_role(retryPolicy={"retry": "yes", "maxRetryCount": 1}),
+        rejected(f"{R0}.retryPolicy.retry", "must be of type boolean"),
+        id="retry is a string",
+    ),
+    pytest.param(
+        with_role(retryPolicy=[True, 1, 0]), rejected(f"{R0}.retryPolicy", OBJ), id="retryPolicy is a list"
+    ),
+    pytest.param(
+        with_role(eventPolicy={"event": "RoleFailed", "action": "NoAction"}),
+        rejected(f'unknown field "{R0}.eventPolicy.event"', status=400),
+        id="eventPolicy is an object",
+    ),
+    pytest.param(
+        with_role(eventPolicy=["RoleFailed"]),
+        rejected(f"{R0}.eventPolicy[0]", OBJ),
+        id="an eventPolicy entry is a string",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "priority": "high"}),
+        rejected("spec.priority", INT),
+        id="priority is a string",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "queue": 5}),
+        rejected("spec.queue", "must be of type string"),
+        id="queue is a number",
+    ),
+    pytest.param(taskset([]), rejected("spec", OBJ), id="spec is a list"),
+    pytest.param(taskset("run everything"), rejected("spec", OBJ), id="spec is a string"),
+    pytest.param(taskset(42), rejected("spec", OBJ), id="spec is a number"),
+    pytest.param(
+        with_container(command="exit 0"),
+        rejected(f"{R0}.template.spec.containers[0].command", ARR),
+        id="container command is a string",
+    ),
+    pytest.param(
+        with_pod_spec(containers={"name": "c0", "image": "busybox"}),
+        rejected(f'unknown field "{R0}.template.spec.containers.image"', status=400),
+        id="containers is an object",
+    ),
+    pytest.param(
+        taskset(metadata={"name": NAME, "labels": ["a", "b"]}),
+        rejected("Go struct field ObjectMeta.labels", status=400),
+        id="TaskSet labels are a list",
+    ),
+    pytest.param(
+        taskset(metadata={"name": 5}),
+        rejected("Go struct field ObjectMeta.name", status=400),
+        id="TaskSet name is a number",
+    ),
+    # ----- nulls, one at a time and all at once ---------------------------------------------------------
+    pytest.param({**taskset(), "spec": None}, Succeeds("a null spec is no roles"), id="spec is null"),
+    pytest.param(taskset({"roles": None}), Succeeds("null roles are no roles"), id="roles is null"),
+    pytest.param(taskset({"roles": [None]}), rejected(R0, OBJ), id="a role is null"),
+    pytest.param(with_role(name=None), rejected(f"{R0}.name", "Required value"), id="role name is null"),
+    pytest.param(
+        with_role(replicas=None), rejected(f"{R0}.replicas", "Required value"), id="replicas is null"
+    ),
+    pytest.param(with_role(template=None), fails("spec.containers", "Required value"), id="template is null"),
+    pytest.param(
+        with_role(completionPolicy={"minSucceeded": None, "maxFailed": None}),
+        Succeeds("null thresholds are the defaults"),
+        id="completion thresholds are null",
+    ),
+    pytest.param(
+        with_role(retryPolicy={"retry": None, "maxRetryCount": None, "delay": None}),
+        Succeeds("a retry policy of nulls is no retry"),
+        id="retry policy fields are null",
+    ),
+    pytest.param(
+        with_role(eventPolicy=[{"event": None, "action": "NoAction"}]),
+        rejected(f"{R0}.eventPolicy[0].event", "Required value"),
+        id="event is null",
+    ),
+    pytest.param(
+        with_pod_spec(containers=None),
+        rejected(f"{R0}.template.spec.containers: Required value"),
+        id="containers is null",
+    ),
+    pytest.param(
+        with_role(template={"metadata": None, "spec": None}),
+        fails("spec.containers", "Required value"),
+        id="template metadata and spec are null",
+    ),
+    pytest.param(
+        taskset({"roles": [ALL_NULL_ROLE], "retryPolicy": None, "queue": None, "priority": None}),
+        fails("spec.containers", "Required value"),
+        id="every optional field is null at once",
+    ),
+    pytest.param(
+        taskset(
+            {"roles": [{key: None for key in ALL_NULL_ROLE}], "retryPolicy": None, "queue": None},
+        ),
+        rejected(f"{R0}.name", f"{R0}.replicas", "Required value"),
+        id="every role field is null at once",
+    ),
+    pytest.param(
+        taskset(name=None, metadata={"name": None}),
+        rejected("metadata.name", "Required value"),
+        id="TaskSet name is null",
+    ),
+    # ----- huge and odd numbers ------------------------------------------------------------------------
+    pytest.param(
+        with_role(replicas=10001),
+        rejected(f"{R0}.replicas", "should be less than or equal to 10000"),
+        id="10001 replicas",
+    ),
+    pytest.param(
+        with_role(replicas=2**31),
+        rejected(f"{R0}.replicas", "should be less than or equal to 10000"),
+        id="2 to the 31 replicas",
+    ),
+    pytest.param(
+        with_role(replicas=2**63),
+        rejected(f"{R0}.replicas", INT),
+        id="2 to the 63 replicas",
+    ),
+    pytest.param(with_role(replicas=2**64 + 1), rejected(f"{R0}.replicas", INT), id="2 to the 64 replicas"),
+    pytest.param(
+        with_role(replicas=-1),
+        rejected(f"{R0}.replicas", "should be greater than or equal to 1"),
+        id="negative replicas",
+    ),
+    pytest.param(with_role(replicas=1.5), rejected(f"{R0}.replicas", INT), id="fractional replicas"),
+    pytest.param(
+        with_role(retryPolicy={"retry": True, "maxRetryCount": 2**63 - 1, "delay": 10**12}),
+        rejected(f"{R0}.retryPolicy.maxRetryCount", f"{R0}.retryPolicy.delay"),
+        id="huge role retry count and delay",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "retryPolicy": {"retry": True, "maxRetryCount": -1, "delay": -5}}),
+        rejected("spec.retryPolicy.maxRetryCount", "spec.retryPolicy.delay"),
+        id="negative TaskSet retry count and delay",
+    ),
+    pytest.param(
+        with_role(retryPolicy={"retry": True, "maxRetryCount": 1000001, "delay": 31622401}),
+        rejected(f"{R0}.retryPolicy.maxRetryCount", f"{R0}.retryPolicy.delay"),
+        id="retry count and delay one above the maximum",
+    ),
+    pytest.param(
+        with_role(retryPolicy={"retry": True, "maxRetryCount": 1, "delay": 0.5}),
+        rejected(f"{R0}.retryPolicy.delay", INT),
+        id="fractional retry delay",
+    ),
+    pytest.param(roles(1001), rejected("spec.roles", "must have at most 1000 items"), id="1001 roles"),
+    pytest.param(roles(10000), rejected("spec.roles", "must have at most 1000 items"), id="10000 roles"),
+    # ----- deep and big junk ----------------------------------------------------------------------------
+    pytest.param(
+        with_template_metadata(annotations={"deep": nested(200)}),
+        rejected(f'unknown field "{R0}.template.metadata.annotations.deep.k199"', status=400),
+        id="200-level nested object as a template annotation",
+    ),
+    pytest.param(
+        with_template_metadata(labels={"deep": nested_list(200)}),
+        rejected(f"{R0}.template.metadata.labels.deep", "must be of type string"),
+        id="200-level nested list as a template label",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "junk": nested(200)}),
+        rejected('unknown field "spec.junk"', status=400),
+        id="200-level nested unknown field in the spec",
+    ),
+    pytest.param(
+        with_pod_spec(junk=nested(200)),
+        rejected(f'unknown field "{R0}.template.spec.junk"', status=400),
+        id="200-level nested unknown field in the Pod spec",
+    ),
+    pytest.param(
+        taskset(metadata={"name": NAME, "annotations": {"big": "x" * MB}}),
+        rejected("metadata.annotations", "Too long"),
+        id="1 MB annotation on the TaskSet",
+    ),
+    pytest.param(
+        with_template_metadata(annotations={"big": "x" * MB}),
+        fails("metadata.annotations", "Too long"),
+        id="1 MB annotation in the template",
+    ),
+    # ----- unicode names ---------------------------------------------------------------------------------
+    pytest.param(taskset(name="jöb"), rejected("metadata.name", DNS), id="non-ASCII TaskSet name"),
+    pytest.param(taskset(name="🚀"), rejected("metadata.name", DNS), id="emoji TaskSet name"),
+    pytest.param(taskset(name="שלום"), rejected("metadata.name", DNS), id="right-to-left TaskSet name"),
+    pytest.param(
+        taskset(name="job\u200b"), rejected("metadata.name", DNS), id="TaskSet name with a zero-width space"
+    ),
+    pytest.param(with_role(name="rôle"), rejected(f"{R0}.name", DNS), id="non-ASCII role name"),
+    pytest.param(with_role(name="🔥"), rejected(f"{R0}.name", DNS), id="emoji role name"),
+    pytest.param(
+        with_role(name="r\u202eab"), rejected(f"{R0}.name", DNS), id="role name with an RTL override"
+    ),
+    pytest.param(
+        with_template_metadata(labels={"who": "日本語"}),
+        fails("metadata.labels", "Invalid value"),
+        id="non-ASCII template label value",
+    ),
+    pytest.param(
+        with_container(name="conteneur-é"),
+        fails("spec.containers[0].name", "Invalid value"),
+        id="non-ASCII container name",
+    ),
+    # ----- long strings ----------------------------------------------------------------------------------
+    pytest.param(
+        taskset(name="a" * 64), rejected("metadata.name", "may not be more than 63"), id="64-character name"
+    ),
+    pytest.param(
+        taskset(name="a" * 253), rejected("metadata.name", "may not be more than 63"), id="253-character name"
+    ),
+    pytest.param(
+        taskset(name="a" * 10000),
+        rejected("metadata.name", "may not be more than 63"),
+        id="10000-character name",
+    ),
+    pytest.param(
+        with_role(name="r" * 64),
+        rejected(f"{R0}.name", "may not be more than 63"),
+        id="64-character role name",
+    ),
+    pytest.param(
+        with_role(name="r" * 10000),
+        rejected(f"{R0}.name", "may not be more than 63"),
+        id="10000-character role name",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("r" * 57)]}),
+        rejected("spec.roles", "Pod name cannot be longer than 63 characters for TaskRole:" + "r" * 57),
+        id="Pod name of 64 characters",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "queue": "q" * 10000}),
+        rejected("spec.queue", "should match"),
+        id="10000-character queue",
+    ),
+    pytest.param(
+        with_role(eventPolicy=[{"event": "E" * 10000, "action": "NoAction"}]),
+        rejected(f"{R0}.eventPolicy[0].event", "Unsupported value"),
+        id="10000-character event",
+    ),
+    pytest.param(
+        with_container(env=[{"name": "V" * 10000, "value": "1"}]),
+        Succeeds("Kubernetes puts no length limit on environment variable names"),
+        id="10000-character environment variable name",
+    ),
+    # ----- unknown fields at every level -----------------------------------------------------------------
+    pytest.param(taskset(junk=1), rejected('unknown field "junk"', status=400), id="unknown top-level field"),
+    pytest.param(
+        taskset(metadata={"name": NAME, "junk": 1}),
+        rejected('unknown field "metadata.junk"', status=400),
+        id="unknown metadata field",
+    ),
+    pytest.param(
+        with_role(junk=1), rejected(f'unknown field "{R0}.junk"', status=400), id="unknown role field"
+    ),
+    pytest.param(
+        with_role(completionPolicy={"junk": 1}),
+        rejected(f'unknown field "{R0}.completionPolicy.junk"', status=400),
+        id="unknown completionPolicy field",
+    ),
+    pytest.param(
+        with_role(retryPolicy={"junk": 1}),
+        rejected(f'unknown field "{R0}.retryPolicy.junk"', status=400),
+        id="unknown retryPolicy field",
+    ),
+    pytest.param(
+        with_role(eventPolicy=[{"event": "RoleFailed", "action": "NoAction", "junk": 1}]),
+        rejected(f'unknown field "{R0}.eventPolicy[0].junk"', status=400),
+        id="unknown eventPolicy field",
+    ),
+    pytest.param(
+        with_role(template={**GOOD, "junk": 1}),
+        rejected(f'unknown field "{R0}.template.junk"', status=400),
+        id="unknown template field",
+    ),
+    pytest.param(
+        with_container(junk=1),
+        rejected(f'unknown field "{R0}.template.spec.containers[0].junk"', status=400),
+        id="unknown container field",
+    ),
+    # ----- duplicates, empties, bad enums, junk event policies ---------------------------------------------
+    pytest.param(
+        taskset({"roles": [good_role(), good_role()]}),
+        rejected("spec.roles[1]", "Duplicate value"),
+        id="duplicate role names",
+    ),
+    pytest.param(with_role(name=""), rejected(f"{R0}.name"), id="empty role name"),
+    pytest.param(
+        with_role(eventPolicy=[{"event": "RoleFail", "action": "NoAction"}]),
+        rejected(f"{R0}.eventPolicy[0].event", 'Unsupported value: "RoleFail"'),
+        id="unknown event",
+    ),
+    pytest.param(
+        with_role(eventPolicy=[{"event": "RoleFailed", "action": "Explode"}]),
+        rejected(f"{R0}.eventPolicy[0].action", 'Unsupported value: "Explode"'),
+        id="unknown action",
+    ),
+    pytest.param(
+        with_role(eventPolicy=[{"event": "", "action": ""}]),
+        rejected(f"{R0}.eventPolicy[0].event", f"{R0}.eventPolicy[0].action"),
+        id="empty event and action",
+    ),
+    pytest.param(
+        with_role(eventPolicy=[{}]),
+        rejected(f"{R0}.eventPolicy[0].event", f"{R0}.eventPolicy[0].action", "Required value"),
+        id="empty eventPolicy entry",
+    ),
+    pytest.param(
+        with_role(eventPolicy=[{"event": 7, "action": ["NoAction"]}]),
+        rejected(f"{R0}.eventPolicy[0].event", f"{R0}.eventPolicy[0].action"),
+        id="eventPolicy entry of wrong types",
+    ),
+    # ----- templates the schema accepts and Pod validation refuses ------------------------------------------
+    pytest.param(
+        with_container(name="Bad_Name"),
+        fails("spec.containers[0].name", "Bad_Name"),
+        id="container name Bad_Name",
+    ),
+    pytest.param(
+        with_pod_spec(restartPolicy="Sometimes"),
+        fails("spec.restartPolicy", "Sometimes"),
+        id="restartPolicy Sometimes",
+    ),
+    pytest.param(
+        with_container(resources={"limits": {"cpu": "lots"}}),
+        rejected(f"{R0}.template.spec.containers[0].resources.limits.cpu"),
+        id="resource quantity that is a word",
+    ),
+    pytest.param(
+        with_container(resources={"requests": {"memory": "-1Gi"}}),
+        fails("spec.containers[0].resources.requests[memory]", "must be greater than or equal to 0"),
+        id="negative memory request",
+    ),
+    pytest.param(with_role(template=...), fails("spec.containers", "Required value"), id="no template"),
+    pytest.param(
+        with_pod_spec(containers=[]), fails("spec.containers", "Required value"), id="no containers"
+    ),
+    pytest.param(
+        with_container(image=...),
+        fails("spec.containers[0].image", "Required value"),
+        id="container without image",
+    ),
+    pytest.param(
+        with_pod_spec(activeDeadlineSeconds=0),
+        fails("spec.activeDeadlineSeconds", "Invalid value"),
+        id="activeDeadlineSeconds 0",
+    ),
+    pytest.param(
+        with_template_metadata(labels={"bad key!": "v"}),
+        fails("metadata.labels", "Invalid value"),
+        id="template label key with a space",
+    ),
+    # ----- no spec, no name, generated names ----------------------------------------------------------------
+    pytest.param(
+        {k: v for k, v in taskset().items() if k != "spec"}, Succeeds("no spec is no roles"), id="no spec"
+    ),
+    pytest.param(
+        taskset(name=None), rejected("metadata.name", "Required value"), id="no name and no generateName"
+    ),
+    pytest.param(
+        taskset(name=None, metadata={"generateName": "gen-"}),
+        Succeeds("the API server generates a legal name"),
+        id="generateName instead of name",
+    ),
+    pytest.param(
+        taskset(name=None, metadata={"generateName": "Gen_"}),
+        rejected("metadata.generateName"),
+        id="illegal generateName",
+    ),
+]
+
+
+# ----- sending and judging ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sent:
+    status: int
+    body: dict[str, Any]
+
+
+def send(api: client.CustomObjectsApi, namespace: str, obj: Any, validation: str = "Strict") -> Sent:
+    try:
+        response: Any = api.create_namespaced_custom_object(
+            c.GROUP, c.VERSION, namespace, c.PLURAL, obj, field_validation=validation, _preload_content=False
+        )
+    except client.ApiException as err:
+        try:
+            body = json.loads(err.body or "{}")
+        except ValueError:
+            body = {"message": str(err.body)}
+        return Sent(err.status, body if isinstance(body, dict) else {"message": str(body)})
+    return Sent(response.status, json.loads(response.data))
+
+
+def get(api: client.CustomObjectsApi, namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        found: Any = api.get_namespaced_custom_object(c.GROUP, c.VERSION, namespace, c.PLURAL, name)
+    except client.ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+    return dict(found)
+
+
+def final_status(api: client.CustomObjectsApi, namespace: str, name: str, timeout: float) -> dict[str, Any]:
+    def completed() -> dict[str, Any] | None:
+        status = (get(api, namespace, name) or {}).get("status") or {}
+        return status if status.get("phase") == c.TaskSetPhase.COMPLETED else None
+
+    status: dict[str, Any] = eventually(completed, timeout, f"TaskSet {name} completed")
+    return status
+
+
+def failure_messages(status: dict[str, Any]) -> list[str]:
+    """The replicas' PodCreationFailed messages."""
+    return [
+        str(replica.get("phaseMessage", ""))
+        for role in status.get("roleStatus") or []
+        for replica in role.get("replicaStatus") or []
+        if replica.get("podReason") == c.POD_REASON_CREATION_FAILED
+    ]
+
+
+def check_rejected(sent: Sent, expected: Rejected) -> None:
+    message = str(sent.body.get("message", ""))
+    assert sent.status == expected.status, f"HTTP {sent.status}: {message[:3000]}"
+    for text in expected.texts:
+        assert text in message, f"{text!r} not in: {message[:3000]}"
+
+
+def check_final(status: dict[str, Any], expected: Fails | Succeeds, name: str) -> None:
+    if isinstance(expected, Succeeds):
+        assert status["state"] == "Succeeded", (name, expected.why, status)
+        return
+    assert status["state"] == "Failed", (name, status)
+    messages = failure_messages(status) if expected.pod_creation else [str(status.get("stateMessage"))]
+    assert any(all(text in message for text in expected.texts) for message in messages), (
+        name,
+        expected.texts,
+        messages,
+    )
+
+
+class Panics:
+    """Records every exception that escapes a reconcile (the worker logs it as a panic and goes on)."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.errors: list[str] = []
+        reconcile = controller.reconciler.reconcile
+
+        def spied(key: str) -> Any:
+            try:
+                return reconcile(key)
+            except Exception as err:
+                self.errors.append(f"{key}: {type(err).__name__}: {err}")
+                raise
+
+        controller.reconciler.reconcile = spied  # type: ignore[method-assign]
+
+
+def workers_alive(controller: Controller) -> bool:
+    workers = controller._workers
+    return bool(workers) and all(worker.is_alive() for worker in workers)
+
+
+# ----- the tests --------------------------------------------------------------------------------------------
+
+
+def test_corpus_has_at_least_60_cases() -> None:
+    assert len(CORPUS) >= 60
+    ids = [case.id for case in CORPUS]
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize(("obj", "expected"), CORPUS)
+def test_hostile_taskset_is_rejected_or_fails_clearly(
+    *,
+    cluster: Cluster,
+    crd_installed: None,
+    namespace: str,
+    request: pytest.FixtureRequest,
+    obj: Any,
+    expected: Expectation,
+) -> None:
+    api = client.CustomObjectsApi(cluster.api_client())
+    if isinstance(expected, Rejected):
+        sent = send(api, namespace, obj)
+        check_rejected(sent, expected)
+        listed: Any = api.list_namespaced_custom_object(c.GROUP, c.VERSION, namespace, c.PLURAL)
+        assert listed["items"] == []
+        return
+    running: Controller = request.getfixturevalue("controller")
+    panics = Panics(running)
+    sent = send(api, namespace, obj)
+    assert sent.status == 201, sent.body.get("message", sent.body)
+    name = sent.body["metadata"]["name"]
+    check_final(final_status(api, namespace, name, FINAL_TIMEOUT), expected, name)
+    assert panics.errors == []
+    assert workers_alive(running)
+
+
+def test_unknown_fields_are_pruned_when_the_client_asks_for_it(
+    cluster: Cluster, namespace: str, controller: Controller
+) -> None:
+    """Without strict validation (``fieldValidation=Ignore``) unknown fields at every level are dropped and
+    the TaskSet runs as if they were not there."""
+    api = client.CustomObjectsApi(cluster.api_client())
+    obj = with_role(junk=nested(200), completionPolicy={"junk": 1}, retryPolicy={"junk": [1]})
+    obj["junk"] = 1
+    obj["spec"]["junk"] = {"a": None}
+    obj["spec"]["roles"][0]["template"]["spec"]["junk"] = 1
+    sent = send(api, namespace, obj, validation="Ignore")
+    assert sent.status == 201, sent.body
+    stored = get(api, namespace, NAME)
+    assert stored is not None
+    assert "junk" not in stored and "junk" not in stored["spec"]
+    assert "junk" not in stored["spec"]["roles"][0]
+    check_final(final_status(api, namespace, NAME, FINAL_TIMEOUT), Succeeds("pruned"), NAME)
+
+
+def renamed(obj: Any, name: str) -> Any:
+    """The case under a namespace-unique name, when its name is the default one."""
+    obj = copy.deepcopy(obj)
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    if isinstance(metadata, dict) and metadata.get("name") == NAME:
+        metadata["name"] = name
+    return obj
+
+
+def test_other_tasksets_keep_progressing_while_the_corpus_runs(
+    cluster: Cluster, namespace: str, controller: Controller
+) -> None:
+    api = client.CustomObjectsApi(cluster.api_client())
+    panics = Panics(controller)
+    started = time.monotonic()
+    good: list[str] = []
+    accepted: dict[str, Fails | Succeeds] = {}
+    for position, case in enumerate(CORPUS):
+        obj, expected = case.values
+        assert isinstance(expected, Rejected | Fails | Succeeds)
+        if position % 10 == 0:  # a well-formed TaskSet every ten hostile ones
+            ok = f"ok-{position:02d}"
+            assert send(api, namespace, TaskSetBuilder(ok).role("r", 1, template=GOOD).obj()).status == 201
+            good.append(ok)
+        sent = send(api, namespace, renamed(obj, f"bad-{position:02d}"))
+        if isinstance(expected, Rejected):
+            check_rejected(sent, expected)
+        else:
+            assert sent.status == 201, (case.id, sent.body.get("message", sent.body))
+            accepted[sent.body["metadata"]["name"]] = expected
+    for name in good:
+        status = final_status(api, namespace, name, FINAL_TIMEOUT)
+        assert status["state"] == "Succeeded", (name, status)
+    for name, expected in accepted.items():
+        check_final(final_status(api, namespace, name, FINAL_TIMEOUT), expected, name)
+    # The workers are alive after the corpus: one more TaskSet runs to the end.
+    assert send(api, namespace, TaskSetBuilder("ok-after").role("r", 1, template=GOOD).obj()).status == 201
+    assert final_status(api, namespace, "ok-after", FINAL_TIMEOUT)["state"] == "Succeeded"
+    assert time.monotonic() - started < 300
+    assert panics.errors == []
+    assert workers_alive(controller)
+
+
+def test_pod_squatting_a_replica_name_with_a_non_ascii_digit_attempt_id(
+    cluster: Cluster, namespace: str, controller: Controller
+) -> None:
+    """Hostile input that is not a TaskSet: someone else's Pod under a replica's name, annotated with a
+    replica attempt id of ``"²"`` (``str.isdigit`` is true for it, ``int`` refuses it). The replica must
+    end with a PodNameConflict as for any foreign Pod (S50), and no reconcile may raise."""
+    api = client.CustomObjectsApi(cluster.api_client())
+    core = client.CoreV1Api(cluster.api_client())
+    panics = Panics(controller)
+    pod = {
+        "metadata": {"name": "squat-r-0", "annotations": {c.ANNOTATION_REPLICA_ATTEMPT_ID: "²"}},
+        "spec": {"containers": [{"name": "c0", "image": "busybox"}]},
+    }
+    core.create_namespaced_pod(namespace, pod)
+    assert send(api, namespace, TaskSetBuilder("squat").role("r", 1, template=GOOD).obj()).status == 201
+    status = final_status(api, namespace, "squat", FINAL_TIMEOUT)
+    assert status["state"] == "Failed"
+    assert status["roleStatus"][0]["replicaStatus"][0]["podReason"] == "PodNameConflict"
+    assert panics.errors == []
+    assert workers_alive(controller)

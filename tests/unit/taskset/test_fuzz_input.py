@@ -1,0 +1,325 @@
+"""Fuzzing of the input side (issue 8, item 8): arbitrary raw JSON, never an exception.
+
+Everything the controller reads from the API server is JSON that the schema may not have checked (an
+object stored under an older CRD, a hand-edited status, someone else's Pod or ConfigMap under our name).
+Fed arbitrary JSON (deeply nested, unicode, wrong types, nulls) as a whole TaskSet, as its ``spec`` or
+``status``, as Pods and ConfigMaps, and as Pod templates:
+
+* ``parse_taskset`` returns a ``ParsedTaskSet`` or a ``ValidationFailure`` naming a field, and never raises;
+* ``TaskSetStatus.from_json``, ``pod_view``, ``control_unit_view`` and ``build_pod`` never raise;
+* a full ``decide`` pass over such inputs never raises and every phase change it makes is a declared edge
+  of the TaskSet, role and replica machines (``statemachine.Machine.check`` through ``check_plan``), also
+  after arbitrary action results are folded in.
+
+Two kinds of input: free-form JSON (anything at all), and well-formed objects with a few nodes replaced
+by junk (which gets past the first type check and so reaches deeper code).
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import strategies as st
+
+from taskset.api import ParsedTaskSet, ValidationFailure, parse_taskset
+from taskset.constants import ANNOTATION_REPLICA_ATTEMPT_ID as REPLICA_ATTEMPT
+from taskset.decide import ActionResult, ResultKind, TaskSetRef, apply_result, decide
+from taskset.observe import Observed, PodView, control_unit_view, pod_view
+from taskset.pods import PodIdentity, build_pod
+from taskset.status import TaskSetStatus
+from tests.builders import TaskSetBuilder
+from tests.unit.taskset.test_properties import (
+    CU_CURRENT,
+    NAME,
+    START,
+    TS_UID,
+    Scene,
+    check_plan,
+    recorded_statuses,
+    taskset_objects,
+)
+from tests.unit.taskset.world import PodBuilder, control_unit
+
+pytestmark = pytest.mark.unit
+
+# No shrinking: shrinking hundreds of levels of junk takes minutes; a failure is reported as generated.
+FUZZ = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)
+
+# ----- strategies -------------------------------------------------------------------------------------------
+
+FIELD_NAMES = [
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "namespace",
+    "uid",
+    "generation",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "controller",
+    "deletionTimestamp",
+    "spec",
+    "status",
+    "roles",
+    "replicas",
+    "template",
+    "completionPolicy",
+    "minSucceeded",
+    "maxFailed",
+    "retryPolicy",
+    "retry",
+    "maxRetryCount",
+    "delay",
+    "eventPolicy",
+    "event",
+    "action",
+    "queue",
+    "priority",
+    "phase",
+    "state",
+    "roleStatus",
+    "replicaStatus",
+    "containers",
+    "containerStatuses",
+    "initContainers",
+    "env",
+    "restartPolicy",
+    "conditions",
+    "data",
+    "spec.json",
+    "podIP",
+    "hostIP",
+]
+TEXT = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(
+        ["", "r", "job", "RoleFailed", "NoAction", "Running", "Failed", "日本語", "🚀", "\u202e"]
+    ),
+)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),  # unbounded: 2**64 and beyond, negative
+    st.floats(allow_nan=False, allow_infinity=False),  # JSON has no NaN or infinity
+    TEXT,
+)
+KEYS = st.one_of(st.sampled_from(FIELD_NAMES), st.text(max_size=6))
+
+
+def json_values(max_leaves: int = 25) -> st.SearchStrategy[Any]:
+    return st.recursive(
+        SCALARS,
+        lambda children: st.one_of(
+            st.lists(children, max_size=4), st.dictionaries(KEYS, children, max_size=5)
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+@st.composite
+def deep(draw: st.DrawFn) -> Any:
+    """A value nested 50 to 400 levels deep, in dicts or lists."""
+    value: Any = draw(SCALARS)
+    for _ in range(draw(st.integers(50, 400))):
+        value = {draw(KEYS): value} if draw(st.booleans()) else [value]
+    return value
+
+
+JUNK = st.one_of(json_values(), deep())
+JSON_OBJECTS = st.dictionaries(KEYS, JUNK, max_size=6)
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, child in value.items():
+            found += _paths(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found += _paths(child, (*path, index))
+    return found
+
+
+@st.composite
+def mutated(draw: st.DrawFn, base: Any) -> Any:
+    """``base`` with one to three nodes replaced by junk, set to null, or deleted."""
+    value = copy.deepcopy(base)
+    for _ in range(draw(st.integers(1, 3))):
+        paths = [path for path in _paths(value) if path]
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        parent = value
+        for step in path[:-1]:
+            parent = parent[step]
+        how = draw(st.sampled_from(["junk", "null", "delete"]))
+        if how == "delete":
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = None if how == "null" else draw(JUNK)
+    return value
+
+
+def valid_pod(name: str = f"{NAME}-a-0") -> dict[str, Any]:
+    return PodBuilder(name).uid("p-1").controlled_by(CU_CURRENT).taskset(TS_UID).attempt(0).running().obj()
+
+
+def valid_control_unit() -> dict[str, Any]:
+    unit = control_unit(f"c-{NAME}-0", CU_CURRENT, TS_UID)
+    unit["data"] = {"spec.json": '{"roles": [{"name": "a", "replicas": 1}]}'}
+    return unit
+
+
+def tasksets() -> st.SearchStrategy[Any]:
+    """Whole TaskSets: free-form, well-formed with junk nodes, or with a junk spec."""
+    return st.one_of(
+        JUNK,
+        JSON_OBJECTS,
+        taskset_objects(active=True).flatmap(mutated),
+        taskset_objects(active=False).flatmap(mutated),
+        JUNK.map(lambda spec: {**TaskSetBuilder(NAME).uid(TS_UID).obj(), "spec": spec}),
+    )
+
+
+def statuses() -> st.SearchStrategy[Any]:
+    """Raw statuses: free-form, or a spec-shaped status with junk nodes."""
+    shaped = taskset_objects(active=False).flatmap(lambda obj: recorded_statuses(obj, active=False))
+    return st.one_of(
+        JUNK,
+        JSON_OBJECTS,
+        shaped.map(lambda s: s.to_json() if s is not None else {}).flatmap(mutated),
+    )
+
+
+def pods() -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(JSON_OBJECTS, mutated(valid_pod()))
+
+
+def control_units() -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(JSON_OBJECTS, mutated(valid_control_unit()))
+
+
+IDENTITY = PodIdentity(
+    taskset=NAME,
+    namespace="ns",
+    taskset_uid=TS_UID,
+    role="a",
+    index=0,
+    name=f"{NAME}-a-0",
+    control_unit_name=f"c-{NAME}-0",
+    control_unit_uid=CU_CURRENT,
+    taskset_attempt=0,
+    replica_attempt=0,
+)
+
+
+# ----- the parsers and views --------------------------------------------------------------------------------
+
+
+@FUZZ
+@given(obj=tasksets())
+def test_parse_taskset_is_total_and_names_the_field(obj: Any) -> None:
+    result = parse_taskset(obj)
+    assert isinstance(result, ParsedTaskSet | ValidationFailure)
+    if isinstance(result, ValidationFailure):
+        assert isinstance(result.message, str) and result.message
+        assert isinstance(result.field, str)
+        if result.field:  # "" only when the TaskSet itself is not an object
+            assert result.field.split(".")[0].split("[")[0] in ("metadata", "spec")
+        else:
+            assert not isinstance(obj, dict)
+
+
+@FUZZ
+@given(raw=statuses())
+def test_status_from_json_is_total_and_round_trips(raw: Any) -> None:
+    status = TaskSetStatus.from_json(raw)
+    if status is not None:
+        again = TaskSetStatus.from_json(status.to_json())
+        assert again is not None
+        assert again.to_json() == status.to_json()
+
+
+@FUZZ
+@given(pod=pods(), unit=control_units())
+@example(pod={"spec": {"containers": 1}}, unit={})
+@example(pod={"spec": {"containers": {"c0": {}}}}, unit={})
+@example(pod={"metadata": {"ownerReferences": 1}}, unit={"metadata": {"ownerReferences": 1}})
+@example(pod={"status": {"containerStatuses": 1, "conditions": 1}}, unit={"data": []})
+@example(pod={"metadata": {"annotations": {REPLICA_ATTEMPT: "²"}}}, unit={})
+def test_views_of_arbitrary_pods_and_configmaps_never_raise(
+    pod: dict[str, Any], unit: dict[str, Any]
+) -> None:
+    view = pod_view(pod)
+    assert isinstance(view, PodView)
+    _ = (view.terminal, view.assigned, view.running)
+    control_unit_view(unit, "spec.json")
+
+
+@FUZZ
+@given(
+    template=st.one_of(
+        JSON_OBJECTS, mutated({"metadata": {"labels": {"a": "b"}}, "spec": valid_pod()["spec"]})
+    )
+)
+def test_build_pod_from_an_arbitrary_template_keeps_the_identity(template: dict[str, Any]) -> None:
+    pod = build_pod(template, IDENTITY)
+    assert pod["metadata"]["name"] == IDENTITY.name
+    assert pod["metadata"]["namespace"] == IDENTITY.namespace
+    owner = pod["metadata"]["ownerReferences"][-1]
+    assert owner["uid"] == CU_CURRENT and owner["controller"] is True
+
+
+# ----- the full decision pass -------------------------------------------------------------------------------
+
+
+@st.composite
+def hostile_scenes(draw: st.DrawFn) -> Scene:
+    live = parse_taskset(draw(tasksets()))
+    recorded = TaskSetStatus.from_json(draw(statuses()))
+    names = {f"{NAME}-a-0", f"{NAME}-b-0", f"{NAME}-a-1"}
+    if isinstance(live, ParsedTaskSet):
+        names |= {f"{NAME}-{role.name}-{i}" for role in live.spec.roles for i in range(min(role.replicas, 3))}
+    observed_pods: dict[str, PodView] = {}
+    for name in sorted(names):
+        if draw(st.booleans()):
+            raw = draw(st.one_of(JSON_OBJECTS, mutated(valid_pod(name))))
+            try:  # pod_view's own property is checked above; here it must not mask decide's
+                observed_pods[name] = pod_view(raw)
+            except Exception:
+                continue
+    unit = draw(st.one_of(st.none(), control_units()))
+    observed = Observed(
+        control_unit=None if unit is None else control_unit_view(unit, "spec.json"), pods=observed_pods
+    )
+    ref = TaskSetRef(NAME, "ns", TS_UID, draw(st.integers(0, 3)), draw(st.booleans()))
+    now = START + timedelta(seconds=draw(st.floats(-10, 10**7, allow_nan=False)))
+    return Scene(ref, live, recorded, observed, now)
+
+
+@FUZZ
+@given(scene=hostile_scenes(), data=st.data())
+def test_decide_on_hostile_input_is_total_and_moves_along_declared_edges(
+    scene: Scene, data: st.DataObject
+) -> None:
+    plan = decide(scene.ref, scene.live, scene.recorded, scene.observed, scene.now)
+    check_plan(scene, plan, round_trip=False)
+    for intent in list(plan.intents):
+        result = ActionResult(
+            kind=data.draw(st.sampled_from(list(ResultKind))),
+            obj=data.draw(st.one_of(st.none(), JSON_OBJECTS, mutated(valid_pod(intent.name)))),
+            message=data.draw(TEXT),
+        )
+        apply_result(plan, intent, result)
+    check_plan(scene, plan, round_trip=False)
