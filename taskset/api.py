@@ -50,9 +50,7 @@ from taskset.constants import (
     POD_NAME_FORMAT,
     POD_NAME_MAX_LENGTH,
     QUEUE_PATTERN,
-    ReplicaPhase,
     RoleEvent,
-    RolePhase,
     TaskSetAction,
 )
 
@@ -605,19 +603,3 @@ def parse_taskset(obj: object) -> ParseResult:
         return _parse(obj)
     except _InvalidError as invalid:
         return ValidationFailure(message=invalid.message, field=invalid.path, roles=_outline(obj))
-
-
-# ======================================================================================================
-# Status summary (printer columns)
-# ======================================================================================================
-
-
-def status_summary(role_statuses: Sequence[Mapping[str, Any]]) -> RawStatusSummary:
-    """The ``status.summary`` strings behind the Roles and Replicas columns of ``kubectl get``."""
-    replicas = [replica for role in role_statuses for replica in (role.get("replicaStatus") or ())]
-    done_roles = sum(1 for role in role_statuses if role.get("phase") == RolePhase.COMPLETED)
-    done_replicas = sum(1 for replica in replicas if replica.get("phase") == ReplicaPhase.COMPLETED)
-    return {
-        "roles": f"{done_roles}/{len(role_statuses)}",
-        "replicas": f"{done_replicas}/{len(replicas)}",
-    }

@@ -26,7 +26,6 @@ from taskset.api import (
     longest_pod_name_length,
     parse_taskset,
     pod_name,
-    status_summary,
 )
 from taskset.constants import (
     MAX_REPLICAS,
@@ -38,6 +37,7 @@ from taskset.constants import (
     RolePhase,
     TaskSetAction,
 )
+from taskset.status import ReplicaStatus, RoleStatus, TaskSetStatus
 from tests.builders import TaskSetBuilder, pod_template
 
 pytestmark = pytest.mark.unit
@@ -703,15 +703,18 @@ def test_dns1123_label(name: str, valid: bool) -> None:
 
 def test_status_summary_counts_completed_roles_and_replicas() -> None:
     done, running = ReplicaPhase.COMPLETED, ReplicaPhase.ATTEMPT_RUNNING
-    roles = [
-        {"phase": RolePhase.RUNNING, "replicaStatus": [{"phase": running}]},
-        {
-            "phase": RolePhase.COMPLETED,
-            "replicaStatus": [{"phase": done}, {"phase": done}, {"phase": running}],
-        },
-    ]
-    assert status_summary(roles) == {"roles": "1/2", "replicas": "2/4"}
-    assert status_summary([]) == {"roles": "0/0", "replicas": "0/0"}
+    status = TaskSetStatus(
+        roles=[
+            RoleStatus("a", [ReplicaStatus(0, "a", phase=running)], phase=RolePhase.RUNNING),
+            RoleStatus(
+                "b",
+                [ReplicaStatus(i, "b", phase=phase) for i, phase in enumerate((done, done, running))],
+                phase=RolePhase.COMPLETED,
+            ),
+        ]
+    )
+    assert status.summary() == {"roles": "1/2", "replicas": "2/4"}
+    assert TaskSetStatus().summary() == {"roles": "0/0", "replicas": "0/0"}
 
 
 # ======================================================================================================
