@@ -13,7 +13,7 @@ IMAGE ?= taskset-controller:0.1.0
 CONTAINER_ENGINE ?= $(shell if docker info >/dev/null 2>&1; then echo docker; \
 	elif podman info >/dev/null 2>&1; then echo podman; fi)
 
-.PHONY: setup binaries test unit integration lint demo cluster-up cluster-down clean image docs
+.PHONY: setup binaries test unit integration lint demo bench cluster-up cluster-down clean image docs
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,16 @@ integration: setup binaries
 
 demo: setup binaries
 	$(PY) hack/demo.py
+
+# Benchmarks (bench/README.md): every scenario at the small scale; BENCH_ARGS="--scale full" for the issue's.
+BENCH_STAMP := $(VENV)/.installed-bench
+BENCH_ARGS ?=
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: setup binaries $(BENCH_STAMP)
+	$(PY) -m bench --scenario all $(BENCH_ARGS)
 
 # The controller image (Dockerfile); IMAGE=registry.example.com/taskset-controller:0.1.0 to name it.
 image:

@@ -1,0 +1,1 @@
+"""Benchmarks of the TaskSet controller against the embedded control plane (``python -m bench``)."""

@@ -1,0 +1,138 @@
+"""A small, fast API client for the benchmark driver: urllib3 + orjson, no models, no client-side limits
+unless asked (``TokenBucket``). Kept apart from the controller's own client on purpose: the harness must
+not share code paths with what it measures.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+import urllib3
+
+from devcluster import Cluster
+from informers.kube import parse_watch_lines
+
+RawObject = dict[str, Any]
+RETRIES_429 = 100
+WATCH_TIMEOUT = 20  # seconds per watch request; short so that stop() is honoured quickly
+
+
+class ApiError(RuntimeError):
+    def __init__(self, method: str, path: str, status: int, body: bytes) -> None:
+        super().__init__(f"{method} {path}: HTTP {status}: {body[:300]!r}")
+        self.status = status
+
+
+class Api:
+    """Admin requests to one embedded control plane; thread-safe (urllib3 pool)."""
+
+    def __init__(self, cluster: Cluster, maxsize: int = 32) -> None:
+        self.server = cluster.server
+        self.pool = urllib3.PoolManager(
+            num_pools=2,
+            maxsize=maxsize,
+            block=False,
+            ca_certs=str(cluster.pki.ca_cert),
+            cert_file=str(cluster.pki.admin_cert),
+            key_file=str(cluster.pki.admin_key),
+            retries=False,
+            timeout=urllib3.Timeout(connect=10, read=120),
+        )
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        allow: tuple[int, ...] = (),
+    ) -> RawObject:
+        """The decoded response; ``{}`` for a status in ``allow`` (e.g. 404), ApiError for other errors."""
+        data = None if body is None else orjson.dumps(body)
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = content_type
+        response = self.pool.request(method, self.server + path, body=data, headers=headers)
+        for _ in range(RETRIES_429):  # "storage is (re)initializing" just after a CRD is established
+            if response.status != 429:
+                break
+            time.sleep(0.2)
+            response = self.pool.request(method, self.server + path, body=data, headers=headers)
+        if response.status >= 300:
+            if response.status in allow:
+                return {}  # an allowed error (e.g. 404 on a delete): no object
+            raise ApiError(method, path, response.status, response.data)
+        if not response.data:
+            return {}
+        decoded: RawObject = orjson.loads(response.data)
+        return decoded
+
+    def watch(self, path: str, stop: threading.Event) -> Iterator[tuple[str, RawObject]]:
+        """List ``path`` (yielding its items as ADDED), then watch it until ``stop`` is set, resuming
+        from the last resourceVersion after each timeout. A 410 Gone relists (events may repeat)."""
+        listed = self.request("GET", path)
+        version = str(listed["metadata"].get("resourceVersion", ""))
+        for item in listed.get("items") or []:
+            yield "ADDED", item
+        while not stop.is_set():
+            query = urlencode(
+                {
+                    "watch": "true",
+                    "allowWatchBookmarks": "true",
+                    "resourceVersion": version,
+                    "timeoutSeconds": str(WATCH_TIMEOUT),
+                }
+            )
+            response = self.pool.request(
+                "GET", f"{self.server}{path}?{query}", preload_content=False, timeout=WATCH_TIMEOUT + 10
+            )
+            try:
+                if response.status != 200:
+                    time.sleep(0.2)
+                    continue
+                for event in parse_watch_lines(response.stream(1 << 16)):
+                    kind, obj = event["type"], event["object"]
+                    if kind == "ERROR":
+                        if obj.get("code") == 410:  # relist
+                            listed = self.request("GET", path)
+                            version = str(listed["metadata"].get("resourceVersion", ""))
+                            for item in listed.get("items") or []:
+                                yield "ADDED", item
+                        break
+                    version = str(obj.get("metadata", {}).get("resourceVersion", version))
+                    if kind == "BOOKMARK":
+                        continue
+                    yield kind, obj
+                    if stop.is_set():
+                        return
+            finally:
+                response.release_conn()
+
+
+class TokenBucket:
+    """client-go's token bucket: ``qps`` tokens per second, at most ``burst`` saved; qps 0 = unlimited."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._tokens = float(self.burst)
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        if self.qps <= 0:
+            return
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            self._tokens -= 1
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+        if wait > 0:
+            time.sleep(wait)

@@ -1,0 +1,341 @@
+"""Figures from the recordings, and the outputs: JSON, PNG (latency CDF, throughput over time) and the
+generated table of ``bench/README.md``."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.controller import Samples, by_labels, total
+from bench.recorder import PodRecord, TaskSetRecord
+
+BEGIN = "<!-- BEGIN GENERATED: python -m bench rewrites this section -->"
+END = "<!-- END GENERATED -->"
+TASKSET_SCENARIOS = ("burst", "large", "steady", "churn")
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float | None]:
+    """p50/p90/p99 (nearest rank) and max, in seconds rounded to ms; None when there are no values."""
+    if not values:
+        return {"p50": None, "p90": None, "p99": None, "max": None, "n": 0}
+    ordered = sorted(values)
+
+    def rank(q: float) -> float:
+        return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)], 3)
+
+    return {
+        "p50": rank(0.5),
+        "p90": rank(0.9),
+        "p99": rank(0.99),
+        "max": round(ordered[-1], 3),
+        "n": len(ordered),
+    }
+
+
+def rate(times: Sequence[float]) -> float | None:
+    """Events per second from the first to the last of ``times``."""
+    if len(times) < 2 or max(times) <= min(times):
+        return None
+    return round((len(times) - 1) / (max(times) - min(times)), 1)
+
+
+def per_second(times: Sequence[float], origin: float) -> list[int]:
+    if not times:
+        return []
+    counts = [0] * (int(max(times) - origin) + 1)
+    for t in times:
+        counts[max(0, int(t - origin))] += 1
+    return counts
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadavg_at_start": os.getloadavg(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+
+
+def taskset_scenario(
+    name: str,
+    *,
+    names: list[str],
+    expected_pods: dict[str, int],
+    pods: list[PodRecord],
+    tasksets: list[TaskSetRecord],
+    started: float,
+    ended: float,
+    metrics: Samples,
+    process: list[tuple[float, float, int]],
+) -> dict[str, Any]:
+    by_name = {t.name: t for t in tasksets}
+    first_attempts: dict[str, list[PodRecord]] = {}
+    all_pods: dict[str, list[PodRecord]] = {}
+    for pod in pods:
+        all_pods.setdefault(pod.taskset, []).append(pod)
+        if pod.replica_attempt == 0:
+            first_attempts.setdefault(pod.taskset, []).append(pod)
+    to_all_created: list[float] = []
+    exit_to_final: list[float] = []
+    errors: list[str] = []
+    states: dict[str, int] = {}
+    for ts in names:
+        record = by_name.get(ts)
+        if record is None:
+            errors.append(f"{ts}: never seen")
+            continue
+        states[record.state or "(not final)"] = states.get(record.state or "(not final)", 0) + 1
+        if record.state != "Succeeded":
+            errors.append(
+                f"{ts}: final state {record.state or 'never reached'}, expected Succeeded ({record.message})"
+            )
+        created = first_attempts.get(ts, [])
+        if len(created) == expected_pods[ts]:
+            to_all_created.append(max(p.added for p in created) - record.added)
+        else:
+            errors.append(f"{ts}: {len(created)} first-attempt pods seen, expected {expected_pods[ts]}")
+        exits = [p.exited for p in all_pods.get(ts, []) if p.exited is not None]
+        if exits and record.final is not None:
+            exit_to_final.append(record.final - max(exits))
+    finals = [t.final for t in tasksets if t.final is not None]
+    pod_added = sorted(p.added for p in pods)
+    first_added = sorted(p.added for p in pods if p.replica_attempt == 0)
+    cpu = process[-1][1] - process[0][1] if len(process) >= 2 else 0.0
+    peak_rss = max((p[2] for p in process), default=0) / 1024
+    n = len(names)
+    status_writes = total(metrics, "taskset_status_writes_total")
+    reconciles = total(metrics, "controller_runtime_reconcile_total")
+    reconcile_errors = total(metrics, "controller_runtime_reconcile_errors_total")
+    if reconcile_errors:
+        errors.append(f"controller_runtime_reconcile_errors_total rose by {reconcile_errors:g}")
+    for counter in ("taskset_pod_creates_total", "taskset_pod_deletes_total", "taskset_status_writes_total"):
+        bad = total(metrics, counter, result="error") + total(metrics, counter, result="invalid")
+        if bad:
+            errors.append(f"{counter} error/invalid: {bad:g}")
+    api = by_labels(metrics, "taskset_api_requests_total", ("verb", "resource"))
+    api_errors = {
+        k: v
+        for k, v in by_labels(metrics, "taskset_api_requests_total", ("verb", "resource", "code")).items()
+        if not k.split(" ")[-1].startswith("2")
+    }
+    return {
+        "name": name,
+        "tasksets": n,
+        "pods_created": len(pods),
+        "wall_seconds": round(max(finals) - started, 2) if finals else None,
+        "latency_create_to_all_pods_s": percentiles(to_all_created),
+        "latency_last_exit_to_final_s": percentiles(exit_to_final),
+        "pod_creation_rate": rate(first_added),
+        "pod_creation_rate_including_retries": rate(pod_added),
+        "controller": {
+            "cpu_seconds": round(cpu, 2),
+            "cpu_seconds_per_1000_pods": round(cpu / len(pods) * 1000, 2) if pods else None,
+            "peak_rss_mib": round(peak_rss, 1),
+        },
+        "api_requests": {
+            "total": round(sum(api.values())),
+            "by_verb_resource": {k: round(v) for k, v in api.items()},
+            "non_2xx": {k: round(v) for k, v in api_errors.items()},
+            "rest_client_by_method_code": {
+                k: round(v)
+                for k, v in by_labels(metrics, "rest_client_requests_total", ("method", "code")).items()
+            },
+        },
+        "status_writes": {
+            "total": round(status_writes),
+            "by_result": {
+                k: round(v) for k, v in by_labels(metrics, "taskset_status_writes_total", ("result",)).items()
+            },
+            "per_taskset": round(status_writes / n, 2) if n else None,
+            "per_replica_lifecycle": round(status_writes / len(pods), 2) if pods else None,
+        },
+        "reconciles": {
+            "total": round(reconciles),
+            "by_result": {
+                k: round(v)
+                for k, v in by_labels(metrics, "controller_runtime_reconcile_total", ("result",)).items()
+            },
+            "per_taskset": round(reconciles / n, 2) if n else None,
+        },
+        "final_states": states,
+        "series": {
+            "latency_create_to_all_pods_s": sorted(round(v, 4) for v in to_all_created),
+            "latency_last_exit_to_final_s": sorted(round(v, 4) for v in exit_to_final),
+            "pods_created_per_second": per_second(pod_added, started),
+            "tasksets_final_per_second": per_second(finals, started),
+        },
+        "correctness": {"errors": errors[:50], "error_count": len(errors)},
+    }
+
+
+def raw_scenario(
+    name: str,
+    *,
+    qps: float,
+    burst: int,
+    threads: int,
+    pods: list[PodRecord],
+    started: float,
+    created: float,
+    delete_started: float,
+    deleted: float,
+) -> dict[str, Any]:
+    added = sorted(p.added for p in pods)
+    gone = sorted(p.deleted for p in pods if p.deleted is not None)
+    return {
+        "name": name,
+        "qps": qps,
+        "burst": burst,
+        "threads": threads,
+        "pods_created": len(pods),
+        "wall_seconds": round(created - started, 2),
+        "pod_creation_rate": rate(added),
+        "pod_creation_rate_client": round(len(pods) / (created - started), 1) if created > started else None,
+        "pod_deletion_rate": rate(gone),
+        "pod_deletion_rate_client": round(len(pods) / (deleted - delete_started), 1),
+        "series": {"pods_created_per_second": per_second(added, started)},
+    }
+
+
+def add_ratios(results: dict[str, Any]) -> None:
+    """Controller pod-creation rate / the raw client's, both measured from the same kind of watch."""
+    scenarios = results["scenarios"]
+    for reference in ("raw-unlimited", "raw-qps50"):
+        raw = scenarios.get(reference, {}).get("pod_creation_rate")
+        for name in TASKSET_SCENARIOS:
+            scenario = scenarios.get(name)
+            if scenario and raw and scenario.get("pod_creation_rate"):
+                scenario.setdefault("throughput_ratio", {})[reference] = round(
+                    scenario["pod_creation_rate"] / raw, 3
+                )
+
+
+def one_line(s: dict[str, Any]) -> str:
+    ok = "OK" if s["correctness"]["ok"] else "FAILED"
+    line = f"  {s['name']}: {s['pods_created']} pods, {s['wall_seconds']} s, {s['pod_creation_rate']} pods/s"
+    if "latency_create_to_all_pods_s" in s:
+        lat = s["latency_create_to_all_pods_s"]
+        line += f", create->all pods p50/p99 {lat['p50']}/{lat['p99']} s"
+    return f"{line} [{ok}]"
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def table(results: dict[str, Any]) -> str:
+    scenarios = results["scenarios"]
+    rows = [
+        "| scenario | TaskSets | pods | wall s | pods/s | ratio to raw (unlimited) "
+        "| create→all pods p50 / p90 / p99 s | last exit→final p50 / p90 / p99 s | CPU s "
+        "| CPU s / 1000 pods | peak RSS MiB | API requests | status writes / TaskSet (/ pod) "
+        "| reconciles / TaskSet | correct |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, s in scenarios.items():
+        ok = "yes" if s["correctness"]["ok"] else f"NO ({s['correctness'].get('error_count', '?')} errors)"
+        if name.startswith("raw"):
+            rate_text = f"{_fmt(s['pod_creation_rate'])} (delete {_fmt(s['pod_deletion_rate'])})"
+            rows.append(
+                f"| {name} | - | {s['pods_created']} | {_fmt(s['wall_seconds'])} | {rate_text} "
+                f"| 1 (reference) | - | - | - | - | - | - | - | - | {ok} |"
+            )
+            continue
+        a, b = s["latency_create_to_all_pods_s"], s["latency_last_exit_to_final_s"]
+        ctl, sw = s["controller"], s["status_writes"]
+        ratio = (s.get("throughput_ratio") or {}).get("raw-unlimited")
+        rows.append(
+            f"| {name} | {s['tasksets']} | {s['pods_created']} | {_fmt(s['wall_seconds'])} "
+            f"| {_fmt(s['pod_creation_rate'])} | {_fmt(ratio)} "
+            f"| {_fmt(a['p50'])} / {_fmt(a['p90'])} / {_fmt(a['p99'])} "
+            f"| {_fmt(b['p50'])} / {_fmt(b['p90'])} / {_fmt(b['p99'])} "
+            f"| {_fmt(ctl['cpu_seconds'])} | {_fmt(ctl['cpu_seconds_per_1000_pods'])} "
+            f"| {_fmt(ctl['peak_rss_mib'])} | {s['api_requests']['total']} "
+            f"| {_fmt(sw['per_taskset'])} ({_fmt(sw['per_replica_lifecycle'])}) "
+            f"| {_fmt(s['reconciles']['per_taskset'])} | {ok} |"
+        )
+    m = results["machine"]
+    head = (
+        f"Scale `{results['scale']}`, seed {results['seed']}, {m['date']}, {m['cpus']} CPUs, "
+        f"load average at start {', '.join(f'{x:.2f}' for x in m['loadavg_at_start'])}; "
+        f"whole run {results.get('wall_seconds')} s; controller lifetime peak RSS (VmHWM) "
+        f"{results.get('controller', {}).get('peak_rss_mib_lifetime')} MiB."
+    )
+    return head + "\n\n" + "\n".join(rows) + "\n"
+
+
+def plot(results: dict[str, Any], path: Path) -> Path | None:
+    try:
+        import matplotlib  # noqa: PLC0415  (the bench extra; the table and JSON do without it)
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        print("matplotlib not installed (pip install -e '.[bench]'): no PNG", flush=True)
+        return None
+    figure, (cdf, throughput) = plt.subplots(1, 2, figsize=(13, 5))
+    for name, s in results["scenarios"].items():
+        series = s["series"]
+        for key, style, label in (
+            ("latency_create_to_all_pods_s", "-", "create→all pods"),
+            ("latency_last_exit_to_final_s", "--", "last exit→final"),
+        ):
+            values = series.get(key) or []
+            if values:
+                ys = [(i + 1) / len(values) for i in range(len(values))]
+                marker = "o" if len(values) < 3 else None  # large: one TaskSet, one point
+                cdf.step(values, ys, style, where="post", marker=marker, label=f"{name}: {label}")
+        counts = series["pods_created_per_second"]
+        throughput.plot(range(len(counts)), counts, label=name)
+    cdf.set_xscale("symlog", linthresh=0.1)
+    cdf.set_xlabel("seconds")
+    cdf.set_ylabel("fraction of TaskSets")
+    cdf.set_title("Per-TaskSet latency CDF")
+    cdf.grid(True, alpha=0.3)
+    cdf.legend(fontsize=7)
+    throughput.set_xlabel("seconds since scenario start")
+    throughput.set_ylabel("pods created per second")
+    throughput.set_title("Pod creation throughput")
+    throughput.grid(True, alpha=0.3)
+    throughput.legend(fontsize=8)
+    figure.suptitle(f"TaskSet controller benchmark, scale {results['scale']}, seed {results['seed']}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def write(results: dict[str, Any], out: Path, readme: Path | None) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"bench-{results['scale']}-seed{results['seed']}"
+    json_path = out / f"{stem}.json"
+    json_path.write_text(json.dumps(results, indent=1) + "\n")
+    written = [json_path]
+    png = plot(results, out / f"{stem}.png")
+    if png is not None:
+        written.append(png)
+    if readme is not None:
+        update_readme(readme, table(results))
+        written.append(readme)
+    return written
+
+
+def update_readme(readme: Path, generated: str) -> None:
+    text = readme.read_text() if readme.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in text or END not in text:
+        text = text.rstrip("\n") + f"\n\n{BEGIN}\n{END}\n"
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    readme.write_text(f"{head}{BEGIN}\n{generated}{END}{tail}")

@@ -1,0 +1,317 @@
+"""Runs the scenarios against one embedded control plane and one controller process.
+
+Every scenario gets its own namespace, deleted afterwards (its cost is counted in no scenario). The
+controller's metrics are scraped before and after each scenario and the difference is the scenario's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.controller import Controller, Sampler, diff
+from bench.kube import Api, ApiError, TokenBucket
+from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, wait_until
+from bench.scenarios import SCALES, WORKERS_PER_TASKSET, ChurnDriver, Scale, raw_pod, replicas_of, taskset
+from devcluster import Cluster, Settings
+from taskset import constants as c
+
+ROOT = Path(__file__).resolve().parents[1]
+CRD = ROOT / "manifests" / "crd" / "tasksets.octopus.openi.pcl.cn.yaml"
+SCENARIOS = ("raw", "burst", "large", "steady", "churn")
+CREATE_THREADS = 8  # the driver's parallel TaskSet creates in a burst
+DEFAULT_QPS, DEFAULT_BURST = 50.0, 100  # the controller's defaults: the raw client's "limited" run
+WATCH_SETTLE = 1.0  # seconds for the recorder's initial lists before a scenario starts
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
+    parser.add_argument("--scale", choices=tuple(SCALES), default="small")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument(
+        "--workers", type=int, default=10, help="controller --workers, and raw client threads"
+    )
+    parser.add_argument("--nodes", type=int, default=4, help="simulated nodes")
+    parser.add_argument("--no-readme", action="store_true", help="do not rewrite bench/README.md's table")
+    return parser.parse_args(argv)
+
+
+class Bench:
+    def __init__(
+        self, cluster: Cluster, controller: Controller, scale: Scale, seed: int, workers: int
+    ) -> None:
+        self.cluster = cluster
+        self.controller = controller
+        self.api = Api(cluster, maxsize=64)
+        self.scale = scale
+        self.seed = seed
+        self.workers = workers
+        self.sampler = Sampler(controller.pid)
+
+    # ----- namespaces ----------------------------------------------------------------------------
+    def namespace(self, scenario: str) -> str:
+        name = f"bench-{scenario}-{self.seed}-{int(time.time()) % 100000}"
+        self.api.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+        wait_until(
+            lambda: (
+                self.api.request(
+                    "GET", f"/api/v1/namespaces/{name}/serviceaccounts/default", allow=(404,)
+                ).get("metadata")
+                is not None
+            ),
+            60,
+            "default service account",
+        )
+        return name
+
+    def drop(self, namespace: str) -> None:
+        self.api.request("DELETE", f"/api/v1/namespaces/{namespace}", allow=(404,))
+        wait_until(
+            lambda: (
+                "metadata" not in self.api.request("GET", f"/api/v1/namespaces/{namespace}", allow=(404,))
+            ),
+            600,
+            f"namespace {namespace} deleted",
+            poll=0.5,
+        )
+
+    # ----- TaskSet scenarios ----------------------------------------------------------------------
+    def objects(self, scenario: str) -> list[dict[str, Any]]:
+        """The TaskSets of a scenario, in creation order."""
+        scale = self.scale
+        if scenario == "large":
+            return [taskset("large", scale.large, ps=False)]
+        if scenario == "steady":
+            count = round(scale.steady_rate * scale.steady_seconds)
+            return [taskset(f"steady-{i:04d}", WORKERS_PER_TASKSET) for i in range(count)]
+        if scenario == "churn":
+            return [taskset(f"churn-{i:04d}", WORKERS_PER_TASKSET, retries=1) for i in range(scale.churn)]
+        return [taskset(f"burst-{i:04d}", WORKERS_PER_TASKSET) for i in range(scale.burst)]
+
+    def run_tasksets(self, scenario: str) -> dict[str, Any]:
+        namespace = self.namespace(scenario)
+        scale = self.scale
+        objects = self.objects(scenario)
+        driver = None
+        if scenario == "churn":
+            replicas = [r for o in objects for r in replicas_of(o)]
+            driver = ChurnDriver.choose(self.api, namespace, replicas, self.seed)
+        recorder = Recorder(self.api, namespace, on_pod=driver.on_pod if driver else None)
+        recorder.start()
+        time.sleep(WATCH_SETTLE)
+        errors_before = len(self.controller.error_log_lines())
+        before = self.controller.scrape()
+        start_point = self.sampler.sample()
+        started = start_point[0]
+        create_errors: list[str] = []
+        path = TASKSETS_PATH.format(ns=namespace)
+
+        def create(obj: dict[str, Any]) -> None:
+            try:
+                self.api.request("POST", path, obj)
+            except ApiError as err:
+                create_errors.append(str(err))
+
+        names = [o["metadata"]["name"] for o in objects]
+        print(f"[{scenario}] {len(objects)} TaskSets in {namespace}", flush=True)
+        submit(create, objects, started, scale.steady_rate if scenario == "steady" else 0.0)
+        try:
+            wait_until(
+                lambda: recorder.finished(names) or bool(create_errors),
+                scale.timeout,
+                f"{scenario}: all TaskSets final ({recorder.count_final()}/{len(names)} so far)",
+                poll=0.2,
+            )
+            timed_out = ""
+        except TimeoutError as err:
+            timed_out = str(err)
+        ended = self.sampler.sample()
+        time.sleep(1.0)  # the controller's last status write and its metrics
+        after = self.controller.scrape()
+        recorder.stop()
+        if driver is not None:
+            driver.close()
+        pods, tasksets = recorder.snapshot()
+        result = report.taskset_scenario(
+            scenario,
+            names=names,
+            expected_pods={o["metadata"]["name"]: len(replicas_of(o)) for o in objects},
+            pods=pods,
+            tasksets=tasksets,
+            started=started,
+            ended=ended[0],
+            metrics=diff(after, before),
+            process=self.sampler.window(started, ended[0]),
+        )
+        errors = result["correctness"]["errors"]
+        errors.extend(create_errors + recorder.errors + (driver.errors if driver else []))
+        if timed_out:
+            errors.append(timed_out)
+        errors.extend(self.controller.error_log_lines()[errors_before:][:20])
+        result["correctness"]["duplicates"] = recorder.duplicates
+        if driver is not None:
+            result["churn"] = churn_check(driver, pods, errors)
+        result["correctness"]["ok"] = not errors and not recorder.duplicates
+        self.drop(namespace)
+        return result
+
+    # ----- raw limit -------------------------------------------------------------------------------
+    def run_raw(self, qps: float, burst: int) -> dict[str, Any]:
+        label = "raw-unlimited" if qps <= 0 else f"raw-qps{qps:g}"
+        namespace = self.namespace("raw")
+        recorder = Recorder(self.api, namespace)
+        recorder.start()
+        time.sleep(WATCH_SETTLE)
+        count = self.scale.raw_pods
+        bucket = TokenBucket(qps, burst)
+        errors: list[str] = []
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        names = [f"raw-{i:05d}" for i in range(count)]
+
+        def create(name: str) -> None:
+            bucket.take()
+            try:
+                self.api.request("POST", path, raw_pod(name))
+            except ApiError as err:
+                errors.append(str(err))
+
+        def delete(name: str) -> None:
+            bucket.take()
+            try:
+                self.api.request("DELETE", f"{path}/{name}", allow=(404,))
+            except ApiError as err:
+                errors.append(str(err))
+
+        print(f"[{label}] {count} pods, {self.workers} threads", flush=True)
+        started = time.monotonic()
+        with ThreadPoolExecutor(self.workers) as pool:
+            list(pool.map(create, names))
+        created = time.monotonic()
+        wait_until(lambda: recorder.pod_count() >= count or bool(errors), 300, "raw pods seen")
+        delete_started = time.monotonic()
+        with ThreadPoolExecutor(self.workers) as pool:
+            list(pool.map(delete, names))
+        deleted = time.monotonic()
+        wait_until(lambda: recorder.deleted_count() >= count or bool(errors), 300, "raw pods gone")
+        recorder.stop()
+        pods, _ = recorder.snapshot()
+        result = report.raw_scenario(
+            label,
+            qps=qps,
+            burst=burst,
+            threads=self.workers,
+            pods=pods,
+            started=started,
+            created=created,
+            delete_started=delete_started,
+            deleted=deleted,
+        )
+        result["correctness"] = {"errors": errors[:20], "duplicates": recorder.duplicates, "ok": not errors}
+        self.drop(namespace)
+        return result
+
+
+def submit(
+    create: Callable[[dict[str, Any]], None], objects: list[dict[str, Any]], start: float, rate: float
+) -> None:
+    """Create ``objects`` all at once (``CREATE_THREADS`` at a time) or ``rate`` per second from ``start``."""
+    with ThreadPoolExecutor(CREATE_THREADS) as pool:
+        if rate <= 0:
+            list(pool.map(create, objects))
+            return
+        for i, obj in enumerate(objects):
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            pool.submit(create, obj)
+
+
+def churn_check(driver: ChurnDriver, pods: list[PodRecord], errors: list[str]) -> dict[str, Any]:
+    """Exactly the chosen replicas must have been retried, each once."""
+    retried = {p.name for p in pods if p.replica_attempt >= 1}
+    if retried != driver.chosen:
+        errors.append("the retried replicas are not exactly the chosen ones")
+    return {
+        "chosen_replicas": len(driver.chosen),
+        "first_attempts_patched": len(driver.patched),
+        "replicas_retried": len(retried),
+        "retried_but_not_chosen": sorted(retried - driver.chosen)[:20],
+        "chosen_but_not_retried": sorted(driver.chosen - retried)[:20],
+    }
+
+
+def install_crd(cluster: Cluster, api: Api) -> None:
+    cluster.kubectl("apply", "--server-side", "-f", str(CRD))
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{c.PLURAL}.{c.GROUP}"
+
+    def established() -> bool:
+        conditions = (api.request("GET", path, allow=(404,)).get("status") or {}).get("conditions") or []
+        return any(x["type"] == "Established" and x["status"] == "True" for x in conditions)
+
+    wait_until(established, 60, "TaskSet CRD Established")
+    # ...and served: the first list can still 404 for a moment after Established.
+    wait_until(
+        lambda: "items" in api.request("GET", f"/apis/{c.GROUP}/{c.VERSION}/{c.PLURAL}", allow=(404,)),
+        60,
+        "TaskSet API served",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    scale = SCALES[args.scale]
+    chosen = SCENARIOS if args.scenario == "all" else (args.scenario,)
+    begun = time.monotonic()
+    settings = Settings(nodes=args.nodes, disable_qps_limits=True)
+    results: dict[str, Any] = {
+        "scale": args.scale,
+        "seed": args.seed,
+        "settings": {"scale": scale.__dict__, "controller_workers": args.workers, "nodes": args.nodes},
+        "machine": report.machine(),
+        "scenarios": {},
+    }
+    with Cluster(settings) as cluster:
+        print(f"control plane ready in {time.monotonic() - begun:.1f}s ({cluster.server})", flush=True)
+        install_crd(cluster, Api(cluster))
+        controller = Controller(cluster, workers=args.workers, qps=0, burst=DEFAULT_BURST)
+        controller.start()
+        bench = Bench(cluster, controller, scale, args.seed, args.workers)
+        bench.sampler.start()
+        try:
+            for scenario in chosen:
+                if scenario == "raw":
+                    for qps, burst in ((0.0, DEFAULT_BURST), (DEFAULT_QPS, DEFAULT_BURST)):
+                        outcome = bench.run_raw(qps, burst)
+                        results["scenarios"][outcome["name"]] = outcome
+                        print(report.one_line(outcome), flush=True)
+                else:
+                    outcome = bench.run_tasksets(scenario)
+                    results["scenarios"][scenario] = outcome
+                    print(report.one_line(outcome), flush=True)
+        finally:
+            bench.sampler.stop()
+            results["controller"] = {
+                "exit_code": controller.stop(),
+                "peak_rss_mib_lifetime": bench.sampler.peak_hwm_mib,
+            }
+    results["wall_seconds"] = round(time.monotonic() - begun, 1)
+    report.add_ratios(results)
+    paths = report.write(results, args.out, readme=None if args.no_readme else ROOT / "bench" / "README.md")
+    print(report.table(results))
+    for path in paths:
+        print(f"wrote {path}")
+    ok = all(s["correctness"]["ok"] for s in results["scenarios"].values())
+    print("correctness: " + ("all OK" if ok else "FAILURES (see the JSON's correctness entries)"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The workloads: TaskSet shapes, scales, and the churn driver.
+
+Shape of a burst/steady/churn TaskSet: a ``ps`` role of 1 replica that runs until deleted (a parameter
+server never exits by itself) and a ``worker`` role of 4 replicas that run 5 s and exit 0, with the event
+policy ``RoleSucceeded -> TaskSetSucceeded`` on the workers (as in the README's quick start). So a
+TaskSet ends when its 4 workers have succeeded, and the controller then deletes the ps Pod; the
+expected final state is ``Succeeded``. ``large`` is one TaskSet with only a worker role.
+
+Churn: both roles get ``retryPolicy {retry: true, maxRetryCount: 1, delay: 0}``, and a seeded 20% of
+all replicas (ps included) fail their first attempt: a driver watches the Pods and, for a chosen replica
+whose Pod has ``ReplicaAttemptID`` 0, patches the simulation annotations to "run 5 s, exit 1". The
+retry (attempt 1) runs as the template says, so every TaskSet still ends ``Succeeded``.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.kube import Api, RawObject
+from devcluster import sim
+from taskset import constants as c
+
+RUN_SECONDS = 5.0
+WORKERS_PER_TASKSET = 4
+CHURN_FRACTION = 0.2
+
+
+@dataclass(frozen=True)
+class Scale:
+    burst: int  # TaskSets created at once
+    large: int  # worker replicas of the one large TaskSet
+    steady_rate: float  # TaskSets per second
+    steady_seconds: float
+    churn: int  # TaskSets of the churn burst
+    timeout: float  # seconds for a scenario's TaskSets to end
+
+    @property
+    def raw_pods(self) -> int:
+        """Pods of the raw-limit reference: as many as the largest of burst and large."""
+        return max(self.burst * (1 + WORKERS_PER_TASKSET), self.large)
+
+
+SCALES = {
+    "small": Scale(burst=40, large=400, steady_rate=2.0, steady_seconds=60.0, churn=40, timeout=600.0),
+    "full": Scale(burst=200, large=2000, steady_rate=5.0, steady_seconds=120.0, churn=200, timeout=1800.0),
+}
+
+
+def pod_template(annotations: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"annotations": annotations, "labels": {"bench": "true"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", "sleep 5"]}],
+        },
+    }
+
+
+def taskset(name: str, workers: int, *, ps: bool = True, retries: int = 0) -> dict[str, Any]:
+    retry = {"retry": retries > 0, "maxRetryCount": retries, "delay": 0}
+    roles: list[dict[str, Any]] = []
+    if ps:
+        roles.append({"name": "ps", "replicas": 1, "retryPolicy": retry, "template": pod_template({})})
+    roles.append(
+        {
+            "name": "worker",
+            "replicas": workers,
+            "eventPolicy": [{"event": "RoleSucceeded", "action": "TaskSetSucceeded"}],
+            "retryPolicy": retry,
+            "template": pod_template(sim.outcome(duration=RUN_SECONDS, exit_code=0)),
+        }
+    )
+    return {
+        "apiVersion": f"{c.GROUP}/{c.VERSION}",
+        "kind": "TaskSet",
+        "metadata": {"name": name},
+        "spec": {"retryPolicy": {"retry": False, "maxRetryCount": 0}, "roles": roles},
+    }
+
+
+def replicas_of(obj: dict[str, Any]) -> list[str]:
+    """Pod names of every replica of a TaskSet (``{taskset}-{role}-{index}``)."""
+    name = obj["metadata"]["name"]
+    return [f"{name}-{r['name']}-{i}" for r in obj["spec"]["roles"] for i in range(r["replicas"])]
+
+
+def raw_pod(name: str) -> dict[str, Any]:
+    """A bare Pod like the controller's (same template, labels and annotations of similar size)."""
+    template = pod_template({c.ANNOTATION_REPLICA_INDEX: "0", c.ANNOTATION_REPLICA_ATTEMPT_ID: "0"})
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, **template["metadata"]},
+        "spec": template["spec"],
+    }
+
+
+@dataclass
+class ChurnDriver:
+    """Makes the first attempt of the chosen replicas fail (see the module docstring)."""
+
+    api: Api
+    namespace: str
+    chosen: frozenset[str]
+    patched: set[str] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(4))
+
+    @classmethod
+    def choose(cls, api: Api, namespace: str, replicas: list[str], seed: int) -> ChurnDriver:
+        count = round(len(replicas) * CHURN_FRACTION)
+        return cls(api, namespace, frozenset(random.Random(seed).sample(sorted(replicas), count)))
+
+    def on_pod(self, kind: str, pod: RawObject) -> None:
+        meta = pod["metadata"]
+        name = meta["name"]
+        if (
+            name not in self.chosen
+            or (meta.get("annotations") or {}).get(c.ANNOTATION_REPLICA_ATTEMPT_ID) != "0"
+        ):
+            return
+        with self._lock:
+            if meta["uid"] in self.patched:
+                return
+            self.patched.add(meta["uid"])
+        self._pool.submit(self._fail, name)
+
+    def _fail(self, name: str) -> None:
+        patch = {"metadata": {"annotations": sim.outcome(duration=RUN_SECONDS, exit_code=1)}}
+        try:
+            self.api.request(
+                "PATCH",
+                f"/api/v1/namespaces/{self.namespace}/pods/{name}",
+                patch,
+                content_type="application/merge-patch+json",
+            )
+        except Exception as err:
+            self.errors.append(f"patch {name}: {err}")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
