@@ -17,6 +17,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -167,6 +168,7 @@ class Cluster:
             self._start("kube-controller-manager", self._kcm_args())
             self._start("kube-scheduler", self._scheduler_args())
             self._start("kwok", self._kwok_args())
+            self._start_terminator()
             self._wait_for(self._default_service_account_exists, "kube-controller-manager")
             self.create_nodes(self.settings.nodes)
             self._wait_for(self._nodes_ready, "kwok")
@@ -273,6 +275,15 @@ class Cluster:
         process.start()
         self._processes[name] = process
         return process
+
+    def _start_terminator(self) -> None:
+        """Removes terminating Pods by UID, as a kubelet does (see ``devcluster.terminator``)."""
+        pki = self.pki
+        argv = [sys.executable, "-m", "devcluster.terminator", self.server]
+        argv += [str(pki.ca_cert), str(pki.admin_cert), str(pki.admin_key)]
+        process = _Process("pod-terminator", argv, self.directory / "logs" / "pod-terminator.log")
+        process.start()
+        self._processes["pod-terminator"] = process
 
     def _start_etcd(self, fresh: bool = True) -> None:
         data_dir = self.directory / "etcd-data"

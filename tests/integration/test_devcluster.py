@@ -153,7 +153,7 @@ def test_a_second_cluster_coexists_and_leaves_no_process_after_stop(cluster: Clu
     with second:
         assert second.server != cluster.server
         pids = list(second.pids().values())
-        assert len(pids) == 5
+        assert len(pids) == 6
         assert json.loads(second.kubectl("get", "nodes", "-o", "json").stdout)["items"]
     assert _pids_alive(pids) == []
 
@@ -171,7 +171,7 @@ def test_components_die_with_a_killed_parent(tmp_path: Any) -> None:
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert parent.stdout is not None
     pids = json.loads(parent.stdout.readline())
-    assert len(_pids_alive(pids)) == 5
+    assert len(_pids_alive(pids)) == 6
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     wait_until(lambda: _pids_alive(pids) == [], timeout=15)
