@@ -668,9 +668,9 @@ def _move_role(ctx: _Pass, name: str, status: RoleStatus, target: RolePhase, mes
 # ----------------------------------------------------------------------------------------------------
 
 
-def _replica_pod(ctx: _Pass, role: Role, replica: ReplicaStatus) -> tuple[PodView | None, PodClass]:
-    pod = ctx.observed.pods.get(pod_name(ctx.ref.name, role.name, replica.index))
-    kind = classify_pod(
+def _classify(ctx: _Pass, replica: ReplicaStatus, pod: PodView | None) -> PodClass:
+    """How a Pod under the replica's name relates to it (5.3.1), from the cache or a live read."""
+    return classify_pod(
         pod,
         recorded_uid=replica.pod_uid,
         control_unit_uid=ctx.status.control_unit_uid,
@@ -678,7 +678,11 @@ def _replica_pod(ctx: _Pass, role: Role, replica: ReplicaStatus) -> tuple[PodVie
         replica_attempt=replica.total_retried_count,
         taskset_name=ctx.ref.name,
     )
-    return pod, kind
+
+
+def _replica_pod(ctx: _Pass, role: Role, replica: ReplicaStatus) -> tuple[PodView | None, PodClass]:
+    pod = ctx.observed.pods.get(pod_name(ctx.ref.name, role.name, replica.index))
+    return pod, _classify(ctx, replica, pod)
 
 
 def _replica_facts(
@@ -1079,14 +1083,7 @@ def _pod_exists(
         ctx.plan.requeue(0)  # gone again already: try once more
         return
     pod = pod_view(result.obj)
-    kind = classify_pod(
-        pod,
-        recorded_uid=replica.pod_uid,
-        control_unit_uid=ctx.status.control_unit_uid,
-        taskset_uid=ctx.ref.uid,
-        replica_attempt=replica.total_retried_count,
-        taskset_name=ctx.ref.name,
-    )
+    kind = _classify(ctx, replica, pod)
     if kind in (PodClass.ADOPTABLE, PodClass.CURRENT):
         replica.pod_name, replica.pod_uid = pod.name, pod.uid
         _move_replica(
