@@ -1,6 +1,7 @@
-"""A small, fast API client for the benchmark driver: urllib3 + orjson, no models, no client-side limits
-unless asked (``TokenBucket``). Kept apart from the controller's own client on purpose: the harness must
-not share code paths with what it measures.
+"""A small, fast API client for the benchmark driver: urllib3 + orjson, no models, no client-side limits.
+Kept apart from the controller's own client on purpose: the harness must not share code paths with what
+it measures. (The raw reference client limits itself with the controller's own token bucket,
+``taskset.kube.RateLimiter``, so both obey the same QPS/burst semantics.)
 """
 
 from __future__ import annotations
@@ -113,26 +114,3 @@ class Api:
                         return
             finally:
                 response.release_conn()
-
-
-class TokenBucket:
-    """client-go's token bucket: ``qps`` tokens per second, at most ``burst`` saved; qps 0 = unlimited."""
-
-    def __init__(self, qps: float, burst: int) -> None:
-        self.qps = qps
-        self.burst = max(1, burst)
-        self._tokens = float(self.burst)
-        self._last = time.monotonic()
-        self._lock = threading.Lock()
-
-    def take(self) -> None:
-        if self.qps <= 0:
-            return
-        with self._lock:
-            now = time.monotonic()
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
-            self._last = now
-            self._tokens -= 1
-            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
-        if wait > 0:
-            time.sleep(wait)

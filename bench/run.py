@@ -16,11 +16,12 @@ from typing import Any
 
 from bench import report
 from bench.controller import Controller, Sampler, diff
-from bench.kube import Api, ApiError, TokenBucket
+from bench.kube import Api, ApiError
 from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, wait_until
 from bench.scenarios import SCALES, WORKERS_PER_TASKSET, ChurnDriver, Scale, raw_pod, replicas_of, taskset
 from devcluster import Cluster, Settings
 from taskset import constants as c
+from taskset.kube import RateLimiter
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "manifests" / "crd" / "tasksets.octopus.openi.pcl.cn.yaml"
@@ -171,20 +172,20 @@ class Bench:
         recorder.start()
         time.sleep(WATCH_SETTLE)
         count = self.scale.raw_pods
-        bucket = TokenBucket(qps, burst)
+        bucket = RateLimiter(qps, burst)
         errors: list[str] = []
         path = f"/api/v1/namespaces/{namespace}/pods"
         names = [f"raw-{i:05d}" for i in range(count)]
 
         def create(name: str) -> None:
-            bucket.take()
+            bucket.wait()
             try:
                 self.api.request("POST", path, raw_pod(name))
             except ApiError as err:
                 errors.append(str(err))
 
         def delete(name: str) -> None:
-            bucket.take()
+            bucket.wait()
             try:
                 self.api.request("DELETE", f"{path}/{name}", allow=(404,))
             except ApiError as err:
