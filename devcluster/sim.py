@@ -20,6 +20,12 @@ def container_exit_code(container: str) -> str:
     return f"{EXIT_CODE}.{container}"
 
 
+def attempt_exit_code(taskset_attempt: int, index: int, replica_attempt: int) -> str:
+    """The annotation that gives one attempt of one replica its own exit code, set in the template: the
+    Pod of replica ``index`` in that TaskSet attempt and replica attempt reads it, its successors do not."""
+    return f"{EXIT_CODE}.t{taskset_attempt}.r{index}.a{replica_attempt}"
+
+
 def outcome(duration: float | None = None, exit_code: int = 0, **extra: str) -> dict[str, str]:
     """Annotations for a pod that runs ``duration`` seconds and exits with ``exit_code``."""
     result = dict(extra)

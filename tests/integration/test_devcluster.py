@@ -208,3 +208,17 @@ def test_a_held_pod_is_assigned_but_stays_pending_until_released(cluster: Cluste
     assert read_pod(core, namespace, "held").status.phase == "Pending"
     core.patch_namespaced_pod("held", namespace, {"metadata": {"annotations": {sim.HOLD: None}}})
     wait_until(lambda: read_pod(core, namespace, "held").status.phase == "Succeeded")
+
+
+def test_an_attempt_annotation_fails_only_the_pod_of_that_attempt(cluster: Cluster, namespace: str) -> None:
+    """``exit-code.t<T>.r<I>.a<A>`` in a template picks one attempt of one replica by the controller's
+    identity annotations; the same template on the next attempt's Pod exits with the default code."""
+    core = client.CoreV1Api(cluster.api_client())
+    template = {**sim.outcome(duration=0.3, exit_code=0), sim.attempt_exit_code(1, 2, 0): "7"}
+    identity = {"TaskSetAttemptID": "1", "RoleReplicaIndex": "2"}
+    core.create_namespaced_pod(namespace, pod("first", {**template, **identity, "ReplicaAttemptID": "0"}))
+    core.create_namespaced_pod(namespace, pod("second", {**template, **identity, "ReplicaAttemptID": "1"}))
+    first = wait_until(lambda: (p := read_pod(core, namespace, "first")).status.phase == "Failed" and p)
+    second = wait_until(lambda: (p := read_pod(core, namespace, "second")).status.phase == "Succeeded" and p)
+    assert first.status.container_statuses[0].state.terminated.exit_code == 7
+    assert second.status.container_statuses[0].state.terminated.exit_code == 0
