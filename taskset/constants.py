@@ -193,6 +193,10 @@ class EventReason(StrEnum):
     CONTROL_UNIT_CREATION_FAILED = "ControlUnitCreationFailed"
     POD_NAME_CONFLICT = "PodNameConflict"
     CONTROL_UNIT_NAME_CONFLICT = "ControlUnitNameConflict"
+    # R only (issue 8): a replica's Pod waits and will not start by itself, so the TaskSet would hang
+    # silently. Once per Pod and cause, when the controller first sees it.
+    POD_UNSCHEDULABLE = "PodUnschedulable"
+    POD_CONTAINER_WAITING = "PodContainerWaiting"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"
@@ -206,6 +210,8 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.CONTROL_UNIT_CREATION_FAILED,
         EventReason.POD_NAME_CONFLICT,
         EventReason.CONTROL_UNIT_NAME_CONFLICT,
+        EventReason.POD_UNSCHEDULABLE,
+        EventReason.POD_CONTAINER_WAITING,
     }
 )
 

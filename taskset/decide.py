@@ -10,6 +10,7 @@ without I/O chain within the pass (bounded), so one pass goes as far as the obse
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -56,7 +57,7 @@ from taskset.machines import (
     RoleFacts,
     TaskSetFacts,
 )
-from taskset.observe import Observed, PodClass, PodView, classify_pod
+from taskset.observe import POD_PHASE_UNKNOWN, Observed, PodClass, PodView, classify_pod
 from taskset.status import (
     AttemptResult,
     ReplicaStatus,
@@ -237,6 +238,7 @@ def decide(
     ctx.plan.context = ctx
     ctx.plan.spec = _attempt_spec(ctx)
     _run_taskset(ctx)
+    _report_waiting(ctx)
     return ctx.plan
 
 
@@ -762,8 +764,138 @@ def _replica_wait(
         ctx.plan.requeue(settings.deletion_wait_requeue)
     elif label == "P14b":
         ctx.plan.requeue(role.retry_policy.delay_seconds - seconds_since(replica.transition_time, ctx.now))
-    elif label == "P-wait" and pod is not None and pod.unschedulable_message:
-        replica.phase_message = f"Pod is unschedulable: {pod.unschedulable_message}"
+    elif label == "P-wait":
+        _report_wait(ctx, replica, pod)
+
+
+# ----- why a replica waits (issue 8) ------------------------------------------------------------------
+# A Pod that was created and observed but never starts has no timeout (spec S53: it waits, since a
+# scheduler or a node may yet come). So the waiting must at least be visible: the replica's
+# phaseMessage says why, a Warning event says it once, and the Running condition names the waiting
+# replicas. Every text is derived from the observed Pods alone, never from the clock, so a resync over
+# an unchanged cluster writes nothing.
+
+# Bounds: the scheduler's message grows with the cluster's variety of nodes, and a status or an event
+# is no place for kilobytes of it (the CRD allows 32 KiB per condition message).
+WAIT_MESSAGE_MAX = 512  # characters of one replica's reason: its phaseMessage and its event
+WAITING_SUMMARY_MAX = 1024  # characters of the Running condition's message
+WAITING_SUMMARY_NAMED = 3  # replicas the condition names; the others are counted
+# Characters per named replica: three of them, the count and the "and N more" fit the bound above.
+WAITING_ENTRY_MAX = 300
+_CLIPPED = "..."
+
+_UNSCHEDULABLE = "Pod is unschedulable: "
+_CONTAINER_WAITING = re.compile(r"^container \S* waiting: ")
+_WAITING_SUMMARY = re.compile(r"^\d+ replicas? waiting: ")
+# Replica phases whose Pod is Pending: the only ones a Pod can be stuck in without a transition.
+_WAITING_PHASES = (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED)
+# The row that entered each of those phases, whose message comes back once the Pod stops waiting.
+_ENTRY_ROW = {P.ATTEMPT_PREPARING: "P3", P.ATTEMPT_ASSIGNED: "P6"}
+
+
+@dataclass(frozen=True)
+class PodWait:
+    """Why a Pending Pod does not start: the event's reason and the replica's phaseMessage."""
+
+    reason: EventReason
+    message: str
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, visibly."""
+    return text if len(text) <= limit else text[: limit - len(_CLIPPED)] + _CLIPPED
+
+
+def pod_wait(pod: PodView) -> PodWait | None:
+    """Why ``pod`` will not start by itself, if its status says so: the scheduler found no node for it,
+    or one of its containers waits for something other than its normal start (an image that cannot
+    be pulled, a missing ConfigMap or Secret, ...)."""
+    if pod.unschedulable_message:
+        text = _UNSCHEDULABLE + pod.unschedulable_message
+        return PodWait(EventReason.POD_UNSCHEDULABLE, clip(text, WAIT_MESSAGE_MAX))
+    if pod.waiting is not None:
+        waiting = pod.waiting
+        text = f"container {waiting.container} waiting: {waiting.reason}"
+        if waiting.message:
+            text += f": {waiting.message}"
+        return PodWait(EventReason.POD_CONTAINER_WAITING, clip(text, WAIT_MESSAGE_MAX))
+    return None
+
+
+def _wait_kind(message: str) -> EventReason | None:
+    """Which wait a replica's phaseMessage reports, if it reports one (the inverse of ``pod_wait``)."""
+    if message.startswith(_UNSCHEDULABLE):
+        return EventReason.POD_UNSCHEDULABLE
+    if _CONTAINER_WAITING.match(message):
+        return EventReason.POD_CONTAINER_WAITING
+    return None
+
+
+def _report_wait(ctx: _Pass, replica: ReplicaStatus, pod: PodView | None) -> None:
+    """P-wait: keep the replica's phaseMessage saying why its Pod waits, and back to the phase's own
+    message once it no longer does. The event goes out when the message starts saying so (or changes
+    cause): decide's only memory is the status, and a phaseMessage that already says so was written
+    together with the event, so each Pod's wait is reported once, across passes and restarts."""
+    wait = pod_wait(pod) if pod is not None and replica.phase in _WAITING_PHASES else None
+    reported = _wait_kind(replica.phase_message)
+    if wait is None:
+        if reported is not None and replica.phase in _ENTRY_ROW:
+            replica.phase_message = _replica_message(_ENTRY_ROW[replica.phase], replica, pod)
+        return
+    assert pod is not None
+    if reported != wait.reason:
+        ctx.plan.events.append(Event(wait.reason, clip(f"{pod.name}: {wait.message}", WAIT_MESSAGE_MAX)))
+    replica.phase_message = wait.message
+
+
+def waiting_summary(status: TaskSetStatus) -> str:
+    """The replicas whose Pods wait (per their phaseMessage), in spec order: "2 replicas waiting: r-0:
+    Pod is unschedulable: ...; r-1: ...", naming the first few and counting the rest, bounded."""
+    waiting = [
+        clip(f"{role.name}-{replica.index}: {replica.phase_message}", WAITING_ENTRY_MAX)
+        for role in status.roles
+        for replica in role.replicas
+        if replica.phase in _WAITING_PHASES and _wait_kind(replica.phase_message) is not None
+    ]
+    if not waiting:
+        return ""
+    count = len(waiting)
+    text = f"{count} replica{'' if count == 1 else 's'} waiting: " + "; ".join(
+        waiting[:WAITING_SUMMARY_NAMED]
+    )
+    if count > WAITING_SUMMARY_NAMED:
+        text += f"; and {count - WAITING_SUMMARY_NAMED} more"
+    return clip(text, WAITING_SUMMARY_MAX)
+
+
+def _report_waiting(ctx: _Pass) -> None:
+    """The Running condition names the waiting replicas while the attempt is Preparing or Running, and
+    goes back to the state message once none waits.
+
+    Departs from spec 2.5.1 (conditions "carry no information of their own" and are added when first
+    True) because issue 8 asks that a TaskSet never hang silently: a TaskSet that never ran gets a
+    ``Running`` condition that is False with reason ``Waiting`` and says why. Status and reason still
+    restate ``state``, so ``kubectl wait --for=condition=Running`` is unaffected, and the
+    lastTransitionTime moves only with the status, as before."""
+    status = ctx.status
+    if status.phase == T.COMPLETED:
+        return  # the final condition messages are the completion reason (6.3)
+    active = status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
+    summary = waiting_summary(status) if active else ""
+    condition = status.condition(ConditionType.RUNNING)
+    if summary:
+        running = status.state == State.RUNNING
+        if condition is not None:
+            kind, reason = condition.status, condition.reason
+        elif running:
+            kind, reason = ConditionStatus.TRUE, str(ConditionReason.RUNNING)
+        else:
+            kind, reason = ConditionStatus.FALSE, str(status.state)
+        status.set_condition(ConditionType.RUNNING, kind, reason, summary, ctx.stamp)
+    elif condition is not None and _WAITING_SUMMARY.match(condition.message):
+        status.set_condition(
+            ConditionType.RUNNING, condition.status, condition.reason, status.state_message, ctx.stamp
+        )
 
 
 def _effect_create_pod(
@@ -813,7 +945,7 @@ def _effect_delete_pod(
             DeletePod(name, replica.pod_uid, position, replica.index, advances=True, seen=seen)
         )
         return None
-    return "The deletion request of pod has been made"
+    return _deletion_message(replica)
 
 
 _TIMEOUT_MESSAGE = "It's already timeout ,can't wait anymore"
@@ -828,16 +960,44 @@ def _effect_pod_gone(
         return "Replica is stopped by parent TaskRole"
     if replica.succeeded:
         return replica.phase_message or "TaskRole replica succeeded"
-    decision = policies.taskset_retry_decision(role.retry_policy, replica.total_retried_count)[1]
-    if replica.pod_reason in (POD_REASON_CREATION_FAILED, POD_REASON_NAME_CONFLICT):
-        return f"{replica.phase_message}; {decision}"
-    return decision
+    return _retry_decision(role, replica)
 
 
 def _effect_replica_retry_decided(
     ctx: _Pass, position: int, role: Role, replica: ReplicaStatus, pod: PodView | None
 ) -> str:
-    return policies.taskset_retry_decision(role.retry_policy, replica.total_retried_count)[1]
+    return _retry_decision(role, replica)
+
+
+def _retry_decision(role: Role, replica: ReplicaStatus) -> str:
+    """P13's message: the retry decision, after the reason the attempt failed when nothing else in the
+    status keeps that reason: a rejected create or a name conflict (no Pod ran), or a Pod whose phase
+    became Unknown (no container exit was ever reported)."""
+    decision = policies.taskset_retry_decision(role.retry_policy, replica.total_retried_count)[1]
+    creation = replica.pod_reason in (POD_REASON_CREATION_FAILED, POD_REASON_NAME_CONFLICT)
+    return f"{replica.phase_message}; {decision}" if creation or _ended_unknown(replica) else decision
+
+
+# The start of P5's message for a Pod whose phase became Unknown (spec 8.2).
+_UNKNOWN_EXIT = f"PodPhase:{POD_PHASE_UNKNOWN} ,"
+_DELETION_REQUESTED = "The deletion request of pod has been made"
+
+
+def _exit_message(pod: PodView) -> str:
+    """P5's message, O's format (spec 2.5.3)."""
+    return f"PodPhase:{pod.phase} ,PodMessage:{pod.message} ,PodReason: {pod.reason}"
+
+
+def _ended_unknown(replica: ReplicaStatus) -> bool:
+    """Whether this attempt ended because its Pod's phase became Unknown (node lost, spec 8.2)."""
+    return replica.phase_message.startswith(_UNKNOWN_EXIT)
+
+
+def _deletion_message(replica: ReplicaStatus) -> str:
+    """P9's message. O overwrites the exit text with its own (W-23); for a Pod lost to phase Unknown that
+    text is the only record of why the attempt failed (no container exit, often no Pod reason), so R
+    keeps it, and P13 puts it in front of the retry decision (issue 8)."""
+    return replica.phase_message if _ended_unknown(replica) else _DELETION_REQUESTED
 
 
 def _effect_replica_retry(
@@ -863,7 +1023,7 @@ _REPLICA_EFFECTS: dict[str, Callable[[_Pass, int, Role, ReplicaStatus, PodView |
 
 def _replica_message(label: str, replica: ReplicaStatus, pod: PodView | None) -> str:
     if label in ("P5",) and pod is not None:
-        return f"PodPhase:{pod.phase} ,PodMessage:{pod.message} ,PodReason: {pod.reason}"
+        return _exit_message(pod)
     fixed = {
         "S1": "Replica is stopped by parent TaskRole",
         "S2": "Stop replica",
@@ -1010,6 +1170,10 @@ def _unit_created(ctx: _Pass, result: ActionResult) -> None:
         elif live.controller_uid == ctx.ref.uid and not live.deleting:
             ctx.status.control_unit_uid = live.uid
             _move_taskset(ctx, T.ATTEMPT_CREATION_REQUESTED, "TaskSet is going to start", "T3-adopt")
+            # The ControlUnit already exists, so its add event may already have been handled: by a pass
+            # that started this retry and observed only the previous attempt's unit. Nothing else would
+            # wake the TaskSet for T5.
+            _next_pass_now(ctx)
         elif live.controller_uid == ctx.ref.uid:
             ctx.plan.requeue(ctx.settings.cache_wait_requeue)
         else:
@@ -1107,8 +1271,6 @@ def _pod_deleted(ctx: _Pass, intent: DeletePod, result: ActionResult) -> None:
         return
     _, replica = _replica_of(ctx, intent.role, intent.index)
     role_name = ctx.status.roles[intent.role].name
-    _move_replica(
-        ctx, role_name, replica, P.ATTEMPT_DELETION_REQUESTED, "The deletion request of pod has been made"
-    )
+    _move_replica(ctx, role_name, replica, P.ATTEMPT_DELETION_REQUESTED, _deletion_message(replica))
     if result.kind != ResultKind.OK:  # already gone: no deletion event will come
         _next_pass_now(ctx)

@@ -136,7 +136,7 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING),
             P.ATTEMPT_DELETION_PENDING,
             lambda f: f.ours_terminal,
-            "the Pod exited",
+            "the Pod exited, or its phase became Unknown (node lost; spec 8.2): the attempt is over",
         ),
         Transition(
             "P4",
@@ -163,7 +163,7 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             "P-wait",
             (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING),
             None,
-            doc="nothing new about the Pod",
+            doc="nothing new about the Pod (a Pending Pod that will not start says why: issue 8)",
         ),
         # --- ending the attempt ---
         Transition(

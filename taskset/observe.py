@@ -18,7 +18,13 @@ from taskset.constants import (
     ANNOTATION_TASKSET_UID,
 )
 
-TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed", "Unknown"})  # O treats Unknown as exited (8.2)
+POD_PHASE_PENDING = "Pending"
+POD_PHASE_UNKNOWN = "Unknown"  # the kubelet lost track of the Pod (node lost); O treats it as exited (8.2)
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed", POD_PHASE_UNKNOWN})
+# Container waiting reasons of a Pod that is simply starting: every other one (ErrImagePull,
+# ImagePullBackOff, CreateContainerConfigError, CrashLoopBackOff of an init container, ...) means the
+# Pod will not start until someone acts, which is worth telling the user (issue 8).
+STARTING_WAITING_REASONS = frozenset({"ContainerCreating", "PodInitializing"})
 
 
 def _get(obj: Any, *path: str) -> Any:
@@ -67,6 +73,15 @@ class Terminated:
 
 
 @dataclass(frozen=True)
+class ContainerWaiting:
+    """A container of a Pending Pod that waits for something other than its normal start."""
+
+    container: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
 class PodView:
     """The facts about one Pod that the replica machine and status capture need."""
 
@@ -87,6 +102,7 @@ class PodView:
     container_id: str = ""
     terminated: Terminated | None = None
     unschedulable_message: str = ""
+    waiting: ContainerWaiting | None = None  # only for a Pending Pod
 
     @property
     def terminal(self) -> bool:
@@ -136,6 +152,22 @@ def _unschedulable(pod: Mapping[str, Any]) -> str:
     return ""
 
 
+def _container_waiting(pod: Mapping[str, Any]) -> ContainerWaiting | None:
+    """The first container, init containers first (they run first), stuck in a waiting state that
+    will not clear by itself. Only a Pending Pod counts: a running Pod's restarts are its own business."""
+    if (_str(_get(pod, "status", "phase")) or POD_PHASE_PENDING) != POD_PHASE_PENDING:
+        return None
+    statuses = _items(_get(pod, "status", "initContainerStatuses")) + _items(
+        _get(pod, "status", "containerStatuses")
+    )
+    for status in statuses:
+        waiting = _get(status, "state", "waiting")
+        reason = _str(_get(waiting, "reason"))
+        if reason and reason not in STARTING_WAITING_REASONS:
+            return ContainerWaiting(_str(_get(status, "name")), reason, _str(_get(waiting, "message")))
+    return None
+
+
 def pod_view(pod: Mapping[str, Any]) -> PodView:
     annotations = _get(pod, "metadata", "annotations") or {}
     attempt = annotations.get(ANNOTATION_REPLICA_ATTEMPT_ID) if isinstance(annotations, dict) else None
@@ -143,7 +175,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
     return PodView(
         name=_str(_get(pod, "metadata", "name")),
         uid=_str(_get(pod, "metadata", "uid")),
-        phase=_str(_get(pod, "status", "phase")) or "Pending",
+        phase=_str(_get(pod, "status", "phase")) or POD_PHASE_PENDING,
         deleting=_get(pod, "metadata", "deletionTimestamp") is not None,
         controller_uid=controller_uid(pod),
         taskset_uid=_str(annotations.get(ANNOTATION_TASKSET_UID)) if isinstance(annotations, dict) else "",
@@ -160,6 +192,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         container_id=_str(container.get("containerID")),
         terminated=_terminated(container),
         unschedulable_message=_unschedulable(pod),
+        waiting=_container_waiting(pod),
     )
 
 
@@ -196,6 +229,7 @@ class PodClass(Enum):
     CURRENT = "current"  # the replica's recorded Pod (UID matches)
     ADOPTABLE = "adoptable"  # this attempt's Pod, not yet recorded (lost status write, W-1)
     DUPLICATE = "duplicate"  # controlled by the current ControlUnit, but not the recorded Pod
+    NEXT = "next"  # a later attempt's Pod, made by a controller that died before recording the retry
     PREVIOUS = "previous"  # an earlier attempt's Pod of this replica, still going away
     FOREIGN = "foreign"  # someone else's Pod holds the name
 
@@ -210,14 +244,21 @@ def classify_pod(
     taskset_name: str = "",
 ) -> PodClass:
     """Spec 5.3.1. A Pod made by an earlier TaskSet *object* of the same name (deleted and re-created,
-    W-16) counts as previous too: it is on its way out with its owner, not someone else's Pod."""
+    W-16) counts as previous too: it is on its way out with its owner, not someone else's Pod.
+
+    Two cases come from a controller killed between an action and its status write: a Pod of a *later*
+    replica attempt than the status records (the retry was started but not recorded) is the next
+    attempt's, to be adopted once the retry is recorded, never deleted as a duplicate; and an unrecorded
+    Pod that is already being deleted is waited for, not adopted only to be lost again."""
     if pod is None:
         return PodClass.ABSENT
     if recorded_uid and pod.uid == recorded_uid:
         return PodClass.CURRENT
     ours_now = control_unit_uid is not None and pod.controller_uid == control_unit_uid
     if ours_now and pod.replica_attempt_id is not None and pod.replica_attempt_id >= replica_attempt:
-        return PodClass.ADOPTABLE if not recorded_uid else PodClass.DUPLICATE
+        if not recorded_uid:
+            return PodClass.PREVIOUS if pod.deleting else PodClass.ADOPTABLE
+        return PodClass.NEXT if pod.replica_attempt_id > replica_attempt else PodClass.DUPLICATE
     if ours_now or (taskset_uid and pod.taskset_uid == taskset_uid):
         return PodClass.PREVIOUS
     if taskset_name and pod.taskset_name == taskset_name and pod.taskset_uid and pod.controller_uid:

@@ -66,6 +66,11 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: object) -> list[Any]:
+    """A list field as a list; the API server rejects any other type, so the Pod's create says why."""
+    return value if isinstance(value, list) else []
+
+
 def build_pod(template: Mapping[str, Any], identity: PodIdentity) -> dict[str, Any]:
     """The Pod to create for ``identity`` from the role's PodTemplateSpec."""
     source = copy.deepcopy(dict(template))
@@ -104,10 +109,12 @@ def build_pod(template: Mapping[str, Any], identity: PodIdentity) -> dict[str, A
     metadata["ownerReferences"] = owners
     env = _env(identity)
     for key in ("initContainers", "containers"):
-        for container in spec.get(key) or []:
+        for container in _list(spec.get(key)):
             if not isinstance(container, dict):
                 continue
-            container["env"] = [*copy.deepcopy(env), *(container.get("env") or [])]
+            own = container.get("env") or []
+            if isinstance(own, list):  # anything else is left for the API server to reject by name
+                container["env"] = [*copy.deepcopy(env), *own]
             container.setdefault("terminationMessagePolicy", DEFAULT_TERMINATION_MESSAGE_POLICY)
     if not spec.get("restartPolicy"):
         spec["restartPolicy"] = DEFAULT_RESTART_POLICY  # W-12

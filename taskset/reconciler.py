@@ -28,6 +28,7 @@ from taskset.decide import (
     CreateControlUnit,
     CreatePod,
     DeleteControlUnit,
+    DeletePod,
     Intent,
     LogRecord,
     Plan,
@@ -163,7 +164,22 @@ class Reconciler:
         plan = decide(
             ref, self._parse(obj), recorded, self._observe(ref, recorded), now, settings=self._settings
         )
+        persisted = False
         for intent in plan.intents:
+            if not persisted and _advancing_delete(intent):
+                # Persist before destroying (spec 4.4): a finished Pod, or the ControlUnit, is the only
+                # evidence of what this pass decided from it (an exit code, an attempt's end). Deleting it
+                # and then failing the status write would leave a status that waits forever for an
+                # object that is gone, and whose outcome can no longer be observed.
+                error = self._write_status(key, obj, record, plan)
+                if error is not None:
+                    return ReconcileResult(error=error)
+                with self._lock:
+                    record = self._records.get(key, record)
+                self._emit(ref, plan)
+                plan.events.clear()
+                plan.records.clear()
+                persisted = True
             apply_result(plan, intent, self._act(key, obj, plan, intent))
         error = self._write_status(key, obj, record, plan)
         if error is not None:
@@ -387,6 +403,11 @@ class Reconciler:
                 self._metrics.observe_transition(
                     _machine_of(record), str(fields["PrePhase"]), str(fields["NextPhase"])
                 )
+
+
+def _advancing_delete(intent: Intent) -> bool:
+    """A delete whose acceptance moves a machine on (P9, T10), as opposed to removing a stray object."""
+    return isinstance(intent, DeletePod | DeleteControlUnit) and intent.advances
 
 
 def _machine_of(record: LogRecord) -> str:

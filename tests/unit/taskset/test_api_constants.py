@@ -87,6 +87,8 @@ def test_resource_identity() -> None:
                 "ControlUnitCreationFailed",
                 "PodNameConflict",
                 "ControlUnitNameConflict",
+                "PodUnschedulable",
+                "PodContainerWaiting",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),
@@ -137,7 +139,7 @@ def test_pod_labels_annotations_and_env() -> None:
     )
 
 
-def test_warning_events_are_the_failure_reasons() -> None:
+def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
     assert {str(reason) for reason in c.WARNING_EVENT_REASONS} == {
         "TaskSet Failed",
         "TaskRole Failed",
@@ -145,6 +147,8 @@ def test_warning_events_are_the_failure_reasons() -> None:
         "ControlUnitCreationFailed",
         "PodNameConflict",
         "ControlUnitNameConflict",
+        "PodUnschedulable",  # issue 8: a Pod that will not start by itself
+        "PodContainerWaiting",
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 

@@ -1113,6 +1113,36 @@ def test_w1_a_pod_created_before_a_lost_status_write_is_adopted() -> None:
     assert creates(plan) == []
 
 
+def test_a_next_attempts_pod_made_before_a_lost_retry_write_is_kept_and_adopted() -> None:
+    # Found by the chaos suite's SIGKILLs: a controller started the retry (made the attempt-1 Pod) and died
+    # before writing it; the next one, still reading attempt 0 with its old podUID, took the new Pod for a
+    # duplicate and deleted it, then counted its disappearance as a second failure.
+    world = retrying_replica(5)
+    world.tick(5)
+    world.pods["job-r-0"] = (
+        PodBuilder("job-r-0")
+        .uid("next")
+        .controlled_by(unit_uid(world))
+        .taskset(world.ref.uid)
+        .attempt(1)
+        .obj()
+    )
+    plan = decide_once(world)
+    assert [i for i in plan.intents if isinstance(i, DeletePod)] == []
+    rep = plan.status.roles[0].replicas[0]
+    assert (rep.phase, rep.total_retried_count, rep.pod_uid) == (P.ATTEMPT_PREPARING, 1, "next")
+
+
+def test_an_unrecorded_pod_being_deleted_is_waited_for_not_adopted() -> None:
+    world = preparing(single())
+    replica(world, "r").phase = P.ATTEMPT_PENDING
+    replica(world, "r").clear_pod()
+    world.pods["job-r-0"]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:01Z"
+    plan = decide_once(world)
+    rep = plan.status.roles[0].replicas[0]
+    assert (rep.phase, rep.pod_uid, plan.intents) == (P.ATTEMPT_PENDING, None, [])
+
+
 def test_p0_a_previous_attempts_pod_is_deleted_and_waited_for() -> None:
     world = single()
     world.reconcile()
