@@ -48,7 +48,6 @@ class TaskSetRecord:
 class Recorder:
     api: Api
     namespace: str
-    on_pod: Callable[[str, RawObject], None] | None = None  # driver hook (churn), called on the watch thread
     pods: dict[str, PodRecord] = field(default_factory=dict)  # by uid
     tasksets: dict[str, TaskSetRecord] = field(default_factory=dict)
     duplicates: list[str] = field(default_factory=list)
@@ -106,8 +105,6 @@ class Recorder:
                 record.deleted = now
                 if self._live.get(record.name) == uid:
                     del self._live[record.name]
-        if self.on_pod is not None and kind != "DELETED":
-            self.on_pod(kind, pod)
 
     def _on_taskset_event(self, kind: str, obj: RawObject, now: float) -> None:
         name = obj["metadata"]["name"]

@@ -18,7 +18,7 @@ from bench import report
 from bench.controller import Controller, Sampler, diff
 from bench.kube import Api, ApiError
 from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, wait_until
-from bench.scenarios import SCALES, WORKERS_PER_TASKSET, ChurnDriver, Scale, raw_pod, replicas_of, taskset
+from bench.scenarios import SCALES, WORKERS_PER_TASKSET, Scale, churn, raw_pod, replicas_of, taskset
 from devcluster import Cluster, Settings
 from taskset import constants as c
 from taskset.kube import RateLimiter
@@ -94,18 +94,14 @@ class Bench:
             count = round(scale.steady_rate * scale.steady_seconds)
             return [taskset(f"steady-{i:04d}", WORKERS_PER_TASKSET) for i in range(count)]
         if scenario == "churn":
-            return [taskset(f"churn-{i:04d}", WORKERS_PER_TASKSET, retries=1) for i in range(scale.churn)]
+            return churn([f"churn-{i:04d}" for i in range(scale.churn)], self.seed)[0]
         return [taskset(f"burst-{i:04d}", WORKERS_PER_TASKSET) for i in range(scale.burst)]
 
     def run_tasksets(self, scenario: str) -> dict[str, Any]:
         namespace = self.namespace(scenario)
         scale = self.scale
         objects = self.objects(scenario)
-        driver = None
-        if scenario == "churn":
-            replicas = [r for o in objects for r in replicas_of(o)]
-            driver = ChurnDriver.choose(self.api, namespace, replicas, self.seed)
-        recorder = Recorder(self.api, namespace, on_pod=driver.on_pod if driver else None)
+        recorder = Recorder(self.api, namespace)
         recorder.start()
         time.sleep(WATCH_SETTLE)
         errors_before = len(self.controller.error_log_lines())
@@ -138,8 +134,6 @@ class Bench:
         time.sleep(1.0)  # the controller's last status write and its metrics
         after = self.controller.scrape()
         recorder.stop()
-        if driver is not None:
-            driver.close()
         pods, tasksets = recorder.snapshot()
         result = report.taskset_scenario(
             scenario,
@@ -153,13 +147,13 @@ class Bench:
             process=self.sampler.window(started, ended[0]),
         )
         errors = result["correctness"]["errors"]
-        errors.extend(create_errors + recorder.errors + (driver.errors if driver else []))
+        errors.extend(create_errors + recorder.errors)
         if timed_out:
             errors.append(timed_out)
         errors.extend(self.controller.error_log_lines()[errors_before:][:20])
         result["correctness"]["duplicates"] = recorder.duplicates
-        if driver is not None:
-            result["churn"] = churn_check(driver, pods, errors)
+        if scenario == "churn":
+            result["churn"] = churn_check(churn(names, self.seed)[1], pods, errors)
         result["correctness"]["ok"] = not errors and not recorder.duplicates
         self.drop(namespace)
         return result
@@ -235,17 +229,16 @@ def submit(
             pool.submit(create, obj)
 
 
-def churn_check(driver: ChurnDriver, pods: list[PodRecord], errors: list[str]) -> dict[str, Any]:
+def churn_check(chosen: frozenset[str], pods: list[PodRecord], errors: list[str]) -> dict[str, Any]:
     """Exactly the chosen replicas must have been retried, each once."""
     retried = {p.name for p in pods if p.replica_attempt >= 1}
-    if retried != driver.chosen:
-        errors.append("the retried replicas are not exactly the chosen ones")
+    if retried != chosen or any(p.replica_attempt > 1 for p in pods):
+        errors.append("the retried replicas are not exactly the chosen ones, each once")
     return {
-        "chosen_replicas": len(driver.chosen),
-        "first_attempts_patched": len(driver.patched),
+        "chosen_replicas": len(chosen),
         "replicas_retried": len(retried),
-        "retried_but_not_chosen": sorted(retried - driver.chosen)[:20],
-        "chosen_but_not_retried": sorted(driver.chosen - retried)[:20],
+        "retried_but_not_chosen": sorted(retried - chosen)[:20],
+        "chosen_but_not_retried": sorted(chosen - retried)[:20],
     }
 
 

@@ -7,20 +7,20 @@ TaskSet ends when its 4 workers have succeeded, and the controller then deletes 
 expected final state is ``Succeeded``. ``large`` is one TaskSet with only a worker role.
 
 Churn: both roles get ``retryPolicy {retry: true, maxRetryCount: 1, delay: 0}``, and a seeded 20% of
-all replicas (ps included) fail their first attempt: a driver watches the Pods and, for a chosen replica
-whose Pod has ``ReplicaAttemptID`` 0, patches the simulation annotations to "run 5 s, exit 1". The
-retry (attempt 1) runs as the template says, so every TaskSet still ends ``Succeeded``.
+all replicas (ps included) fail their first attempt: the role's template carries
+``sim.attempt_exit_code(0, index, 0) = 1`` for each chosen index, so replica attempt 0 of a chosen
+replica runs 5 s and exits 1 and its retry runs as the template says (a chosen ps also gets a duration:
+it fails at 5 s, and its retry ends at 5 s with 0). Every TaskSet still ends ``Succeeded``. The failures
+are fixed at creation; patching outcomes onto live Pods raced kwok's by-name timers (see
+``devcluster/stages/stages.yaml``) and ended some retries early.
 """
 
 from __future__ import annotations
 
 import random
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from bench.kube import Api, RawObject
 from devcluster import sim
 from taskset import constants as c
 
@@ -100,48 +100,16 @@ def raw_pod(name: str) -> dict[str, Any]:
     }
 
 
-@dataclass
-class ChurnDriver:
-    """Makes the first attempt of the chosen replicas fail (see the module docstring)."""
-
-    api: Api
-    namespace: str
-    chosen: frozenset[str]
-    patched: set[str] = field(default_factory=set)
-    errors: list[str] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(4))
-
-    @classmethod
-    def choose(cls, api: Api, namespace: str, replicas: list[str], seed: int) -> ChurnDriver:
-        count = round(len(replicas) * CHURN_FRACTION)
-        return cls(api, namespace, frozenset(random.Random(seed).sample(sorted(replicas), count)))
-
-    def on_pod(self, kind: str, pod: RawObject) -> None:
-        meta = pod["metadata"]
-        name = meta["name"]
-        if (
-            name not in self.chosen
-            or (meta.get("annotations") or {}).get(c.ANNOTATION_REPLICA_ATTEMPT_ID) != "0"
-        ):
-            return
-        with self._lock:
-            if meta["uid"] in self.patched:
-                return
-            self.patched.add(meta["uid"])
-        self._pool.submit(self._fail, name)
-
-    def _fail(self, name: str) -> None:
-        patch = {"metadata": {"annotations": sim.outcome(duration=RUN_SECONDS, exit_code=1)}}
-        try:
-            self.api.request(
-                "PATCH",
-                f"/api/v1/namespaces/{self.namespace}/pods/{name}",
-                patch,
-                content_type="application/merge-patch+json",
-            )
-        except Exception as err:
-            self.errors.append(f"patch {name}: {err}")
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True)
+def churn(names: list[str], seed: int) -> tuple[list[dict[str, Any]], frozenset[str]]:
+    """The churn TaskSets and the replicas (Pod names) chosen to fail their first attempt."""
+    objects = [taskset(name, WORKERS_PER_TASKSET, retries=1) for name in names]
+    replicas = sorted(r for obj in objects for r in replicas_of(obj))
+    chosen = frozenset(random.Random(seed).sample(replicas, round(len(replicas) * CHURN_FRACTION)))
+    for obj in objects:
+        for role in obj["spec"]["roles"]:
+            annotations = role["template"]["metadata"]["annotations"]
+            for index in range(role["replicas"]):
+                if f"{obj['metadata']['name']}-{role['name']}-{index}" in chosen:
+                    annotations.setdefault(sim.DURATION, f"{int(RUN_SECONDS * 1000)}ms")
+                    annotations[sim.attempt_exit_code(0, index, 0)] = "1"
+    return objects, chosen
