@@ -302,10 +302,6 @@ class _Daemon:
         return "caches not synced yet"
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _freeze_heap() -> bool:
     """Move everything alive once the caches have synced (the listed objects, modules, the client) out of
     the collector's reach: they live as long as the process, and every full collection would otherwise
@@ -313,3 +309,7 @@ def _freeze_heap() -> bool:
     gc.collect()
     gc.freeze()
     return True
+
+
+if __name__ == "__main__":
+    sys.exit(main())
