@@ -106,6 +106,7 @@ class Controller:
             settings=DecideSettings(cache_creation_timeout=settings.cache_creation_timeout),
             clock=self._clock,
             metrics=reconcile_metrics,
+            create_parallelism=settings.workers,
         )
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             name=CONTROLLER_NAME, clock=self._clock, metrics_provider=queue_metrics
@@ -211,6 +212,7 @@ class Controller:
         self.queue.shutdown()
         for worker in self._workers:
             worker.join(max(0.0, deadline - time.monotonic()))
+        self.reconciler.close()
         self.recorder.stop(max(0.1, deadline - time.monotonic()))
         self._factory.stop()
 

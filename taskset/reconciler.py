@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -119,8 +120,14 @@ class Reconciler:
         settings: Settings = Settings(),  # noqa: B008  (frozen)
         clock: Clock | None = None,
         metrics: ReconcileMetrics | None = None,
+        create_parallelism: int = 1,
     ) -> None:
         self._client = client
+        self._pool = (
+            ThreadPoolExecutor(create_parallelism, thread_name_prefix="pod-create")
+            if create_parallelism > 1
+            else None
+        )
         self._tasksets = tasksets
         self._pods = pods
         self._units = units
@@ -165,8 +172,8 @@ class Reconciler:
             ref, self._parse(obj), recorded, self._observe(ref, recorded), now, settings=self._settings
         )
         persisted = False
-        for intent in plan.intents:
-            if not persisted and _advancing_delete(intent):
+        for batch in _batches(plan.intents):
+            if not persisted and _advancing_delete(batch[0]):
                 # Persist before destroying (spec 4.4): a finished Pod, or the ControlUnit, is the only
                 # evidence of what this pass decided from it (an exit code, an attempt's end). Deleting it
                 # and then failing the status write would leave a status that waits forever for an
@@ -180,7 +187,8 @@ class Reconciler:
                 plan.events.clear()
                 plan.records.clear()
                 persisted = True
-            apply_result(plan, intent, self._act(key, obj, plan, intent))
+            for intent, result in zip(batch, self._act_all(key, obj, plan, batch), strict=True):
+                apply_result(plan, intent, result)
         error = self._write_status(key, obj, record, plan)
         if error is not None:
             return ReconcileResult(error=error)
@@ -219,6 +227,21 @@ class Reconciler:
         )
 
     # ----- act ------------------------------------------------------------------------------------------
+    def _act_all(
+        self, key: str, obj: Mapping[str, Any], plan: Plan, batch: list[Intent]
+    ) -> list[ActionResult]:
+        """The batch's actions, concurrently when there are several (Pod creates of one pass): a 2,000-replica
+        role is otherwise bound by one request's round trip at a time. Results come back in intent order,
+        so folding them into the plan stays sequential and deterministic."""
+        if len(batch) == 1 or self._pool is None:
+            return [self._act(key, obj, plan, intent) for intent in batch]
+        return list(self._pool.map(lambda intent: self._act(key, obj, plan, intent), batch))
+
+    def close(self) -> None:
+        """Stop the create pool (in-flight requests finish on their own)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
     def _act(self, key: str, obj: Mapping[str, Any], plan: Plan, intent: Intent) -> ActionResult:
         ns = obj["metadata"]["namespace"]
         try:
@@ -403,6 +426,18 @@ class Reconciler:
                 self._metrics.observe_transition(
                     _machine_of(record), str(fields["PrePhase"]), str(fields["NextPhase"])
                 )
+
+
+def _batches(intents: list[Intent]) -> list[list[Intent]]:
+    """The intents in order, runs of Pod creates together (they touch different Pods and none waits for
+    another's result); every other intent alone."""
+    batches: list[list[Intent]] = []
+    for intent in intents:
+        if isinstance(intent, CreatePod) and batches and isinstance(batches[-1][0], CreatePod):
+            batches[-1].append(intent)
+        else:
+            batches.append([intent])
+    return batches
 
 
 def _advancing_delete(intent: Intent) -> bool:
