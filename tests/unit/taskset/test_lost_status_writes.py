@@ -1,0 +1,151 @@
+"""A status write that fails after the pass acted (issue 8, fault 5: API errors between the controller and
+the API server). Two bugs the fault-injecting proxy of ``tests/chaos/test_api_faults.py`` found:
+
+* a pass that deleted a finished Pod (or the ControlUnit) and then lost its status write left a status
+  waiting for an object that was gone, its exit code unobservable: the TaskSet hung in
+  ``TaskRoleReplicaAttemptCreationRequested`` until the 300 s creation timeout, then miscounted the
+  attempt. The reconciler now persists the status before an advancing delete (spec 4.4);
+* a pass that started a TaskSet retry and created the next ControlUnit, then lost its status write, was
+  followed by one that adopted the unit after AlreadyExists and then waited for an add event that had
+  already been handled: the TaskSet stayed ``TaskSetAttemptCreationRequested`` for good. Adopting now
+  looks again at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from informers import Store
+from taskset.constants import ReplicaPhase as P
+from taskset.constants import TaskSetPhase as T
+from taskset.controlunit import build_control_unit
+from taskset.kube import KubeError
+from taskset.reconciler import OWNER_INDEX, POD_INDEX, Reconciler, controller_uid_index, taskset_index
+from taskset.status import TaskSetStatus
+from tests.builders import TaskSetBuilder
+from tests.unit.taskset.world import World
+
+
+def running(world: World) -> World:
+    world.settle()
+    for name in list(world.pods):
+        world.run(name)
+    world.settle()
+    assert world.status is not None and world.status.phase == T.ATTEMPT_RUNNING
+    return world
+
+
+# ----- adopting the next attempt's ControlUnit ---------------------------------------------------------
+
+
+def test_a_retry_that_adopts_its_already_created_control_unit_looks_again_at_once() -> None:
+    world = running(World(TaskSetBuilder("job").retry(True, 1, 30).role("r").obj()))
+    world.exit("job-r-0", 1)
+    world.settle()
+    assert world.status is not None and world.status.phase == T.ATTEMPT_RETRY_PENDING
+    world.tick(30)
+    # A pass started the retry and created c-job-1, then lost its status write: the unit exists (its add
+    # event already handled) while the recorded status still waits to retry.
+    lost = build_control_unit(world.taskset, "c-job-1")
+    lost["metadata"]["uid"] = "cu-of-the-lost-pass"
+    world.units["c-job-1"] = lost
+
+    plan = world.reconcile()
+
+    assert plan.status.phase == T.ATTEMPT_CREATION_REQUESTED
+    assert plan.status.control_unit_uid == "cu-of-the-lost-pass"
+    assert plan.requeue_after == 0  # no add event will come for a unit that is already there
+    assert world.reconcile().status.phase == T.ATTEMPT_PREPARING
+
+
+# ----- persisting before deleting ----------------------------------------------------------------------
+
+
+class FakeClient:
+    """The API server's side of one TaskSet: its live object, and a log of the writes asked for."""
+
+    def __init__(self, taskset: dict[str, Any]) -> None:
+        self.live = taskset
+        self.calls: list[tuple[str, str]] = []
+        self.status_error: KubeError | None = None
+        self._version = 1
+
+    def get(self, path: str, *, resource: str) -> dict[str, Any] | None:
+        return self.live
+
+    def create(self, path: str, obj: dict[str, Any], *, resource: str) -> dict[str, Any]:
+        raise AssertionError(f"unexpected create of {resource}")
+
+    def delete(self, path: str, *, uid: str, resource: str, propagation: str | None = None) -> None:
+        self.calls.append(("delete", path.rsplit("/", 1)[-1]))
+
+    def replace_status(
+        self, namespace: str, name: str, resource_version: str, status: dict[str, Any]
+    ) -> dict[str, Any]:
+        replica = status["roleStatus"][0]["replicaStatus"][0]
+        self.calls.append(("status", replica["phase"]))
+        if self.status_error is not None:
+            raise self.status_error
+        self._version += 1
+        self.live = {**self.live, "status": status}
+        self.live["metadata"] = {**self.live["metadata"], "resourceVersion": str(self._version)}
+        return self.live
+
+
+class NoEvents:
+    def record(self, target: Any, reason: str, message: str, *, warning: bool) -> None:
+        return None
+
+
+def finished_pod_scene() -> tuple[Reconciler, FakeClient]:
+    """A TaskSet whose one Pod has just exited 1, as caches and API server show it before the next pass."""
+    world = running(World(TaskSetBuilder("job").role("r").obj()))
+    world.exit("job-r-0", 1)
+    status = world.status
+    assert isinstance(status, TaskSetStatus)
+    taskset = {**world.taskset, "status": status.to_json()}
+    taskset["metadata"] = {**taskset["metadata"], "resourceVersion": "1"}
+    tasksets, pods = Store(), Store(indexers={POD_INDEX: taskset_index})
+    units = Store(indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index})
+    tasksets.add(taskset)
+    for pod in world.pods.values():
+        pods.add(pod)
+    for unit in world.units.values():
+        units.add(unit)
+    client = FakeClient(taskset)
+    reconciler = Reconciler(
+        client=client,
+        tasksets=tasksets,
+        pods=pods,
+        units=units,
+        recorder=NoEvents(),
+        logger=structlog.get_logger("test"),
+    )
+    return reconciler, client
+
+
+def test_the_exit_of_a_pod_is_persisted_before_the_pod_is_deleted() -> None:
+    reconciler, client = finished_pod_scene()
+
+    result = reconciler.reconcile("ns/job")
+
+    assert result.error is None
+    assert client.calls == [
+        ("status", P.ATTEMPT_DELETION_PENDING),
+        ("delete", "job-r-0"),
+        ("status", P.ATTEMPT_DELETION_REQUESTED),
+    ]
+    first = client.live["status"]["roleStatus"][0]["replicaStatus"][0]
+    assert first["terminatedInfo"]["exitCode"] == 1
+
+
+def test_a_failed_status_write_deletes_nothing() -> None:
+    reconciler, client = finished_pod_scene()
+    client.status_error = KubeError(500, "InternalError", "injected")
+
+    result = reconciler.reconcile("ns/job")
+
+    assert result.error is not None and "500" in result.error
+    assert client.calls == [("status", P.ATTEMPT_DELETION_PENDING)]  # the Pod, its exit code, stays
