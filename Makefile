@@ -13,7 +13,7 @@ IMAGE ?= taskset-controller:0.1.0
 CONTAINER_ENGINE ?= $(shell if docker info >/dev/null 2>&1; then echo docker; \
 	elif podman info >/dev/null 2>&1; then echo podman; fi)
 
-.PHONY: setup binaries test unit integration lint demo bench cluster-up cluster-down clean image docs
+.PHONY: chaos setup binaries test unit integration lint demo bench cluster-up cluster-down clean image docs
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ unit: setup
 
 integration: setup binaries
 	$(PY) -m pytest -m integration $(PYTEST_ARGS)
+
+# The chaos suite at length: 200 TaskSets and 100 controller kills (CI runs 50 and 20).
+chaos: setup binaries
+	CHAOS_SCALE=long $(PY) -m pytest tests/chaos $(PYTEST_ARGS)
 
 demo: setup binaries
 	$(PY) hack/demo.py
