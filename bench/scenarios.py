@@ -10,9 +10,9 @@ Churn: both roles get ``retryPolicy {retry: true, maxRetryCount: 1, delay: 0}``,
 all replicas (ps included) fail their first attempt: the role's template carries
 ``sim.attempt_exit_code(0, index, 0) = 1`` for each chosen index, so replica attempt 0 of a chosen
 replica runs 5 s and exits 1 and its retry runs as the template says (a chosen ps also gets a duration:
-it fails at 5 s, and its retry ends at 5 s with 0). Every TaskSet still ends ``Succeeded``. The failures
-are fixed at creation; patching outcomes onto live Pods raced kwok's by-name timers (see
-``devcluster/stages/stages.yaml``) and ended some retries early.
+it fails at 2.5 s, before the workers end, and its retry ends 2.5 s later with 0). Every TaskSet still
+ends ``Succeeded``. The failures are fixed at creation; patching outcomes onto live Pods raced kwok's
+by-name timers (see ``devcluster/stages/stages.yaml``) and ended some retries early.
 """
 
 from __future__ import annotations
@@ -110,6 +110,7 @@ def churn(names: list[str], seed: int) -> tuple[list[dict[str, Any]], frozenset[
             annotations = role["template"]["metadata"]["annotations"]
             for index in range(role["replicas"]):
                 if f"{obj['metadata']['name']}-{role['name']}-{index}" in chosen:
-                    annotations.setdefault(sim.DURATION, f"{int(RUN_SECONDS * 1000)}ms")
+                    # A ps has no duration of its own: half the workers' run, so it fails before they end.
+                    annotations.setdefault(sim.DURATION, f"{int(RUN_SECONDS * 500)}ms")
                     annotations[sim.attempt_exit_code(0, index, 0)] = "1"
     return objects, chosen
