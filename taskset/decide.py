@@ -212,6 +212,8 @@ class _Pass:
     busy: set[tuple[int, int]] = field(default_factory=set)
     # UIDs of stray Pods this pass already deletes.
     deleted: set[str] = field(default_factory=set)
+    # ControlUnit UID -> whether a Pod of an earlier attempt is left (computed once per pass, W-11).
+    earlier_attempt_pods: dict[str | None, bool] = field(default_factory=dict)
 
     @property
     def stamp(self) -> str:
@@ -687,6 +689,20 @@ def _replica_pod(ctx: _Pass, role: Role, replica: ReplicaStatus) -> tuple[PodVie
     return pod, _classify(ctx, replica, pod)
 
 
+def _earlier_attempt_alive(ctx: _Pass) -> bool:
+    """W-11: a Pod of this TaskSet that the current ControlUnit does not control belongs to an earlier
+    attempt, left behind when that attempt's ControlUnit was deleted externally with Background or Orphan
+    propagation (8.3). Row P0 deletes each replica's own; no replica starts the next attempt's Pod until
+    every one of them is gone, or the two attempts would overlap."""
+    unit = ctx.status.control_unit_uid
+    found = ctx.earlier_attempt_pods.get(unit)
+    if found is None:
+        pods = ctx.observed.pods.values()
+        found = any(pod.taskset_uid == ctx.ref.uid and pod.controller_uid != unit for pod in pods)
+        ctx.earlier_attempt_pods[unit] = found
+    return found
+
+
 def _replica_facts(
     ctx: _Pass, role: Role, replica: ReplicaStatus, pod: PodView | None, kind: PodClass
 ) -> ReplicaFacts:
@@ -702,6 +718,7 @@ def _replica_facts(
         creation_timed_out=elapsed > ctx.settings.cache_creation_timeout,
         may_retry=policies.replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting),
         retry_due=elapsed >= role.retry_policy.delay_seconds,
+        earlier_attempt_alive=replica.phase == P.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
     )
 
 
@@ -754,8 +771,9 @@ def _replica_wait(
     kind: PodClass,
 ) -> None:
     settings = ctx.settings
-    if label == "P0" and pod is not None:
-        _delete_stray(ctx, position, replica, pod)
+    if label == "P0":
+        if pod is not None:
+            _delete_stray(ctx, position, replica, pod)
         ctx.plan.requeue(settings.cache_wait_requeue)
     elif label == "P3b":
         remaining = settings.cache_creation_timeout - seconds_since(replica.transition_time, ctx.now)

@@ -36,6 +36,9 @@ class ReplicaFacts:
     creation_timed_out: bool = False
     may_retry: bool = False
     retry_due: bool = False
+    # W-11: a Pod of an earlier TaskSet attempt still holds one of the replica names (its ControlUnit was
+    # deleted externally without foreground propagation, 8.3), this replica's or another's.
+    earlier_attempt_alive: bool = False
 
     @property
     def ours(self) -> bool:
@@ -75,8 +78,12 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             "P0",
             (P.ATTEMPT_PENDING,),
             None,
-            lambda f: f.pod in (PodClass.PREVIOUS, PodClass.DUPLICATE),
-            "an earlier Pod still holds the name: delete it, wait until it is gone",
+            lambda f: (
+                f.pod in (PodClass.PREVIOUS, PodClass.DUPLICATE)
+                or (f.pod == PodClass.ABSENT and f.earlier_attempt_alive)
+            ),
+            "an earlier Pod still holds the name: delete it, wait until it is gone; and no next attempt's "
+            "Pod while any earlier attempt's Pod is left (W-11)",
         ),
         Transition(
             "P1-conflict",

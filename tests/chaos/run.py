@@ -1,0 +1,73 @@
+"""What every chaos test of a workload does: record the namespace, run the real controller process, wait
+for the end and hold the record to the invariants and to the workload's fault-free outcomes.
+
+The fixtures are meant to be bound by name in a test module (``history = run.history``): importing them
+with ``from ... import`` would make every test parameter of that name a redefinition of an unused import.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devcluster import Cluster
+from tests.chaos.history import History
+from tests.chaos.invariants import FINAL_STATES, same_outcomes
+from tests.chaos.workload import Planned
+from tests.integration.daemon import Daemon
+from tests.integration.harness import TaskSets
+
+FINAL_TIMEOUT = 120.0  # seconds for the whole workload to end once the faults are over
+CATCH_UP = 1.0  # seconds for the record's watches to see the last writes
+
+
+@pytest.fixture
+def history(cluster: Cluster, namespace: str, crd_installed: None) -> Iterator[History]:
+    recorded = History(cluster, namespace).start()
+    yield recorded
+    recorded.stop()
+
+
+@pytest.fixture
+def daemon(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[Daemon]:
+    process = Daemon(cluster, namespace, tmp_path, "--workers=4")
+    yield process
+    if process.running():
+        process.stop()
+
+
+def unfinished(api: TaskSets, planned: list[Planned]) -> list[str]:
+    """The TaskSets not final yet, each with its phase and its replicas' phases (the failure message)."""
+    found = []
+    for plan in planned:
+        status = (api.get(plan.name) or {}).get("status") or {}
+        if status.get("state") not in FINAL_STATES:
+            replicas = [
+                f"{role.get('name')}-{r.get('index')}:{r.get('phase')}/{r.get('podUID')}"
+                for role in status.get("roleStatus") or []
+                for r in role.get("replicaStatus") or []
+            ]
+            found.append(f"{plan.name} {status.get('phase')} {status.get('controlUnitUID')} {replicas}")
+    return found
+
+
+def finish(
+    api: TaskSets, history: History, planned: list[Planned], timeout: float = FINAL_TIMEOUT
+) -> dict[str, int]:
+    """Wait for the end, then hold the record to the invariants and the fault-free outcomes."""
+    deadline = time.monotonic() + timeout
+    while (left := unfinished(api, planned)) and time.monotonic() < deadline:
+        time.sleep(1.0)
+    assert not left, f"not final after {timeout}s: {left}"
+    time.sleep(CATCH_UP)
+    history.stop()
+    expected = {p.name: p.expected for p in planned}
+    assert same_outcomes(expected, history.final_outcomes()) == []
+    verdict = history.verdict()
+    assert verdict.violations == []
+    summary = history.summary()
+    assert summary["unverifiable"] <= summary["pods"] // 10, verdict.unverifiable
+    return summary
