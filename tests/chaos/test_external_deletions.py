@@ -546,7 +546,8 @@ class TaskSetDeleted:
         check(status["state"] == "Failed", f"re-created next to the orphans: {status}")
         # the reason is in the Warning event and the log; the final message is the retry decision (6.3)
         conflict = ("ControlUnitNameConflict", f"ControlUnit name conflict: c-{name}-0")
-        check(conflict in api.events(name), f"no conflict event: {api.events(name)}")
+        # Events are sent after the status write, asynchronously: the final status can be read first.
+        wait_for(lambda: conflict in api.events(name), "the ControlUnitNameConflict event")
         check(status.get("stateMessage") == c.MSG_RETRY_FORBIDDEN, f"re-created: {status}")
         check(api.configmap(f"c-{name}-0") == unit and ctx.pod_uids(name) == pods, "the orphans untouched")
         ctx.observed += "; re-created next to them: Failed, ControlUnitNameConflict"
