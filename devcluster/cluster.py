@@ -108,17 +108,19 @@ class _Process:
         return self.popen is not None and self.popen.poll() is None
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.popen is None:
+        # Forgotten before it is signalled, so that ``Cluster.restart_exited`` never mistakes a component
+        # being stopped on purpose for one that exited on its own.
+        popen, self.popen = self.popen, None
+        if popen is None:
             return
-        if self.popen.poll() is None:
+        if popen.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                self.popen.send_signal(sig)
+                popen.send_signal(sig)
             try:
-                self.popen.wait(STOP_GRACE)
+                popen.wait(STOP_GRACE)
             except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-        self.popen = None
+                popen.kill()
+                popen.wait()
 
     def tail(self, lines: int = 30) -> str:
         try:
@@ -207,6 +209,22 @@ class Cluster:
 
     def start_etcd(self) -> None:
         self._start_etcd(fresh=False)
+
+    def restart_exited(self) -> dict[str, int]:
+        """Start again every component that exited on its own, as kubelet restarts a crashed static Pod;
+        returns each one's name and exit code. Components stopped on purpose (``stop_etcd``, the middle of
+        ``restart_apiserver``) are left alone.
+
+        Nothing restarts components by itself: a test that restarts kube-apiserver calls this, because
+        kube-scheduler exits by design (code 1, "Scheduler cache is corrupted") when the events it gets
+        after a reconnection contradict its cache, and a real cluster would simply restart it."""
+        restarted = {}
+        for name, process in list(self._processes.items()):
+            popen = process.popen
+            if popen is not None and (code := popen.poll()) is not None:
+                process.start()
+                restarted[name] = code
+        return restarted
 
     # ----- clients ---------------------------------------------------------------------------
     def env(self) -> dict[str, str]:

@@ -7,9 +7,11 @@ with ``from ... import`` would make every test parameter of that name a redefini
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
 
 import pytest
 
@@ -37,6 +39,36 @@ def daemon(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[Daemon]
     yield process
     if process.running():
         process.stop()
+
+
+class Kubelet:
+    """Restarts the control-plane components that exit on their own while a test injects faults, as a
+    node's kubelet restarts crashed static Pods (``Cluster.restart_exited``); ``restarts`` lists them.
+
+    kube-scheduler exits by design (code 1, "Scheduler cache is corrupted") when the events it sees after
+    kube-apiserver comes back contradict its cache; without a restart, no new Pod would ever be scheduled
+    and the controller under test would be blamed for TaskSets stuck in Preparing."""
+
+    def __init__(self, cluster: Cluster, period: float = 0.5) -> None:
+        self._cluster = cluster
+        self._period = period
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="kubelet")
+        self.restarts: list[tuple[str, int]] = []  # (component, exit code)
+
+    def __enter__(self) -> Kubelet:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._stopped.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._period):
+            self.restarts.extend(self._cluster.restart_exited().items())
 
 
 def unfinished(api: TaskSets, planned: list[Planned]) -> list[str]:
