@@ -30,6 +30,7 @@ import pytest
 
 from devcluster import Cluster
 from taskset.metrics import NO_RESPONSE_CODE
+from tests.chaos import run
 from tests.chaos.history import History
 from tests.chaos.invariants import FINAL_STATES, same_outcomes
 from tests.chaos.proxy import Fault, FaultProxy, FaultRates
@@ -64,11 +65,7 @@ def proxy(cluster: Cluster, tmp_path: Path) -> Iterator[FaultProxy]:
         yield running
 
 
-@pytest.fixture
-def history(cluster: Cluster, namespace: str, crd_installed: None) -> Iterator[History]:
-    recorded = History(cluster, namespace).start()
-    yield recorded
-    recorded.stop()
+history = run.history  # the shared fixture, bound by name
 
 
 @pytest.fixture
