@@ -62,7 +62,7 @@ from tests.builders import TaskSetBuilder, pod_template
 from tests.chaos.history import History
 from tests.chaos.run import CATCH_UP
 from tests.integration.daemon import Daemon
-from tests.integration.harness import TaskSets
+from tests.integration.harness import TaskSets, eventually
 
 P = c.ReplicaPhase
 T = c.TaskSetPhase
@@ -94,14 +94,8 @@ class Transition:
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(POLL)
-    raise CaseError(f"{what}: not within {timeout:.0f}s (last: {last!r})")
+    """``eventually`` at this file's slower poll: 45 cases wait side by side."""
+    return eventually(predicate, timeout, what, poll=POLL)
 
 
 # ----- the phases a deletion is injected in -------------------------------------------------------------

@@ -26,14 +26,16 @@ FINAL_TIMEOUT = 180.0  # spec 14.0: final(ts) waits 180 s
 POLL = 0.2
 
 
-def eventually(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
+def eventually(
+    predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition", *, poll: float = POLL
+) -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
         last = predicate()
         if last:
             return last
-        time.sleep(POLL)
+        time.sleep(poll)
     raise AssertionError(f"{what} not met within {timeout}s (last value: {last!r})")
 
 
