@@ -8,7 +8,7 @@ share a bug with the code it checks. Lifetimes are kept in etcd revisions (see `
     history = History(cluster, namespace).start()
     ... run the workload, inject faults ...
     history.stop()
-    assert history.check() == []
+    assert history.verdict().violations == []
 """
 
 from __future__ import annotations
@@ -220,10 +220,6 @@ class History:
         with self._lock:
             return [life for life in self._lifetimes.values() if life.kind == kind]
 
-    def statuses(self, name: str) -> list[dict[str, Any]]:
-        with self._lock:
-            return [s for uid, history in self._statuses.items() if self._names[uid] == name for s in history]
-
     def final_outcomes(self) -> dict[str, Outcome]:
         """Each TaskSet's outcome as its newest status says (an unfinished one has its current state)."""
         with self._lock:
@@ -237,10 +233,6 @@ class History:
         for name, history in sorted(statuses.items()):
             verdict.extend(monotone_status(name, history))
         return verdict
-
-    def check_invariants(self) -> list[str]:
-        """The violations found (empty: every invariant held where the record can tell)."""
-        return self.verdict().violations
 
     def summary(self) -> dict[str, int]:
         verdict = self.verdict()
