@@ -21,6 +21,9 @@ each cut-off.
 kube-scheduler may exit on an API server restart (by design, when what it sees after reconnecting
 contradicts its cache); ``run.Kubelet`` restarts it as a node would, and each test prints what it
 restarted. The controller itself is never restarted: each test asserts one process throughout.
+
+The module runs on control planes of its own, never the session's: a clean-clone CI run showed every
+later chaos test failing on a shared control plane these faults had left behind.
 """
 
 from __future__ import annotations
@@ -44,7 +47,12 @@ from taskset import constants as c
 from tests.chaos import run
 from tests.chaos.history import History
 from tests.chaos.workload import Planned, workload
-from tests.integration.conftest import CRD_FILE, install_crd
+from tests.integration.conftest import (
+    CRD_FILE,
+    TEST_ADMISSION_PLUGINS,
+    TEST_COMPACTION_INTERVAL,
+    install_crd,
+)
 from tests.integration.daemon import Daemon
 from tests.integration.harness import TaskSets, eventually
 
@@ -67,6 +75,24 @@ LISTED: Final = "listed"  # a reflector listed (debug level), then watches from 
 
 history = run.history  # the shared fixtures, bound by name
 daemon = run.daemon
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    """This module's own control plane (overriding the session's): restarting its API server or stopping
+    its etcd must not reach the one the other chaos tests share, which nothing repairs afterwards."""
+    settings = Settings(
+        nodes=2,
+        etcd_compaction_interval=TEST_COMPACTION_INTERVAL,
+        extra_apiserver_args=TEST_ADMISSION_PLUGINS,
+    )
+    with Cluster(settings) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def crd_installed(cluster: Cluster) -> None:
+    install_crd(cluster, CRD_FILE.read_text(), c.CRD_NAME, c.PLURAL)
 
 
 @pytest.fixture
