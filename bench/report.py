@@ -273,7 +273,26 @@ def table(results: dict[str, Any]) -> str:
         f"whole run {results.get('wall_seconds')} s; controller lifetime peak RSS (VmHWM) "
         f"{results.get('controller', {}).get('peak_rss_mib_lifetime')} MiB."
     )
-    return head + "\n\n" + "\n".join(rows) + "\n"
+    return head + "\n\n" + "\n".join(rows) + "\n\n" + cpu_table(scenarios)
+
+
+def cpu_table(scenarios: dict[str, Any]) -> str:
+    """CPU seconds per 1,000 Pods of every process, per scenario: on 2 cores, whichever process is near
+    its share of the machine is the bottleneck, and the controller's requests cost CPU in the others."""
+    names = sorted({p for s in scenarios.values() for p in s.get("cpu_seconds_by_process", {})})
+    if not names:
+        return ""
+    rows = [
+        "CPU seconds per 1,000 Pods, by process (raw: its create phase only):",
+        "",
+        "| scenario | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for scenario, s in scenarios.items():
+        used, pods = s.get("cpu_seconds_by_process", {}), s["pods_created"]
+        cells = [_fmt(round(used[n] / pods * 1000, 2)) if n in used and pods else "-" for n in names]
+        rows.append(f"| {scenario} | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
 
 
 def plot(results: dict[str, Any], path: Path) -> Path | None:

@@ -7,6 +7,7 @@ controller's metrics are scraped before and after each scenario and the differen
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -15,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.controller import Controller, Sampler, diff
+from bench.controller import Controller, Sampler, cpu_seconds, diff
 from bench.kube import Api, ApiError
+from bench.profile import Profiler
 from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, wait_until
 from bench.scenarios import SCALES, WORKERS_PER_TASKSET, Scale, churn, raw_pod, replicas_of, taskset
 from devcluster import Cluster, Settings
@@ -42,12 +44,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--nodes", type=int, default=4, help="simulated nodes")
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite bench/README.md's table")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the controller with py-spy during each TaskSet scenario (bench/profile.py)",
+    )
     return parser.parse_args(argv)
 
 
 class Bench:
     def __init__(
-        self, cluster: Cluster, controller: Controller, scale: Scale, seed: int, workers: int
+        self,
+        cluster: Cluster,
+        controller: Controller,
+        scale: Scale,
+        seed: int,
+        workers: int,
+        *,
+        profile_dir: Path | None = None,
     ) -> None:
         self.cluster = cluster
         self.controller = controller
@@ -56,6 +70,11 @@ class Bench:
         self.seed = seed
         self.workers = workers
         self.sampler = Sampler(controller.pid)
+        self.profile_dir = profile_dir
+
+    def processes(self) -> dict[str, int]:
+        """Every process whose CPU a scenario reports: the control plane's, the controller, this driver."""
+        return {**self.cluster.pids(), "controller": self.controller.pid, "bench driver": os.getpid()}
 
     # ----- namespaces ----------------------------------------------------------------------------
     def namespace(self, scenario: str) -> str:
@@ -106,6 +125,8 @@ class Bench:
         time.sleep(WATCH_SETTLE)
         errors_before = len(self.controller.error_log_lines())
         before = self.controller.scrape()
+        profiler = self.profiler(scenario)
+        cpu_before = cpu_by_process(self.processes())
         start_point = self.sampler.sample()
         started = start_point[0]
         create_errors: list[str] = []
@@ -131,6 +152,8 @@ class Bench:
         except TimeoutError as err:
             timed_out = str(err)
         ended = self.sampler.sample()
+        cpu_used = cpu_difference(cpu_by_process(self.processes()), cpu_before)
+        profile = profiler.stop() if profiler is not None else None
         time.sleep(1.0)  # the controller's last status write and its metrics
         after = self.controller.scrape()
         recorder.stop()
@@ -152,6 +175,9 @@ class Bench:
             errors.append(timed_out)
         errors.extend(self.controller.error_log_lines()[errors_before:][:20])
         result["correctness"]["duplicates"] = recorder.duplicates
+        result["cpu_seconds_by_process"] = cpu_used
+        if profile is not None:
+            result["profile"] = profile
         if scenario == "churn":
             result["churn"] = churn_check(churn(names, self.seed)[1], pods, errors)
         result["correctness"]["ok"] = not errors and not recorder.duplicates
@@ -186,10 +212,12 @@ class Bench:
                 errors.append(str(err))
 
         print(f"[{label}] {count} pods, {self.workers} threads", flush=True)
+        cpu_before = cpu_by_process(self.processes())
         started = time.monotonic()
         with ThreadPoolExecutor(self.workers) as pool:
             list(pool.map(create, names))
         created = time.monotonic()
+        cpu_used = cpu_difference(cpu_by_process(self.processes()), cpu_before)
         wait_until(lambda: recorder.pod_count() >= count or bool(errors), 300, "raw pods seen")
         delete_started = time.monotonic()
         with ThreadPoolExecutor(self.workers) as pool:
@@ -210,8 +238,32 @@ class Bench:
             deleted=deleted,
         )
         result["correctness"] = {"errors": errors[:20], "duplicates": recorder.duplicates, "ok": not errors}
+        result["cpu_seconds_by_process"] = cpu_used  # the create phase only
         self.drop(namespace)
         return result
+
+    def profiler(self, scenario: str) -> Profiler | None:
+        if self.profile_dir is None:
+            return None
+        self.profile_dir.mkdir(parents=True, exist_ok=True)
+        profiler = Profiler(self.controller.pid, self.profile_dir / f"profile-{scenario}.txt")
+        profiler.start()
+        return profiler
+
+
+def cpu_by_process(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each named process (a process that is gone is left out)."""
+    found = {}
+    for name, pid in pids.items():
+        try:
+            found[name] = cpu_seconds(pid)
+        except OSError:
+            continue
+    return found
+
+
+def cpu_difference(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {name: round(after[name] - before[name], 2) for name in after if name in before}
 
 
 def submit(
@@ -277,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         install_crd(cluster, Api(cluster))
         controller = Controller(cluster, workers=args.workers, qps=0, burst=DEFAULT_BURST)
         controller.start()
-        bench = Bench(cluster, controller, scale, args.seed, args.workers)
+        profile_dir = args.out / f"profile-{args.scale}-seed{args.seed}" if args.profile else None
+        bench = Bench(cluster, controller, scale, args.seed, args.workers, profile_dir=profile_dir)
         bench.sampler.start()
         try:
             for scenario in chosen:
