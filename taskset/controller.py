@@ -40,6 +40,11 @@ CONTROLLER_NAME: Final = "taskset"
 TASKSETS: Final = Resource(group=GROUP, version=VERSION, plural=PLURAL)
 PODS: Final = Resource(group="", version="v1", plural="pods")
 CONFIGMAPS: Final = Resource(group="", version="v1", plural="configmaps")
+# Seconds a Pod update waits before its TaskSet is reconciled, so that a wave of a role's Pods being
+# scheduled, starting or exiting is handled in one pass and one status write instead of one each (the
+# Kubernetes Job controller batches Pod events the same way, 1 s there). Adds and deletes are not
+# batched: they are the answers to the controller's own creates and deletes, which a pass waits for.
+POD_EVENT_BATCH: Final = 0.5
 
 
 @dataclass(frozen=True)
@@ -125,12 +130,16 @@ class Controller:
             on_update=self._taskset_updated,
             on_delete=self._enqueue_taskset,
         )
-        for informer in (self.pods, self.units):
-            informer.add_event_handler(
-                on_add=self._enqueue_owner,
-                on_update=lambda old, new: self._enqueue_owner(new),
-                on_delete=self._enqueue_owner,
-            )
+        self.units.add_event_handler(
+            on_add=self._enqueue_owner,
+            on_update=lambda old, new: self._enqueue_owner(new),
+            on_delete=self._enqueue_owner,
+        )
+        self.pods.add_event_handler(
+            on_add=self._enqueue_owner,
+            on_update=lambda old, new: self._enqueue_owner_batched(new),
+            on_delete=self._enqueue_owner,
+        )
 
     def _enqueue_taskset(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(dict(obj))
@@ -149,11 +158,14 @@ class Controller:
         self.queue.add(meta_namespace_key(dict(new)))
 
     def _enqueue_owner(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
-        raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(raw, Mapping):
-            return
-        for key in taskset_index(raw):
+        for key in _owner_keys(obj):
             self.queue.add(key)
+
+    def _enqueue_owner_batched(self, obj: Mapping[str, Any]) -> None:
+        """In ``POD_EVENT_BATCH`` seconds: a key already waiting keeps its earlier deadline, so the first
+        update of a wave sets the time and the rest of the wave rides along."""
+        for key in _owner_keys(obj):
+            self.queue.add_after(key, POD_EVENT_BATCH)
 
     # ----- lifecycle ---------------------------------------------------------------------------------
     def start(self, *, workers: bool = True) -> None:
@@ -269,6 +281,11 @@ class Controller:
             active = self._active
         if self._worker_metrics is not None:
             self._worker_metrics.set_active_workers(CONTROLLER_NAME, active)
+
+
+def _owner_keys(obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> list[str]:
+    raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+    return taskset_index(raw) if isinstance(raw, Mapping) else []
 
 
 def build_controller(
