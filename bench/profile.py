@@ -44,6 +44,7 @@ class Profiler:
             "--format",
             "raw",
             "--nonblocking",  # never pause the controller: its timings stay close to an unprofiled run
+            "--gil",  # only the thread holding the GIL: where the CPU goes, not where threads wait
             "--output",
             str(output),
         ]

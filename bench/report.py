@@ -246,6 +246,8 @@ def table(results: dict[str, Any]) -> str:
     ]
     for name, s in scenarios.items():
         ok = "yes" if s["correctness"]["ok"] else f"NO ({s['correctness'].get('error_count', '?')} errors)"
+        if name == "cache":
+            continue  # a memory figure, below
         if name.startswith("raw"):
             rate_text = f"{_fmt(s['pod_creation_rate'])} (delete {_fmt(s['pod_deletion_rate'])})"
             rows.append(
@@ -273,7 +275,25 @@ def table(results: dict[str, Any]) -> str:
         f"whole run {results.get('wall_seconds')} s; controller lifetime peak RSS (VmHWM) "
         f"{results.get('controller', {}).get('peak_rss_mib_lifetime')} MiB."
     )
-    return head + "\n\n" + "\n".join(rows) + "\n\n" + cpu_table(scenarios)
+    return head + "\n\n" + "\n".join(rows) + "\n\n" + memory_line(scenarios) + cpu_table(scenarios)
+
+
+def memory_line(scenarios: dict[str, Any]) -> str:
+    cache = scenarios.get("cache")
+    if cache is None:
+        return ""
+    ctl = cache["controller"]
+    ok = (
+        "all correct"
+        if cache["correctness"]["ok"]
+        else "NOT correct: " + "; ".join(cache["correctness"]["errors"])
+    )
+    return (
+        f"Memory (`cache`): {cache['pods_running']} Pods Running in {cache['tasksets']} TaskSets, all in the "
+        f"controller's caches: RSS {ctl['rss_mib_holding']} MiB (before the scenario "
+        f"{ctl['rss_mib_before']} MiB; lifetime peak so far {ctl['peak_rss_mib_lifetime']} MiB); "
+        f"{cache['seconds_to_all_running']} s to all Running; {ok}.\n\n"
+    )
 
 
 def cpu_table(scenarios: dict[str, Any]) -> str:
@@ -289,6 +309,8 @@ def cpu_table(scenarios: dict[str, Any]) -> str:
         "|---|" + "---|" * len(names),
     ]
     for scenario, s in scenarios.items():
+        if "cpu_seconds_by_process" not in s:
+            continue
         used, pods = s.get("cpu_seconds_by_process", {}), s["pods_created"]
         cells = [_fmt(round(used[n] / pods * 1000, 2)) if n in used and pods else "-" for n in names]
         rows.append(f"| {scenario} | " + " | ".join(cells) + " |")
@@ -306,6 +328,8 @@ def plot(results: dict[str, Any], path: Path) -> Path | None:
         return None
     figure, (cdf, throughput) = plt.subplots(1, 2, figsize=(13, 5))
     for name, s in results["scenarios"].items():
+        if "series" not in s:
+            continue
         series = s["series"]
         for key, style, label in (
             ("latency_create_to_all_pods_s", "-", "create→all pods"),

@@ -20,14 +20,25 @@ from bench.controller import Controller, Sampler, cpu_seconds, diff
 from bench.kube import Api, ApiError
 from bench.profile import Profiler
 from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, wait_until
-from bench.scenarios import SCALES, WORKERS_PER_TASKSET, Scale, churn, raw_pod, replicas_of, taskset
+from bench.scenarios import (
+    SCALES,
+    WORKERS_PER_TASKSET,
+    Scale,
+    churn,
+    long_running,
+    raw_pod,
+    replicas_of,
+    taskset,
+)
 from devcluster import Cluster, Settings
 from taskset import constants as c
 from taskset.kube import RateLimiter
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "manifests" / "crd" / "tasksets.octopus.openi.pcl.cn.yaml"
-SCENARIOS = ("raw", "burst", "large", "steady", "churn")
+SCENARIOS = ("raw", "burst", "large", "steady", "churn", "cache")
+CACHE_REPLICAS = 500  # replicas per TaskSet of the cache scenario
+CACHE_SETTLE = 5.0  # seconds after the last Pod runs: the controller's last passes and writes
 CREATE_THREADS = 8  # the driver's parallel TaskSet creates in a burst
 DEFAULT_QPS, DEFAULT_BURST = 50.0, 100  # the controller's defaults: the raw client's "limited" run
 WATCH_SETTLE = 1.0  # seconds for the recorder's initial lists before a scenario starts
@@ -184,6 +195,64 @@ class Bench:
         self.drop(namespace)
         return result
 
+    # ----- memory -----------------------------------------------------------------------------------
+    def run_cache(self) -> dict[str, Any]:
+        """The controller's resident memory with ``scale.cache`` Running Pods (and their TaskSets) in its
+        caches: TaskSets of ``CACHE_REPLICAS`` Pods that run until deleted, all created at once."""
+        namespace = self.namespace("cache")
+        count = self.scale.cache
+        objects = [long_running(f"cache-{i:03d}", CACHE_REPLICAS) for i in range(count // CACHE_REPLICAS)]
+        recorder = Recorder(self.api, namespace)
+        recorder.start()
+        time.sleep(WATCH_SETTLE)
+        before = self.sampler.sample()
+        errors: list[str] = []
+        path = TASKSETS_PATH.format(ns=namespace)
+
+        def create(obj: dict[str, Any]) -> None:
+            try:
+                self.api.request("POST", path, obj)
+            except ApiError as err:
+                errors.append(str(err))
+
+        print(f"[cache] {len(objects)} TaskSets of {CACHE_REPLICAS} Pods that run until deleted", flush=True)
+        submit(create, objects, before[0], 0.0)
+        try:
+            wait_until(  # a slow poll: each one lists every Running Pod
+                lambda: self.running(namespace) >= count or bool(errors),
+                self.scale.timeout,
+                "cache: every Pod Running",
+                poll=2.0,
+            )
+        except TimeoutError as err:
+            errors.append(str(err))
+        all_running = time.monotonic()
+        time.sleep(CACHE_SETTLE)
+        holding = self.sampler.sample()
+        recorder.stop()
+        result: dict[str, Any] = {
+            "name": "cache",
+            "tasksets": len(objects),
+            "pods_created": recorder.pod_count(),
+            "pods_running": self.running(namespace),
+            "seconds_to_all_running": round(all_running - before[0], 1),
+            "controller": {
+                "rss_mib_before": round(before[2] / 1024, 1),
+                "rss_mib_holding": round(holding[2] / 1024, 1),
+                "peak_rss_mib_lifetime": self.sampler.peak_hwm_mib,
+            },
+            "correctness": {"errors": errors[:20], "duplicates": recorder.duplicates},
+        }
+        result["correctness"]["ok"] = not errors and not recorder.duplicates
+        self.drop(namespace)
+        return result
+
+    def running(self, namespace: str) -> int:
+        listed = self.api.request(
+            "GET", f"/api/v1/namespaces/{namespace}/pods?fieldSelector=status.phase%3DRunning"
+        )
+        return len(listed.get("items") or [])
+
     # ----- raw limit -------------------------------------------------------------------------------
     def run_raw(self, qps: float, burst: int) -> dict[str, Any]:
         label = "raw-unlimited" if qps <= 0 else f"raw-qps{qps:g}"
@@ -196,11 +265,14 @@ class Bench:
         errors: list[str] = []
         path = f"/api/v1/namespaces/{namespace}/pods"
         names = [f"raw-{i:05d}" for i in range(count)]
+        unit = self.api.request(
+            "POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "raw-unit"}}
+        )
 
         def create(name: str) -> None:
             bucket.wait()
             try:
-                self.api.request("POST", path, raw_pod(name))
+                self.api.request("POST", path, raw_pod(name, namespace, unit))
             except ApiError as err:
                 errors.append(str(err))
 
@@ -334,7 +406,15 @@ def main(argv: list[str] | None = None) -> int:
         bench.sampler.start()
         try:
             for scenario in chosen:
-                if scenario == "raw":
+                if scenario == "cache":
+                    outcome = bench.run_cache()
+                    results["scenarios"]["cache"] = outcome
+                    print(
+                        f"  cache: {outcome['pods_running']} Pods Running, controller RSS "
+                        f"{outcome['controller']['rss_mib_holding']} MiB",
+                        flush=True,
+                    )
+                elif scenario == "raw":
                     for qps, burst in ((0.0, DEFAULT_BURST), (DEFAULT_QPS, DEFAULT_BURST)):
                         outcome = bench.run_raw(qps, burst)
                         results["scenarios"][outcome["name"]] = outcome

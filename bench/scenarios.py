@@ -23,10 +23,12 @@ from typing import Any
 
 from devcluster import sim
 from taskset import constants as c
+from taskset.pods import PodIdentity, build_pod
 
 RUN_SECONDS = 5.0
 WORKERS_PER_TASKSET = 4
 CHURN_FRACTION = 0.2
+RAW_LABEL = "bench-raw-taskset"  # in place of the TaskSet label: the controller must not see raw Pods
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Scale:
     steady_rate: float  # TaskSets per second
     steady_seconds: float
     churn: int  # TaskSets of the churn burst
+    cache: int  # Pods held in the controller's cache at once for the memory figure
     timeout: float  # seconds for a scenario's TaskSets to end
 
     @property
@@ -45,8 +48,12 @@ class Scale:
 
 
 SCALES = {
-    "small": Scale(burst=40, large=400, steady_rate=2.0, steady_seconds=60.0, churn=40, timeout=600.0),
-    "full": Scale(burst=200, large=2000, steady_rate=5.0, steady_seconds=120.0, churn=200, timeout=1800.0),
+    "small": Scale(
+        burst=40, large=400, steady_rate=2.0, steady_seconds=60.0, churn=40, cache=2000, timeout=600.0
+    ),
+    "full": Scale(
+        burst=200, large=2000, steady_rate=5.0, steady_seconds=120.0, churn=200, cache=10000, timeout=1800.0
+    ),
 }
 
 
@@ -83,21 +90,42 @@ def taskset(name: str, workers: int, *, ps: bool = True, retries: int = 0) -> di
     }
 
 
+def long_running(name: str, replicas: int) -> dict[str, Any]:
+    """One role of Pods that run until deleted (the ``cache`` scenario's: they stay in the cache)."""
+    obj = taskset(name, replicas, ps=False)
+    obj["spec"]["roles"][0]["template"] = pod_template({})
+    return obj
+
+
 def replicas_of(obj: dict[str, Any]) -> list[str]:
     """Pod names of every replica of a TaskSet (``{taskset}-{role}-{index}``)."""
     name = obj["metadata"]["name"]
     return [f"{name}-{r['name']}-{i}" for r in obj["spec"]["roles"] for i in range(r["replicas"])]
 
 
-def raw_pod(name: str) -> dict[str, Any]:
-    """A bare Pod like the controller's (same template, labels and annotations of similar size)."""
-    template = pod_template({c.ANNOTATION_REPLICA_INDEX: "0", c.ANNOTATION_REPLICA_ATTEMPT_ID: "0"})
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, **template["metadata"]},
-        "spec": template["spec"],
-    }
+def raw_pod(name: str, namespace: str, unit: dict[str, Any]) -> dict[str, Any]:
+    """The Pod the controller would create for a ``large`` worker, byte for byte the same size (labels,
+    annotations, environment, the owner reference to ``unit``, a ConfigMap the raw client made), so the
+    API server, the garbage collector, the scheduler and kwok do the same work for it. Only the label key
+    the controller selects its Pods by is renamed, so that the controller never sees these."""
+    meta = unit["metadata"]
+    template = taskset("raw", 1, ps=False)["spec"]["roles"][0]["template"]
+    identity = PodIdentity(
+        taskset="raw",
+        namespace=namespace,
+        taskset_uid=meta["uid"],
+        role="worker",
+        index=0,
+        name=name,
+        control_unit_name=meta["name"],
+        control_unit_uid=meta["uid"],
+        taskset_attempt=0,
+        replica_attempt=0,
+    )
+    pod = build_pod(template, identity)
+    labels = pod["metadata"]["labels"]
+    labels[RAW_LABEL] = labels.pop(c.LABEL_TASKSET)
+    return pod
 
 
 def churn(names: list[str], seed: int) -> tuple[list[dict[str, Any]], frozenset[str]]:
