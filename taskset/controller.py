@@ -24,6 +24,7 @@ from taskset.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
 from taskset.decide import Settings as DecideSettings
 from taskset.events import EventRecorder
 from taskset.kube import KubeClient, RequestObserver
+from taskset.observe import slim_pod
 from taskset.reconciler import (
     OWNER_INDEX,
     POD_INDEX,
@@ -88,7 +89,11 @@ class Controller:
         namespace = settings.namespace or None
         self.tasksets: SharedInformer = self._factory.informer_for(TASKSETS, namespace=namespace)
         self.pods: SharedInformer = self._factory.informer_for(
-            PODS, namespace=namespace, label_selector=LABEL_TASKSET, indexers={POD_INDEX: taskset_index}
+            PODS,
+            namespace=namespace,
+            label_selector=LABEL_TASKSET,
+            indexers={POD_INDEX: taskset_index},
+            transform=slim_pod,
         )
         self.units: SharedInformer = self._factory.informer_for(
             CONFIGMAPS,

@@ -41,7 +41,7 @@ from taskset.decide import (
 )
 from taskset.events import EventRecorder, EventTarget
 from taskset.kube import KubeClient, KubeError, core_path, taskset_path
-from taskset.observe import Observed, control_unit_view, pod_view
+from taskset.observe import Observed, control_unit_view, pod_view, slim_pod
 from taskset.pods import PodIdentity, build_pod
 from taskset.status import TaskSetStatus
 
@@ -264,7 +264,8 @@ class Reconciler:
                     core_path(ns, "pods"), self._pod(obj, plan, intent), resource="pods"
                 )
                 self._expect(key, create=(f"{ns}/{intent.name}", pod["metadata"]["uid"]))
-                result = ActionResult(ResultKind.OK, pod)
+                # Slim at once: a pass of a 2,000-replica role holds every response until it ends.
+                result = ActionResult(ResultKind.OK, slim_pod(pod))
             else:
                 self._client.delete(core_path(ns, "pods", intent.name), uid=intent.uid, resource="pods")
                 self._expect(key, delete=(f"{ns}/{intent.name}", intent.uid))

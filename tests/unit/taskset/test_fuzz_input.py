@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import copy
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
@@ -28,8 +30,9 @@ from hypothesis import strategies as st
 from taskset.api import ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.constants import ANNOTATION_REPLICA_ATTEMPT_ID as REPLICA_ATTEMPT
 from taskset.decide import ActionResult, ResultKind, TaskSetRef, apply_result, decide
-from taskset.observe import Observed, PodView, control_unit_view, pod_view
+from taskset.observe import Observed, PodView, control_unit_view, pod_view, slim_pod
 from taskset.pods import PodIdentity, build_pod
+from taskset.reconciler import taskset_index
 from taskset.status import TaskSetStatus
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.test_properties import (
@@ -43,6 +46,8 @@ from tests.unit.taskset.test_properties import (
     taskset_objects,
 )
 from tests.unit.taskset.world import PodBuilder, control_unit
+
+RECORDED_POD = Path(__file__).resolve().parents[3] / "bench" / "data" / "pod.json"
 
 pytestmark = pytest.mark.unit
 
@@ -323,3 +328,60 @@ def test_decide_on_hostile_input_is_total_and_moves_along_declared_edges(
         )
         apply_result(plan, intent, result)
     check_plan(scene, plan, round_trip=False)
+
+
+@FUZZ
+@given(pod=st.one_of(pods(), mutated(valid_pod())))
+@example(pod={"spec": {"containers": 1}})
+@example(pod={"spec": [], "status": "x", "metadata": 3})
+@example(pod={"status": {"containerStatuses": [1, {"name": "c", "image": "i"}]}})
+def test_the_slim_cached_pod_looks_the_same_to_the_controller(pod: dict[str, Any]) -> None:
+    """The pod cache keeps ``slim_pod`` of every Pod: nothing the controller reads may be lost, the
+    transform must be idempotent and must leave its argument alone (the informer contract)."""
+    before = copy.deepcopy(pod)
+    slim = slim_pod(pod)
+    assert pod == before
+    assert pod_view(slim) == pod_view(pod)
+    assert slim_pod(slim) == slim
+    meta = pod.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("annotations", {}), dict):  # the API server's types
+        assert taskset_index(slim) == taskset_index(pod)
+
+
+def _unschedulable() -> dict[str, Any]:
+    pod = PodBuilder("ts-a-0").obj()
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/4 nodes"}
+    pod["status"]["conditions"] = [condition]
+    return pod
+
+
+def _image_pull_backoff() -> dict[str, Any]:
+    pod = PodBuilder("ts-a-0").obj()
+    waiting = {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}
+    pod["status"]["initContainerStatuses"] = [{"name": "init", "image": "x", "state": {"waiting": waiting}}]
+    return pod
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        pytest.param(
+            PodBuilder("ts-a-0").uid("p1").controlled_by("cu").taskset("t").attempt(2).obj(), id="new"
+        ),
+        pytest.param(PodBuilder("ts-a-0").running().deleting().obj(), id="running, being deleted"),
+        pytest.param(PodBuilder("ts-a-0").exited(137, message="OOMKilled").obj(), id="exited"),
+        pytest.param(PodBuilder("ts-a-0").phase("Unknown").reason("NodeLost").obj(), id="unknown"),
+        pytest.param(_unschedulable(), id="unschedulable"),
+        pytest.param(_image_pull_backoff(), id="init container waiting"),
+        pytest.param(orjson.loads(RECORDED_POD.read_bytes()), id="recorded from the control plane"),
+    ],
+)
+def test_the_slim_cached_pod_of_each_shape_looks_the_same_to_the_controller(pod: dict[str, Any]) -> None:
+    slim = slim_pod(pod)
+    assert pod_view(slim) == pod_view(pod)
+
+
+def test_a_slim_cached_pod_is_under_a_third_of_the_pod() -> None:
+    """The cache memory target (10,000 Pods) rests on this: a recorded running Pod, 4.5 KB of JSON."""
+    pod = orjson.loads(RECORDED_POD.read_bytes())
+    assert len(orjson.dumps(slim_pod(pod))) < len(orjson.dumps(pod)) / 3
