@@ -141,14 +141,7 @@ class Bench:
         start_point = self.sampler.sample()
         started = start_point[0]
         create_errors: list[str] = []
-        path = TASKSETS_PATH.format(ns=namespace)
-
-        def create(obj: dict[str, Any]) -> None:
-            try:
-                self.api.request("POST", path, obj)
-            except ApiError as err:
-                create_errors.append(str(err))
-
+        create = self.creating(TASKSETS_PATH.format(ns=namespace), create_errors)
         names = [o["metadata"]["name"] for o in objects]
         print(f"[{scenario}] {len(objects)} TaskSets in {namespace}", flush=True)
         submit(create, objects, started, scale.steady_rate if scenario == "steady" else 0.0)
@@ -196,6 +189,17 @@ class Bench:
         self.drop(namespace)
         return result
 
+    def creating(self, path: str, errors: list[str]) -> Callable[[dict[str, Any]], None]:
+        """A create at ``path`` for ``submit``'s threads: an API error is recorded, not raised."""
+
+        def create(obj: dict[str, Any]) -> None:
+            try:
+                self.api.request("POST", path, obj)
+            except ApiError as err:
+                errors.append(str(err))
+
+        return create
+
     # ----- memory -----------------------------------------------------------------------------------
     def run_cache(self) -> dict[str, Any]:
         """The controller's resident memory with ``scale.cache`` Running Pods (and their TaskSets) in its
@@ -208,14 +212,7 @@ class Bench:
         time.sleep(WATCH_SETTLE)
         before = self.sampler.sample()
         errors: list[str] = []
-        path = TASKSETS_PATH.format(ns=namespace)
-
-        def create(obj: dict[str, Any]) -> None:
-            try:
-                self.api.request("POST", path, obj)
-            except ApiError as err:
-                errors.append(str(err))
-
+        create = self.creating(TASKSETS_PATH.format(ns=namespace), errors)
         print(f"[cache] {len(objects)} TaskSets of {CACHE_REPLICAS} Pods that run until deleted", flush=True)
         submit(create, objects, before[0], 0.0)
         try:
