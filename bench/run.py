@@ -352,14 +352,17 @@ def submit(
 
 
 def churn_check(chosen: frozenset[str], pods: list[PodRecord], errors: list[str]) -> dict[str, Any]:
-    """Exactly the replicas whose first attempt failed were retried, each once; and those are the chosen
-    ones, except a chosen one stopped before its planned failure because its TaskSet had already ended
-    (its workers succeeded first: the event policy at work, not a lost retry)."""
+    """Exactly the replicas whose first attempt failed were retried, each once, and those are the chosen
+    ones. Two exceptions, both the event policy at work rather than a lost retry: a chosen replica whose
+    first Pod was deleted without exiting, and one that failed only after its TaskSet's outcome was
+    settled (every worker had succeeded), which the TaskSet's end may stop instead of retrying."""
     first = {p.name: p for p in pods if p.replica_attempt == 0}
     failed = {name for name, p in first.items() if p.exit_phase == "Failed"}
     stopped = {name for name in chosen if name in first and not first[name].exit_phase}
+    settled = {name for name in failed if _failed_after_settled(first[name], pods)}
     retried = {p.name for p in pods if p.replica_attempt >= 1}
-    if retried != failed or any(p.replica_attempt > 1 for p in pods):
+    # A settled failure may still be retried: the outcome and the failure can land in the same pass.
+    if retried - failed or failed - settled - retried or any(p.replica_attempt > 1 for p in pods):
         errors.append("the retried replicas are not exactly the failed ones, each once")
     if failed - chosen or chosen - failed - stopped:
         errors.append("the failed replicas are not the chosen ones (stopped ones aside)")
@@ -367,10 +370,26 @@ def churn_check(chosen: frozenset[str], pods: list[PodRecord], errors: list[str]
         "chosen_replicas": len(chosen),
         "failed_as_chosen": len(failed & chosen),
         "stopped_before_failing": sorted(stopped)[:20],
+        "failed_after_outcome_settled": sorted(settled)[:20],
         "replicas_retried": len(retried),
         "retried_but_not_failed": sorted(retried - failed)[:20],
+        "failed_but_not_retried": sorted(failed - retried)[:20],
         "chosen_but_neither_failed_nor_stopped": sorted(chosen - failed - stopped)[:20],
     }
+
+
+def _failed_after_settled(pod: PodRecord, pods: list[PodRecord]) -> bool:
+    """Whether ``pod`` exited after every worker of its TaskSet had succeeded (its outcome settled)."""
+    workers = [
+        p for p in pods if p.taskset == pod.taskset and p.role == "worker" and p.exit_phase == "Succeeded"
+    ]
+    exits = [p.exited for p in workers if p.exited is not None]
+    return (
+        pod.role != "worker"
+        and len(exits) == WORKERS_PER_TASKSET
+        and pod.exited is not None
+        and max(exits) <= pod.exited
+    )
 
 
 def install_crd(cluster: Cluster, api: Api) -> None:

@@ -62,8 +62,9 @@ CONTAINER_STATUS_KEPT = frozenset({"name", "state", "containerID"})
 
 def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     """The pod informer's transform: a cached Pod holds only what the controller reads (see the sets
-    above), so 10,000 Pods fit in the memory target. The spec, 60% of a Pod, shrinks to its container
-    names. Idempotent, and it never changes ``pod`` (the informer contract)."""
+    above), so 10,000 Pods fit in the memory target. The spec, half of a recorded Pod once managedFields
+    are gone, shrinks to its container names. Idempotent, and it never changes ``pod`` (the informer
+    contract)."""
     slim: dict[str, Any] = {key: pod[key] for key in ("apiVersion", "kind") if key in pod}
     meta = pod.get("metadata")
     slim["metadata"] = _only(meta, POD_METADATA_KEPT) if isinstance(meta, dict) else meta

@@ -9,8 +9,22 @@ from bench.recorder import PodRecord
 from bench.run import churn_check
 
 
-def pod(name: str, attempt: int = 0, exit_phase: str = "Succeeded") -> PodRecord:
-    return PodRecord(name, f"{name}/{attempt}", "t", "r", attempt, added=0.0, exit_phase=exit_phase)
+def pod(name: str, attempt: int = 0, exit_phase: str = "Succeeded", exited: float = 5.0) -> PodRecord:
+    role = name.split("-")[1]
+    return PodRecord(
+        name, f"{name}/{attempt}", "t", role, attempt, added=0.0, exited=exited, exit_phase=exit_phase
+    )
+
+
+def workers_done(at: float = 5.0) -> list[PodRecord]:
+    """Workers 0, 2, 3 succeeded at ``at``; worker 1 failed and its retry succeeded at ``at``."""
+    return [
+        pod("t-worker-0", exited=at),
+        pod("t-worker-1", exit_phase="Failed", exited=at - 1),
+        pod("t-worker-1", 1, exited=at),
+        pod("t-worker-2", exited=at),
+        pod("t-worker-3", exited=at),
+    ]
 
 
 CHOSEN = frozenset({"t-ps-0", "t-worker-1"})
@@ -77,6 +91,16 @@ CHOSEN = frozenset({"t-ps-0", "t-worker-1"})
             ],
             False,
             id="a replica retried twice",
+        ),
+        pytest.param(
+            [pod("t-ps-0", exit_phase="Failed", exited=6.0), *workers_done(at=5.0)],
+            True,
+            id="a chosen ps that failed after every worker had succeeded, stopped by the TaskSet's end",
+        ),
+        pytest.param(
+            [pod("t-ps-0", exit_phase="Failed", exited=4.0), *workers_done(at=5.0)],
+            False,
+            id="a chosen ps that failed while the workers still ran, not retried",
         ),
     ],
 )
