@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,17 +16,11 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from devcluster import Cluster
+from devcluster import Cluster, free_port
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cpu_seconds(pid: int) -> float:
@@ -149,6 +142,21 @@ class Controller:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_lines_since(self, offset: int) -> list[str]:
+        """The log lines written after the log was ``offset`` bytes long."""
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(offset)
+                return log.read().decode(errors="replace").splitlines()
+        except OSError:
+            return []
 
     def error_log_lines(self) -> list[str]:
         """Log lines at level error or critical (the log is JSON lines)."""

@@ -29,8 +29,10 @@ class PodRecord:
     role: str
     replica_attempt: int
     added: float
+    running: float | None = None  # phase Running first seen
     exited: float | None = None
     exit_phase: str = ""
+    exit_codes: tuple[int, ...] = ()  # of its containers, once it exited
     deleted: float | None = None
 
 
@@ -98,9 +100,13 @@ class Recorder:
                 if live is not None and live != uid:
                     self.duplicates.append(f"{record.name}: {live} still live when {uid} appeared")
                 self._live[record.name] = uid
-            phase = (pod.get("status") or {}).get("phase", "")
+            status = pod.get("status") or {}
+            phase = status.get("phase", "")
+            if record.running is None and phase == "Running":
+                record.running = now
             if record.exited is None and phase in FINAL_POD_PHASES:
                 record.exited, record.exit_phase = now, phase
+                record.exit_codes = exit_codes(status)
             if kind == "DELETED":
                 record.deleted = now
                 if self._live.get(record.name) == uid:
@@ -139,6 +145,14 @@ class Recorder:
     def deleted_count(self) -> int:
         with self._lock:
             return sum(1 for p in self.pods.values() if p.deleted is not None)
+
+
+def exit_codes(status: RawObject) -> tuple[int, ...]:
+    return tuple(
+        int(terminated["exitCode"])
+        for container in status.get("containerStatuses") or ()
+        if (terminated := (container.get("state") or {}).get("terminated")) is not None
+    )
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str, poll: float = 0.1) -> None:

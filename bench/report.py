@@ -165,6 +165,11 @@ def taskset_scenario(
             },
             "per_taskset": round(reconciles / n, 2) if n else None,
         },
+        "controller_latency_s": {
+            "queue_wait": histogram(metrics, "workqueue_queue_duration_seconds"),
+            "reconcile": histogram(metrics, "controller_runtime_reconcile_time_seconds"),
+            "api_request": histogram(metrics, "rest_client_request_duration_seconds"),
+        },
         "final_states": states,
         "series": {
             "latency_create_to_all_pods_s": sorted(round(v, 4) for v in to_all_created),
@@ -173,6 +178,22 @@ def taskset_scenario(
             "tasksets_final_per_second": per_second(finals, started),
         },
         "correctness": {"errors": errors[:50], "error_count": len(errors)},
+    }
+
+
+def histogram(metrics: Samples, name: str, over: float = 1.0) -> dict[str, float | None]:
+    """Count, mean and the share of observations above ``over`` seconds of a histogram's samples (the
+    workqueue's decade buckets are too coarse for percentiles, but 1 s is one of their bounds)."""
+    count = total(metrics, f"{name}_count")
+    above = None
+    for sample, labels in metrics:
+        if sample == f"{name}_bucket" and float(dict(labels).get("le", "nan")) == over and count:
+            above = round(1 - total(metrics, f"{name}_bucket", le=dict(labels)["le"]) / count, 4)
+            break
+    return {
+        "count": round(count),
+        "mean": round(total(metrics, f"{name}_sum") / count, 4) if count else None,
+        f"share_over_{over:g}s": above,
     }
 
 

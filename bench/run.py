@@ -7,7 +7,9 @@ controller's metrics are scraped before and after each scenario and the differen
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +21,7 @@ from bench import report
 from bench.controller import Controller, Sampler, cpu_seconds, diff
 from bench.kube import Api, ApiError
 from bench.profile import Profiler
-from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, wait_until
+from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, TaskSetRecord, wait_until
 from bench.scenarios import (
     SCALES,
     WORKERS_PER_TASKSET,
@@ -41,7 +43,12 @@ CACHE_REPLICAS = 500  # replicas per TaskSet of the cache scenario
 CACHE_SETTLE = 5.0  # seconds after the last Pod runs: the controller's last passes and writes
 CREATE_THREADS = 8  # the driver's parallel TaskSet creates in a burst
 DEFAULT_QPS, DEFAULT_BURST = 50.0, 100  # the controller's defaults: the raw client's "limited" run
-WATCH_SETTLE = 1.0  # seconds for the recorder's initial lists before a scenario starts
+WATCH_SETTLE = 1.0
+CHURN_SUSPECT_LISTS = (
+    "retried_but_not_failed",
+    "failed_but_not_retried",
+    "chosen_but_neither_failed_nor_stopped",
+)  # seconds for the recorder's initial lists before a scenario starts
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -72,9 +79,11 @@ class Bench:
         seed: int,
         workers: int,
         *,
+        out: Path,
         profile_dir: Path | None = None,
     ) -> None:
         self.cluster = cluster
+        self.out = out
         self.controller = controller
         self.api = Api(cluster, maxsize=64)
         self.scale = scale
@@ -135,6 +144,7 @@ class Bench:
         recorder.start()
         time.sleep(WATCH_SETTLE)
         errors_before = len(self.controller.error_log_lines())
+        log_offset = self.controller.log_size()
         before = self.controller.scrape()
         profiler = self.profiler(scenario)
         cpu_before = cpu_by_process(self.processes())
@@ -186,8 +196,44 @@ class Bench:
             result["churn"] = churn_check(churn(names, self.seed)[1], pods, errors)
         result["correctness"]["error_count"] = len(errors)
         result["correctness"]["ok"] = not errors and not recorder.duplicates
+        if not result["correctness"]["ok"]:
+            suspects = implicated(tasksets, pods, result.get("churn", {}))
+            result["evidence"] = self.evidence(
+                scenario, namespace, suspects, pods, started=started, log_offset=log_offset
+            )
         self.drop(namespace)
         return result
+
+    def evidence(
+        self,
+        scenario: str,
+        namespace: str,
+        suspects: list[str],
+        pods: list[PodRecord],
+        *,
+        started: float,
+        log_offset: int,
+    ) -> dict[str, Any]:
+        """What a failed run leaves to explain itself: the final status of each suspect TaskSet, the record
+        of each of its Pods (times in seconds from the scenario's start), and the controller's log lines
+        naming it, written beside the JSON."""
+        pattern = re.compile("|".join(re.escape(s) + "(?![0-9])" for s in suspects) or "(?!)")
+        lines = [line for line in self.controller.log_lines_since(log_offset) if pattern.search(line)]
+        self.out.mkdir(parents=True, exist_ok=True)
+        log = self.out / f"evidence-{scenario}-seed{self.seed}-controller.log"
+        log.write_text("".join(line + "\n" for line in lines))
+        statuses = {
+            name: self.api.request("GET", f"{TASKSETS_PATH.format(ns=namespace)}/{name}", allow=(404,)).get(
+                "status"
+            )
+            for name in suspects
+        }
+        return {
+            "started_unix": round(time.time() - (time.monotonic() - started), 3),
+            "tasksets": statuses,
+            "pods": [pod_evidence(p, started) for p in pods if p.taskset in statuses],
+            "controller_log": log.name,
+        }
 
     def creating(self, path: str, errors: list[str]) -> Callable[[dict[str, Any]], None]:
         """A create at ``path`` for ``submit``'s threads: an API error is recorded, not raised."""
@@ -378,6 +424,29 @@ def churn_check(chosen: frozenset[str], pods: list[PodRecord], errors: list[str]
     }
 
 
+def implicated(
+    tasksets: list[TaskSetRecord], pods: list[PodRecord], churn_report: dict[str, Any], limit: int = 20
+) -> list[str]:
+    """The TaskSets a failed run should be explained by: those that did not end Succeeded, and those of
+    the replicas the churn verdict names."""
+    owner = {p.name: p.taskset for p in pods}
+    named = {
+        owner[replica]
+        for key in CHURN_SUSPECT_LISTS
+        for replica in churn_report.get(key, ())
+        if replica in owner
+    }
+    return sorted({t.name for t in tasksets if t.state != "Succeeded"} | named)[:limit]
+
+
+def pod_evidence(pod: PodRecord, origin: float) -> dict[str, Any]:
+    record = dataclasses.asdict(pod)
+    for key in ("added", "running", "exited", "deleted"):
+        if record[key] is not None:
+            record[key] = round(record[key] - origin, 3)
+    return record
+
+
 def _failed_after_settled(pod: PodRecord, pods: list[PodRecord]) -> bool:
     """Whether ``pod`` exited after every worker of its TaskSet had succeeded (its outcome settled)."""
     workers = [
@@ -428,7 +497,9 @@ def main(argv: list[str] | None = None) -> int:
         controller = Controller(cluster, workers=args.workers, qps=0, burst=DEFAULT_BURST)
         controller.start()
         profile_dir = args.out / f"profile-{args.scale}-seed{args.seed}" if args.profile else None
-        bench = Bench(cluster, controller, scale, args.seed, args.workers, profile_dir=profile_dir)
+        bench = Bench(
+            cluster, controller, scale, args.seed, args.workers, out=args.out, profile_dir=profile_dir
+        )
         bench.sampler.start()
         try:
             for scenario in chosen:

@@ -7,5 +7,6 @@ annotations.
 """
 
 from devcluster.cluster import Cluster, ClusterError, Settings, running
+from devcluster.ports import free_port
 
-__all__ = ["Cluster", "ClusterError", "Settings", "running"]
+__all__ = ["Cluster", "ClusterError", "Settings", "free_port", "running"]

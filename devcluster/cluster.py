@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from devcluster import build, certs
+from devcluster.ports import free_port
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -70,12 +70,6 @@ class Settings:
     component_qps: int = 1000
     directory: Path | None = None
     extra_apiserver_args: tuple[str, ...] = ()
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _die_with_parent() -> None:
@@ -158,7 +152,7 @@ class Cluster:
             self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "logs").mkdir(exist_ok=True)
         self._ports = {
-            name: _free_port() for name in ("etcd", "etcd-peer", "apiserver", "scheduler", "kcm", "kwok")
+            name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "scheduler", "kcm", "kwok")
         }
         self.server = f"https://127.0.0.1:{self._ports['apiserver']}"
         self.pki = certs.generate(self.directory / "pki")

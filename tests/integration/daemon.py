@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,15 +13,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from devcluster import Cluster
+from devcluster import Cluster, free_port
 
 READY_TIMEOUT = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Daemon:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from devcluster import Cluster
+from devcluster import Cluster, free_port
 from taskset.crd import CRDRegistrationError, ensure_crd
 from taskset.kube import KubeClient
 
@@ -31,12 +30,6 @@ STARTUP_TIMEOUT = 120.0  # seconds until /readyz: CRD registration plus the firs
 GRACE_PERIOD = 10.0  # seconds, passed as --shutdown-grace-period
 EXIT_SLACK = 10.0  # seconds beyond the grace period the process may take to exit after SIGTERM
 POLL = 0.2  # seconds between probe polls
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _get(port: int, path: str) -> tuple[int, str]:
@@ -94,7 +87,7 @@ def start_daemon(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[C
     started: list[Daemon] = []
 
     def start(*extra: str, env: dict[str, str] | None = None, argv: Sequence[str] | None = None) -> Daemon:
-        metrics_port, probe_port = _free_port(), _free_port()
+        metrics_port, probe_port = free_port(), free_port()
         index = len(started)
         stdout, stderr = tmp_path / f"stdout-{index}.log", tmp_path / f"stderr-{index}.log"
         command = argv or [
@@ -226,7 +219,7 @@ STUCK_CONTROLLER = textwrap.dedent(
 
 
 def test_a_second_signal_exits_1_at_once(start_daemon: Callable[..., Daemon], cluster: Cluster) -> None:
-    metrics_port, probe_port = _free_port(), _free_port()
+    metrics_port, probe_port = free_port(), free_port()
     daemon = start_daemon(
         argv=[
             sys.executable,

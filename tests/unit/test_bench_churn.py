@@ -3,10 +3,12 @@ replica stopped by its TaskSet's end aside."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from bench.recorder import PodRecord
-from bench.run import churn_check
+from bench.recorder import PodRecord, TaskSetRecord, exit_codes
+from bench.run import churn_check, implicated, pod_evidence
 
 
 def pod(name: str, attempt: int = 0, exit_phase: str = "Succeeded", exited: float = 5.0) -> PodRecord:
@@ -108,3 +110,43 @@ def test_churn_verdict(pods: list[PodRecord], ok: bool) -> None:
     errors: list[str] = []
     churn_check(CHOSEN, pods, errors)
     assert (not errors) == ok, errors
+
+
+def test_a_failed_run_is_explained_by_its_wrong_tasksets_and_the_replicas_the_verdict_names() -> None:
+    pods = [
+        PodRecord("a-ps-0", "1", "a", "ps", 0, added=0.0),
+        PodRecord("b-ps-0", "2", "b", "ps", 0, added=0.0),
+        PodRecord("c-ps-0", "3", "c", "ps", 0, added=0.0),
+    ]
+    tasksets = [
+        TaskSetRecord("a", 0.0, state="Succeeded"),
+        TaskSetRecord("b", 0.0, state="Failed"),
+        TaskSetRecord("c", 0.0, state="Succeeded"),
+    ]
+    verdict = {"failed_but_not_retried": ["c-ps-0"], "stopped_before_failing": ["a-ps-0"]}
+    assert implicated(tasksets, pods, verdict) == ["b", "c"]
+    assert implicated(tasksets, pods, {}) == ["b"]
+
+
+def test_pod_evidence_gives_times_from_the_scenario_start() -> None:
+    record = PodRecord("a-ps-0", "1", "a", "ps", 0, added=10.0, running=11.5, exited=None)
+    evidence = pod_evidence(record, origin=10.0)
+    assert (evidence["added"], evidence["running"], evidence["exited"]) == (0.0, 1.5, None)
+    assert evidence["name"] == "a-ps-0"
+
+
+@pytest.mark.parametrize(
+    ("status", "codes"),
+    [
+        ({"containerStatuses": [{"state": {"terminated": {"exitCode": 1}}}]}, (1,)),
+        (
+            {"containerStatuses": [{"state": {"running": {}}}, {"state": {"terminated": {"exitCode": 0}}}]},
+            (0,),
+        ),
+        ({"phase": "Failed"}, ()),
+    ],
+)
+def test_exit_codes_are_those_of_the_terminated_containers(
+    status: dict[str, Any], codes: tuple[int, ...]
+) -> None:
+    assert exit_codes(status) == codes

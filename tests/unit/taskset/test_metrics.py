@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import urllib.error
 import urllib.request
 from collections import defaultdict
@@ -13,6 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry, enable_created_metrics, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from devcluster.ports import free_port
 from taskset.http import BindAddress, ObservabilityServer, parse_bind_address
 from taskset.metrics import (
     RECONCILE_BUCKETS,
@@ -415,12 +415,6 @@ def test_new_registry_has_process_metrics_and_no_created_series() -> None:
     assert "_created" not in text
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 SERVER_LAYOUTS = [
     pytest.param(True, id="metrics and probes share one server when the addresses are equal"),
     pytest.param(False, id="metrics and probes on two servers"),
@@ -434,7 +428,7 @@ def test_the_http_server_serves_metrics_and_probes(registry: CollectorRegistry, 
     address = BindAddress(host="127.0.0.1", port=0)
     server = ObservabilityServer(
         metrics_address=address,
-        probe_address=address if shared else BindAddress(host="127.0.0.1", port=_free_port()),
+        probe_address=address if shared else BindAddress(host="127.0.0.1", port=free_port()),
         registry=registry,
         ready=lambda: ready["now"],
         not_ready_reason=lambda: "caches not synced yet",
