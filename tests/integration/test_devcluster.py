@@ -222,3 +222,34 @@ def test_an_attempt_annotation_fails_only_the_pod_of_that_attempt(cluster: Clust
     second = wait_until(lambda: (p := read_pod(core, namespace, "second")).status.phase == "Succeeded" and p)
     assert first.status.container_statuses[0].state.terminated.exit_code == 7
     assert second.status.container_statuses[0].state.terminated.exit_code == 0
+
+
+def test_a_status_patch_naming_a_replaced_pods_uid_is_refused(cluster: Cluster, namespace: str) -> None:
+    """kwok's Pod stages name the Pod's UID in their status patches (``stages.yaml``). Under load kwok
+    retries a patch by name, possibly after the Pod was replaced by one of the same name (a retry); the
+    API server must refuse that patch rather than give the new Pod the old one's end."""
+    core = client.CoreV1Api(cluster.api_client())
+    core.create_namespaced_pod(namespace, pod("same-name", {sim.HOLD: "init"}))
+    old = wait_until(lambda: (p := read_pod(core, namespace, "same-name")).status.pod_ip and p)
+    core.delete_namespaced_pod("same-name", namespace, grace_period_seconds=0)
+    wait_until(
+        lambda: not core.list_namespaced_pod(namespace, field_selector="metadata.name=same-name").items
+    )
+    core.create_namespaced_pod(namespace, pod("same-name", {sim.HOLD: "init"}))
+    new = wait_until(lambda: (p := read_pod(core, namespace, "same-name")).status.pod_ip and p)
+    assert new.metadata.uid != old.metadata.uid
+
+    def patch_status(uid: str) -> subprocess.CompletedProcess[str]:
+        body = json.dumps({"metadata": {"uid": uid}, "status": {"phase": "Failed"}})
+        return cluster.kubectl(
+            *("-n", namespace, "patch", "pod", "same-name", "--subresource=status", "--type=strategic"),
+            *("-p", body),
+            check=False,
+        )
+
+    refused = patch_status(old.metadata.uid)
+    assert refused.returncode != 0 and "immutable" in refused.stderr
+    assert read_pod(core, namespace, "same-name").status.phase == "Pending"
+    accepted = patch_status(new.metadata.uid)
+    assert accepted.returncode == 0, accepted.stderr
+    assert read_pod(core, namespace, "same-name").status.phase == "Failed"
