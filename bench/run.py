@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
+from bench.churn import SUSPECT_LISTS, churn_check, ending_passes
 from bench.controller import Controller, Sampler, cpu_seconds, diff
 from bench.kube import Api, ApiError
 from bench.profile import Profiler
@@ -44,11 +45,7 @@ CACHE_SETTLE = 5.0  # seconds after the last Pod runs: the controller's last pas
 CREATE_THREADS = 8  # the driver's parallel TaskSet creates in a burst
 DEFAULT_QPS, DEFAULT_BURST = 50.0, 100  # the controller's defaults: the raw client's "limited" run
 WATCH_SETTLE = 1.0
-CHURN_SUSPECT_LISTS = (
-    "retried_but_not_failed",
-    "failed_but_not_retried",
-    "chosen_but_neither_failed_nor_stopped",
-)  # seconds for the recorder's initial lists before a scenario starts
+# seconds for the recorder's initial lists before a scenario starts
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -193,7 +190,8 @@ class Bench:
         if profile is not None:
             result["profile"] = profile
         if scenario == "churn":
-            result["churn"] = churn_check(churn(names, self.seed)[1], pods, errors)
+            ends = ending_passes(self.controller.log_lines_since(log_offset), namespace)
+            result["churn"] = churn_check(churn(names, self.seed)[1], pods, errors, ends)
         result["correctness"]["error_count"] = len(errors)
         result["correctness"]["ok"] = not errors and not recorder.duplicates
         if not result["correctness"]["ok"]:
@@ -397,33 +395,6 @@ def submit(
             pool.submit(create, obj)
 
 
-def churn_check(chosen: frozenset[str], pods: list[PodRecord], errors: list[str]) -> dict[str, Any]:
-    """Exactly the replicas whose first attempt failed were retried, each once, and those are the chosen
-    ones. Two exceptions, both the event policy at work rather than a lost retry: a chosen replica whose
-    first Pod was deleted without exiting, and one that failed only after its TaskSet's outcome was
-    settled (every worker had succeeded), which the TaskSet's end may stop instead of retrying."""
-    first = {p.name: p for p in pods if p.replica_attempt == 0}
-    failed = {name for name, p in first.items() if p.exit_phase == "Failed"}
-    stopped = {name for name in chosen if name in first and not first[name].exit_phase}
-    settled = {name for name in failed if _failed_after_settled(first[name], pods)}
-    retried = {p.name for p in pods if p.replica_attempt >= 1}
-    # A settled failure may still be retried: the outcome and the failure can land in the same pass.
-    if retried - failed or failed - settled - retried or any(p.replica_attempt > 1 for p in pods):
-        errors.append("the retried replicas are not exactly the failed ones, each once")
-    if failed - chosen or chosen - failed - stopped:
-        errors.append("the failed replicas are not the chosen ones (stopped ones aside)")
-    return {
-        "chosen_replicas": len(chosen),
-        "failed_as_chosen": len(failed & chosen),
-        "stopped_before_failing": sorted(stopped)[:20],
-        "failed_after_outcome_settled": sorted(settled)[:20],
-        "replicas_retried": len(retried),
-        "retried_but_not_failed": sorted(retried - failed)[:20],
-        "failed_but_not_retried": sorted(failed - retried)[:20],
-        "chosen_but_neither_failed_nor_stopped": sorted(chosen - failed - stopped)[:20],
-    }
-
-
 def implicated(
     tasksets: list[TaskSetRecord], pods: list[PodRecord], churn_report: dict[str, Any], limit: int = 20
 ) -> list[str]:
@@ -431,10 +402,7 @@ def implicated(
     the replicas the churn verdict names."""
     owner = {p.name: p.taskset for p in pods}
     named = {
-        owner[replica]
-        for key in CHURN_SUSPECT_LISTS
-        for replica in churn_report.get(key, ())
-        if replica in owner
+        owner[replica] for key in SUSPECT_LISTS for replica in churn_report.get(key, ()) if replica in owner
     }
     return sorted({t.name for t in tasksets if t.state != "Succeeded"} | named)[:limit]
 
@@ -445,20 +413,6 @@ def pod_evidence(pod: PodRecord, origin: float) -> dict[str, Any]:
         if record[key] is not None:
             record[key] = round(record[key] - origin, 3)
     return record
-
-
-def _failed_after_settled(pod: PodRecord, pods: list[PodRecord]) -> bool:
-    """Whether ``pod`` exited after every worker of its TaskSet had succeeded (its outcome settled)."""
-    workers = [
-        p for p in pods if p.taskset == pod.taskset and p.role == "worker" and p.exit_phase == "Succeeded"
-    ]
-    exits = [p.exited for p in workers if p.exited is not None]
-    return (
-        pod.role != "worker"
-        and len(exits) == WORKERS_PER_TASKSET
-        and pod.exited is not None
-        and max(exits) <= pod.exited
-    )
 
 
 def install_crd(cluster: Cluster, api: Api) -> None:

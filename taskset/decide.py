@@ -322,7 +322,7 @@ def _taskset_facts(ctx: _Pass) -> TaskSetFacts:
         attempt_succeeded=outcome is not None and outcome.succeeded,
         role_started=any(role.phase != RolePhase.WAITING for role in status.roles),
         may_retry=may_retry and not ctx.ref.deleting,
-        retry_due=seconds_since(status.transition_time, ctx.now) >= delay,
+        retry_due=policies.retry_due(delay, seconds_since(status.transition_time, ctx.now)),
     )
 
 
@@ -717,7 +717,7 @@ def _replica_facts(
         creates_allowed=not ctx.ref.deleting,
         creation_timed_out=elapsed > ctx.settings.cache_creation_timeout,
         may_retry=policies.replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting),
-        retry_due=elapsed >= role.retry_policy.delay_seconds,
+        retry_due=policies.retry_due(role.retry_policy.delay_seconds, elapsed),
         earlier_attempt_alive=replica.phase == P.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
     )
 

@@ -93,6 +93,13 @@ def taskset_retry_decision(policy: RetryPolicy, retried: int) -> tuple[bool, str
     return False, "Can't retry anymore"
 
 
+def retry_due(delay_seconds: int, waited: float) -> bool:
+    """Spec T14 and P14: whether a retry delay is over; a delay of 0 means at once. ``waited`` counts from
+    a transitionTime stored rounded up to the second, so just after the transition it can be up to a
+    second short (a positive delay is never cut short); a zero delay must not wait for that second."""
+    return delay_seconds <= 0 or waited >= delay_seconds
+
+
 def replica_may_retry(policy: RetryPolicy, replica: ReplicaStatus, *, taskset_deleting: bool) -> bool:
     """Spec 7.2: never a stopped or succeeded replica, never while the TaskSet is being deleted (W-10)."""
     if replica.stopped or replica.succeeded or taskset_deleting:

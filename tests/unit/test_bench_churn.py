@@ -1,14 +1,16 @@
 """The benchmark's churn verdict: exactly the failed replicas retried, and those the chosen ones, a chosen
-replica stopped by its TaskSet's end aside."""
+replica stopped by its TaskSet's end, or seen failing together with its TaskSet's outcome, aside."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from bench.churn import churn_check, ending_passes
 from bench.recorder import PodRecord, TaskSetRecord, exit_codes
-from bench.run import churn_check, implicated, pod_evidence
+from bench.run import implicated, pod_evidence
 
 
 def pod(name: str, attempt: int = 0, exit_phase: str = "Succeeded", exited: float = 5.0) -> PodRecord:
@@ -108,7 +110,7 @@ CHOSEN = frozenset({"t-ps-0", "t-worker-1"})
 )
 def test_churn_verdict(pods: list[PodRecord], ok: bool) -> None:
     errors: list[str] = []
-    churn_check(CHOSEN, pods, errors)
+    churn_check(CHOSEN, pods, errors, {})
     assert (not errors) == ok, errors
 
 
@@ -150,3 +152,70 @@ def test_exit_codes_are_those_of_the_terminated_containers(
     status: dict[str, Any], codes: tuple[int, ...]
 ) -> None:
     assert exit_codes(status) == codes
+
+
+def log_line(**fields: Any) -> str:
+    return json.dumps({"logger": "TaskSetController", "level": "info", **fields})
+
+
+def reconciled(name: str, namespace: str = "ns") -> str:
+    return log_line(msg="reconciled", namespace=namespace, name=name)
+
+
+def ended(pod_name: str, namespace: str = "ns", phase: str = "TaskRoleReplicaAttemptDeletionPending") -> str:
+    taskset = pod_name.split("-", maxsplit=1)[0]
+    return log_line(
+        msg="",
+        QueryKey="ReplicaTransition",
+        TaskSet=taskset,
+        Namespace=namespace,
+        PodName=pod_name,
+        NextPhase=phase,
+    )
+
+
+def test_ending_passes_are_counted_per_taskset_in_its_namespace() -> None:
+    lines = [
+        reconciled("t"),
+        ended("t-worker-1"),
+        ended("u-worker-0"),  # another TaskSet's first pass, interleaved
+        reconciled("u"),
+        reconciled("t"),
+        ended("t-ps-0"),
+        ended("t-ps-0", phase="TaskRoleReplicaAttemptDeletionRequested"),
+        ended("t-worker-1", namespace="other"),
+        reconciled("t"),
+        ended("t-worker-1"),
+        reconciled("t"),
+    ]
+    assert ending_passes(lines, "ns") == {"t-worker-1": [1, 3], "u-worker-0": [0], "t-ps-0": [2]}
+
+
+@pytest.mark.parametrize(
+    ("ps_pass", "ok"),
+    [
+        pytest.param(4, True, id="the ps failure seen in the pass that saw the last worker succeed"),
+        pytest.param(3, False, id="the ps failure seen a pass earlier, and not retried"),
+    ],
+)
+def test_a_failure_seen_with_the_outcome_need_not_be_retried(ps_pass: int, ok: bool) -> None:
+    pods = [pod("t-ps-0", exit_phase="Failed", exited=4.0), *workers_done(at=5.0)]
+    ends = {
+        "t-ps-0": [ps_pass],
+        "t-worker-0": [4],
+        "t-worker-1": [2, 4],
+        "t-worker-2": [3],
+        "t-worker-3": [4],
+    }
+    errors: list[str] = []
+    verdict = churn_check(CHOSEN, pods, errors, ends)
+    assert (not errors) == ok, errors
+    assert ("t-ps-0" in verdict["failed_with_outcome_settled"]) == ok
+
+
+def test_a_worker_failure_is_never_excused_by_the_outcome() -> None:
+    pods = [pod("t-ps-0", exit_phase=""), *workers_done(at=5.0)[:2], *workers_done(at=5.0)[3:]]
+    ends = {"t-worker-0": [4], "t-worker-1": [4], "t-worker-2": [3], "t-worker-3": [4]}
+    errors: list[str] = []
+    churn_check(CHOSEN, pods, errors, ends)
+    assert errors

@@ -585,6 +585,19 @@ def test_the_retry_delay_counts_from_entering_retry_pending() -> None:
     assert decide_once(world).status.roles[0].replicas[0].phase == P.ATTEMPT_PENDING
 
 
+@pytest.mark.parametrize("offset", [0.0, 0.3, 0.999], ids=["on the second", "0.3 s past", "0.999 s past"])
+def test_a_zero_replica_retry_delay_retries_in_the_pass_that_sees_the_pod_gone(offset: float) -> None:
+    """P14 with delay 0 is immediate. transitionTime is stored rounded up to the second, which must not
+    hold the retry (and a pass of a busy queue) until the clock passes that second."""
+    world = running(single(retry=(True, 2, 0)))
+    world.tick(offset)
+    world.exit("job-r-0", 1)
+    world.reconcile()  # the exit is recorded, the Pod deleted
+    plan = world.reconcile()  # the Pod is gone: retry at once
+    assert plan.intents == [CreatePod(0, 0, "job-r-0", 0, 1)]
+    assert plan.requeue_after is None
+
+
 def test_a_replica_retry_starts_a_new_attempt_under_the_same_name() -> None:
     world = retrying_replica(30)
     before = copy.deepcopy(replica(world, "r"))
@@ -660,6 +673,17 @@ def test_a_failed_attempt_with_retries_left_waits_out_the_delay() -> None:
     assert plan.status.phase == T.ATTEMPT_RETRY_PENDING
     assert (plan.intents, plan.events) == ([], [])
     assert plan.requeue_after == 20  # T14b: requeue after the remaining delay
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.5], ids=["on the second", "0.5 s past"])
+def test_a_zero_taskset_retry_delay_starts_the_next_attempt_without_waiting(offset: float) -> None:
+    """T14 with delay 0 is immediate, whatever the fraction of a second the attempt ended at."""
+    world = running(World(TaskSetBuilder("job").retry(True, 2, 0).role("r").obj()))
+    world.tick(offset)
+    world.exit("job-r-0", 1)
+    world.settle()
+    assert [p.requeue_after for p in world.plans if p.requeue_after] == []
+    assert the_status(world).total_retried_count == 1
 
 
 def test_t14_a_taskset_retry_starts_a_fresh_attempt() -> None:

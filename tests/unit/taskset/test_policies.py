@@ -23,6 +23,7 @@ from taskset.policies import (
     Outcome,
     attempt_outcome,
     replica_may_retry,
+    retry_due,
     role_completion,
     role_verdict,
     taskset_retry_decision,
@@ -469,3 +470,17 @@ def test_replica_may_retry(
 def test_the_role_retry_policy_is_parsed_from_the_spec() -> None:
     assert role(retry=(True, 2, 10)).retry_policy == RetryPolicy(True, 2, 10)
     assert role().retry_policy == RetryPolicy(False, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("delay", "waited", "due"),
+    [
+        pytest.param(0, -0.9, True, id="delay 0 is due at once, even before the rounded-up stamp"),
+        pytest.param(0, 0.0, True, id="delay 0 at the stamp"),
+        pytest.param(30, -0.5, False, id="a positive delay just after the transition"),
+        pytest.param(30, 29.9, False, id="a positive delay not yet over"),
+        pytest.param(30, 30.0, True, id="a positive delay just over"),
+    ],
+)
+def test_retry_due(delay: int, waited: float, due: bool) -> None:
+    assert retry_due(delay, waited) is due
