@@ -194,11 +194,14 @@ class Bench:
             result["churn"] = churn_check(churn(names, self.seed)[1], pods, errors, ends)
         result["correctness"]["error_count"] = len(errors)
         result["correctness"]["ok"] = not errors and not recorder.duplicates
-        if not result["correctness"]["ok"]:
-            suspects = implicated(tasksets, pods, result.get("churn", {}))
-            result["evidence"] = self.evidence(
-                scenario, namespace, suspects, pods, started=started, log_offset=log_offset
-            )
+        # The slowest TaskSet from its last Pod exit to its end always: its record explains outliers.
+        suspects = (
+            implicated(tasksets, pods, result.get("churn", {})) if errors or recorder.duplicates else []
+        )
+        suspects += [name for name in [slowest_to_final(tasksets, pods)] if name and name not in suspects]
+        result["evidence"] = self.evidence(
+            scenario, namespace, suspects, pods, started=started, log_offset=log_offset
+        )
         self.drop(namespace)
         return result
 
@@ -212,9 +215,9 @@ class Bench:
         started: float,
         log_offset: int,
     ) -> dict[str, Any]:
-        """What a failed run leaves to explain itself: the final status of each suspect TaskSet, the record
-        of each of its Pods (times in seconds from the scenario's start), and the controller's log lines
-        naming it, written beside the JSON."""
+        """What a run leaves to explain itself (a failed one, or its slowest TaskSet): the final status of
+        each suspect TaskSet, the record of each of its Pods (times in seconds from the scenario's start),
+        and the controller's log lines naming it, written beside the JSON."""
         pattern = re.compile("|".join(re.escape(s) + "(?![0-9])" for s in suspects) or "(?!)")
         lines = [line for line in self.controller.log_lines_since(log_offset) if pattern.search(line)]
         self.out.mkdir(parents=True, exist_ok=True)
@@ -405,6 +408,18 @@ def implicated(
         owner[replica] for key in SUSPECT_LISTS for replica in churn_report.get(key, ()) if replica in owner
     }
     return sorted({t.name for t in tasksets if t.state != "Succeeded"} | named)[:limit]
+
+
+def slowest_to_final(tasksets: list[TaskSetRecord], pods: list[PodRecord]) -> str | None:
+    """The TaskSet with the longest time from its last Pod exit to its final phase."""
+    last_exit: dict[str, float] = {}
+    for pod in pods:
+        if pod.exited is not None:
+            last_exit[pod.taskset] = max(pod.exited, last_exit.get(pod.taskset, pod.exited))
+    waits = {
+        t.name: t.final - last_exit[t.name] for t in tasksets if t.final is not None and t.name in last_exit
+    }
+    return max(waits, key=lambda name: waits[name]) if waits else None
 
 
 def pod_evidence(pod: PodRecord, origin: float) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 
 from bench.churn import churn_check, ending_passes
 from bench.recorder import PodRecord, TaskSetRecord, exit_codes
-from bench.run import implicated, pod_evidence
+from bench.run import implicated, pod_evidence, slowest_to_final
 
 
 def pod(name: str, attempt: int = 0, exit_phase: str = "Succeeded", exited: float = 5.0) -> PodRecord:
@@ -219,3 +219,21 @@ def test_a_worker_failure_is_never_excused_by_the_outcome() -> None:
     errors: list[str] = []
     churn_check(CHOSEN, pods, errors, ends)
     assert errors
+
+
+def test_the_slowest_taskset_is_the_one_longest_from_its_last_exit_to_its_end() -> None:
+    pods = [
+        PodRecord("a-w-0", "1", "a", "w", 0, added=0.0, exited=5.0),
+        PodRecord("a-w-1", "2", "a", "w", 0, added=0.0, exited=6.0),
+        PodRecord("b-w-0", "3", "b", "w", 0, added=0.0, exited=4.0),
+        PodRecord("c-w-0", "4", "c", "w", 0, added=0.0),
+    ]
+    tasksets = [
+        TaskSetRecord("a", 0.0, final=9.0),  # 3 s after its last exit (6.0), not 4 s after its first
+        TaskSetRecord("b", 0.0, final=6.5),
+        TaskSetRecord("c", 0.0, final=20.0),  # no exit seen: not counted
+        TaskSetRecord("d", 0.0),
+    ]
+    assert slowest_to_final(tasksets, pods) == "a"
+    assert slowest_to_final(tasksets[1:], pods) == "b"
+    assert slowest_to_final([], pods) is None
