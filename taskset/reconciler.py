@@ -124,7 +124,7 @@ class Reconciler:
     ) -> None:
         self._client = client
         self._pool = (
-            ThreadPoolExecutor(create_parallelism, thread_name_prefix="pod-create")
+            ThreadPoolExecutor(create_parallelism, thread_name_prefix="pod-action")
             if create_parallelism > 1
             else None
         )
@@ -173,7 +173,7 @@ class Reconciler:
         )
         persisted = False
         for batch in _batches(plan.intents):
-            if not persisted and _advancing_delete(batch[0]):
+            if not persisted and any(_advancing_delete(intent) for intent in batch):
                 # Persist before destroying (spec 4.4): a finished Pod, or the ControlUnit, is the only
                 # evidence of what this pass decided from it (an exit code, an attempt's end). Deleting it
                 # and then failing the status write would leave a status that waits forever for an
@@ -230,9 +230,9 @@ class Reconciler:
     def _act_all(
         self, key: str, obj: Mapping[str, Any], plan: Plan, batch: list[Intent]
     ) -> list[ActionResult]:
-        """The batch's actions, concurrently when there are several (Pod creates of one pass): a 2,000-replica
-        role is otherwise bound by one request's round trip at a time. Results come back in intent order,
-        so folding them into the plan stays sequential and deterministic."""
+        """The batch's actions, concurrently when there are several (Pod creates or deletes of one pass): a
+        2,000-replica role is otherwise bound by one request's round trip at a time. Results come back in
+        intent order, so folding them into the plan stays sequential and deterministic."""
         if len(batch) == 1 or self._pool is None:
             return [self._act(key, obj, plan, intent) for intent in batch]
         return list(self._pool.map(lambda intent: self._act(key, obj, plan, intent), batch))
@@ -430,11 +430,12 @@ class Reconciler:
 
 
 def _batches(intents: list[Intent]) -> list[list[Intent]]:
-    """The intents in order, runs of Pod creates together (they touch different Pods and none waits for
-    another's result); every other intent alone."""
+    """The intents in order, runs of Pod creates together and runs of Pod deletes together (each touches
+    its own Pod and none waits for another's result: a TaskSet's end deletes its Pods in one round trip,
+    not one after another); every ControlUnit action alone."""
     batches: list[list[Intent]] = []
     for intent in intents:
-        if isinstance(intent, CreatePod) and batches and isinstance(batches[-1][0], CreatePod):
+        if isinstance(intent, CreatePod | DeletePod) and batches and type(batches[-1][0]) is type(intent):
             batches[-1].append(intent)
         else:
             batches.append([intent])

@@ -13,6 +13,7 @@ the API server). Two bugs the fault-injecting proxy of ``tests/chaos/test_api_fa
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import structlog
@@ -70,6 +71,7 @@ class FakeClient:
         self.live = taskset
         self.calls: list[tuple[str, str]] = []
         self.status_error: KubeError | None = None
+        self.deletes_together: threading.Barrier | None = None  # set: deletes must overlap
         self._version = 1
 
     def get(self, path: str, *, resource: str) -> dict[str, Any] | None:
@@ -80,6 +82,8 @@ class FakeClient:
 
     def delete(self, path: str, *, uid: str, resource: str, propagation: str | None = None) -> None:
         self.calls.append(("delete", path.rsplit("/", 1)[-1]))
+        if self.deletes_together is not None:
+            self.deletes_together.wait()
 
     def replace_status(
         self, namespace: str, name: str, resource_version: str, status: dict[str, Any]
@@ -99,10 +103,11 @@ class NoEvents:
         return None
 
 
-def finished_pod_scene() -> tuple[Reconciler, FakeClient]:
-    """A TaskSet whose one Pod has just exited 1, as caches and API server show it before the next pass."""
-    world = running(World(TaskSetBuilder("job").role("r").obj()))
-    world.exit("job-r-0", 1)
+def finished_pod_scene(replicas: int = 1, parallelism: int = 1) -> tuple[Reconciler, FakeClient]:
+    """A TaskSet whose Pods have just exited 1, as caches and API server show it before the next pass."""
+    world = running(World(TaskSetBuilder("job").role("r", replicas).obj()))
+    for index in range(replicas):
+        world.exit(f"job-r-{index}", 1)
     status = world.status
     assert isinstance(status, TaskSetStatus)
     taskset = {**world.taskset, "status": status.to_json()}
@@ -122,6 +127,7 @@ def finished_pod_scene() -> tuple[Reconciler, FakeClient]:
         units=units,
         recorder=NoEvents(),
         logger=structlog.get_logger("test"),
+        create_parallelism=parallelism,
     )
     return reconciler, client
 
@@ -139,6 +145,21 @@ def test_the_exit_of_a_pod_is_persisted_before_the_pod_is_deleted() -> None:
     ]
     first = client.live["status"]["roleStatus"][0]["replicaStatus"][0]
     assert first["terminatedInfo"]["exitCode"] == 1
+
+
+def test_the_pods_a_pass_deletes_go_together_once_the_status_is_persisted() -> None:
+    """A TaskSet's end deletes its Pods in one round trip: the deletes overlap (each waits at a barrier
+    for the others, so one at a time would break it), and none starts before the persisting write."""
+    reconciler, client = finished_pod_scene(replicas=3, parallelism=3)
+    client.deletes_together = threading.Barrier(3, timeout=10)
+
+    result = reconciler.reconcile("ns/job")
+
+    assert result.error is None
+    assert client.calls[0] == ("status", P.ATTEMPT_DELETION_PENDING)
+    assert sorted(client.calls[1:4]) == [("delete", f"job-r-{i}") for i in range(3)]
+    assert client.calls[4:] == [("status", P.ATTEMPT_DELETION_REQUESTED)]
+    reconciler.close()
 
 
 def test_a_failed_status_write_deletes_nothing() -> None:
