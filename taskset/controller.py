@@ -136,12 +136,12 @@ class Controller:
             on_delete=self._enqueue_taskset,
         )
         self.units.add_event_handler(
-            on_add=self._enqueue_owner,
+            on_add=self._created,
             on_update=lambda old, new: self._enqueue_owner(new),
             on_delete=self._enqueue_owner,
         )
         self.pods.add_event_handler(
-            on_add=self._enqueue_owner,
+            on_add=self._created,
             on_update=lambda old, new: self._enqueue_owner_batched(new),
             on_delete=self._enqueue_owner,
         )
@@ -161,6 +161,10 @@ class Controller:
         ):
             return
         self.queue.add(meta_namespace_key(dict(new)))
+
+    def _created(self, obj: Mapping[str, Any]) -> None:
+        self.reconciler.creation_observed(obj)
+        self._enqueue_owner(obj)
 
     def _enqueue_owner(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         for key in _owner_keys(obj):

@@ -48,6 +48,7 @@ from taskset.status import TaskSetStatus
 POD_INDEX: Final = "taskset"  # pods and ControlUnits by "<namespace>/<TaskSet annotation>"
 OWNER_INDEX: Final = "controller-uid"  # ControlUnits by their controlling owner's UID
 EXPECTATIONS_TTL: Final = 15.0  # seconds to trust our own creates/deletes before the cache shows them
+OBSERVED_CREATIONS: Final = 65536  # UIDs of Pods and ControlUnits whose add event came within the TTL
 PARSE_CACHE_SIZE: Final = 4096  # parsed specs by (uid, generation): parsing big specs every pass is waste
 
 
@@ -139,6 +140,11 @@ class Reconciler:
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}  # key -> last status we wrote; guarded by _lock
         self._expected: dict[str, _Expected] = {}  # guarded by _lock
+        # UIDs whose add event the caches delivered (guarded by _lock): a create is observed even when its
+        # object is gone again by the next pass (a retry Pod the same pass's TaskSet end deleted).
+        self._observed: cachetools.TTLCache[str, bool] = cachetools.TTLCache(
+            OBSERVED_CREATIONS, EXPECTATIONS_TTL, timer=self._clock.now
+        )
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
@@ -310,6 +316,14 @@ class Reconciler:
         return ActionResult(ResultKind.ERROR, message=str(err))
 
     # ----- expectations ---------------------------------------------------------------------------------
+    def creation_observed(self, obj: Mapping[str, Any]) -> None:
+        """The caches' add handler for Pods and ControlUnits, as client-go's ``CreationObserved``: an
+        expected create counts as seen once its add event came, whatever happens to the object next."""
+        uid = (obj.get("metadata") or {}).get("uid")
+        if uid:
+            with self._lock:
+                self._observed[str(uid)] = True
+
     def _expect(
         self, key: str, *, create: tuple[str, str] | None = None, delete: tuple[str, str] | None = None
     ) -> None:
@@ -329,7 +343,7 @@ class Reconciler:
                 return None
             remaining = expected.deadline - self._clock.now()
             for store_key, uid in list(expected.creates.items()):
-                if self._seen(store_key, uid):
+                if uid in self._observed or self._seen(store_key, uid):
                     del expected.creates[store_key]
             for store_key, uid in list(expected.deletes.items()):
                 if not self._seen(store_key, uid, alive=True):

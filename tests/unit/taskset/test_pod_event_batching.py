@@ -78,3 +78,14 @@ def test_pods_of_two_tasksets_give_two_keys(controller: Controller, clock: FakeC
 def test_other_changes_are_queued_at_once(controller: Controller, clock: FakeClock) -> None:
     controller._enqueue_owner(owned("ts-0"))  # a ControlUnit, or a Pod added or deleted
     assert controller.queue.len() == 1
+
+
+def test_an_added_object_is_queued_at_once_and_its_creation_observed(
+    controller: Controller, mocker: Any
+) -> None:
+    observed = mocker.spy(controller.reconciler, "creation_observed")
+    pod = owned("ts-worker-0")
+    pod["metadata"]["uid"] = "pod-uid"
+    controller._created(pod)
+    observed.assert_called_once_with(pod)
+    assert controller.queue.len() == 1

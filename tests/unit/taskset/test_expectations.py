@@ -1,0 +1,117 @@
+"""Expectations (client-go's ControllerExpectations): a pass waits until the caches have shown the
+creates of the last one, so a lagging cache never causes a duplicate action. A create counts as shown
+once its add event came, even when the object is gone again by the next pass: a full-scale churn run had
+a TaskSet create a replica's retry Pod in the same pass that ended it, the ControlUnit's deletion took
+the Pod away at once, and the TaskSet then waited out the whole 15 s TTL before finishing."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import structlog
+
+from clock import FakeClock
+from informers import Store
+from taskset.reconciler import (
+    EXPECTATIONS_TTL,
+    OWNER_INDEX,
+    POD_INDEX,
+    Reconciler,
+    controller_uid_index,
+    taskset_index,
+)
+from tests.builders import TaskSetBuilder
+from tests.unit.taskset.world import World
+
+KEY = "ns/job"
+
+
+class Client:
+    """The API server's side of one TaskSet: creates get a UID, status writes a new version."""
+
+    def __init__(self, taskset: dict[str, Any]) -> None:
+        self.live = taskset
+        self.created: list[dict[str, Any]] = []
+        self._version = 1
+
+    def get(self, path: str, *, resource: str) -> dict[str, Any] | None:
+        return self.live
+
+    def create(self, path: str, obj: dict[str, Any], *, resource: str) -> dict[str, Any]:
+        created = copy.deepcopy(obj)
+        created["metadata"]["uid"] = f"{resource}-{len(self.created)}"
+        created["metadata"]["resourceVersion"] = "1"
+        self.created.append(created)
+        return created
+
+    def delete(self, path: str, *, uid: str, resource: str, propagation: str | None = None) -> None:
+        return None
+
+    def replace_status(
+        self, namespace: str, name: str, resource_version: str, status: dict[str, Any]
+    ) -> dict[str, Any]:
+        self._version += 1
+        self.live = {**self.live, "status": status}
+        self.live["metadata"] = {**self.live["metadata"], "resourceVersion": str(self._version)}
+        return self.live
+
+
+class NoEvents:
+    def record(self, target: Any, reason: str, message: str, *, warning: bool) -> None:
+        return None
+
+
+def pod_created_scene() -> tuple[Reconciler, Client, Store]:
+    """A pass has just created the Pod of a one-replica TaskSet; the caches have not shown it yet."""
+    world = World(TaskSetBuilder("job").role("r").obj())
+    world.reconcile()  # the ControlUnit is created: the attempt waits for it in the cache
+    assert world.status is not None
+    taskset = {**world.taskset, "status": world.status.to_json()}
+    taskset["metadata"] = {**taskset["metadata"], "resourceVersion": "1"}
+    tasksets, pods = Store(), Store(indexers={POD_INDEX: taskset_index})
+    units = Store(indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index})
+    tasksets.add(taskset)
+    for unit in world.units.values():
+        units.add(unit)
+    client = Client(taskset)
+    reconciler = Reconciler(
+        client=client,
+        tasksets=tasksets,
+        pods=pods,
+        units=units,
+        recorder=NoEvents(),
+        logger=structlog.get_logger("test"),
+        clock=FakeClock(wall_start=world.now),
+    )
+    reconciler.reconcile(KEY)
+    assert [c["kind"] for c in client.created] == ["Pod"]
+    return reconciler, client, pods
+
+
+@pytest.mark.parametrize(
+    ("add_event", "in_cache", "waits"),
+    [
+        pytest.param(False, False, True, id="not shown yet: the pass waits for the cache"),
+        pytest.param(True, True, False, id="shown: the pass goes on"),
+        pytest.param(False, True, False, id="in the cache before its handler ran: the pass goes on"),
+        pytest.param(True, False, False, id="shown and gone again: the pass goes on"),
+    ],
+)
+def test_a_pass_waits_only_for_creates_the_caches_never_showed(
+    add_event: bool, in_cache: bool, waits: bool
+) -> None:
+    reconciler, client, pods = pod_created_scene()
+    pod = client.created[0]
+    if in_cache:
+        pods.add(pod)
+    if add_event:
+        reconciler.creation_observed(pod)
+
+    result = reconciler.reconcile(KEY)
+
+    # The clock stands still, so only the expectation wait is exactly the TTL (the machines' own
+    # waits are 10 s or less).
+    assert (result.requeue_after == EXPECTATIONS_TTL) is waits
+    reconciler.close()
