@@ -10,20 +10,15 @@ import copy
 from typing import Any
 
 import pytest
-import structlog
 
 from clock import FakeClock
 from informers import Store
 from taskset.reconciler import (
     EXPECTATIONS_TTL,
-    OWNER_INDEX,
-    POD_INDEX,
     Reconciler,
-    controller_uid_index,
-    taskset_index,
 )
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.world import World
+from tests.unit.taskset.world import World, cached_taskset, reconciler_over
 
 KEY = "ns/job"
 
@@ -58,33 +53,12 @@ class Client:
         return self.live
 
 
-class NoEvents:
-    def record(self, target: Any, reason: str, message: str, *, warning: bool) -> None:
-        return None
-
-
 def pod_created_scene() -> tuple[Reconciler, Client, Store]:
     """A pass has just created the Pod of a one-replica TaskSet; the caches have not shown it yet."""
     world = World(TaskSetBuilder("job").role("r").obj())
     world.reconcile()  # the ControlUnit is created: the attempt waits for it in the cache
-    assert world.status is not None
-    taskset = {**world.taskset, "status": world.status.to_json()}
-    taskset["metadata"] = {**taskset["metadata"], "resourceVersion": "1"}
-    tasksets, pods = Store(), Store(indexers={POD_INDEX: taskset_index})
-    units = Store(indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index})
-    tasksets.add(taskset)
-    for unit in world.units.values():
-        units.add(unit)
-    client = Client(taskset)
-    reconciler = Reconciler(
-        client=client,
-        tasksets=tasksets,
-        pods=pods,
-        units=units,
-        recorder=NoEvents(),
-        logger=structlog.get_logger("test"),
-        clock=FakeClock(wall_start=world.now),
-    )
+    client = Client(cached_taskset(world))
+    reconciler, pods = reconciler_over(world, client, clock=FakeClock(wall_start=world.now))
     reconciler.reconcile(KEY)
     assert [c["kind"] for c in client.created] == ["Pod"]
     return reconciler, client, pods

@@ -16,17 +16,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import structlog
-
-from informers import Store
 from taskset.constants import ReplicaPhase as P
 from taskset.constants import TaskSetPhase as T
 from taskset.controlunit import build_control_unit
 from taskset.kube import KubeError
-from taskset.reconciler import OWNER_INDEX, POD_INDEX, Reconciler, controller_uid_index, taskset_index
-from taskset.status import TaskSetStatus
+from taskset.reconciler import Reconciler
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.world import World
+from tests.unit.taskset.world import World, cached_taskset, reconciler_over
 
 
 def running(world: World) -> World:
@@ -98,38 +94,13 @@ class FakeClient:
         return self.live
 
 
-class NoEvents:
-    def record(self, target: Any, reason: str, message: str, *, warning: bool) -> None:
-        return None
-
-
 def finished_pod_scene(replicas: int = 1, parallelism: int = 1) -> tuple[Reconciler, FakeClient]:
     """A TaskSet whose Pods have just exited 1, as caches and API server show it before the next pass."""
     world = running(World(TaskSetBuilder("job").role("r", replicas).obj()))
     for index in range(replicas):
         world.exit(f"job-r-{index}", 1)
-    status = world.status
-    assert isinstance(status, TaskSetStatus)
-    taskset = {**world.taskset, "status": status.to_json()}
-    taskset["metadata"] = {**taskset["metadata"], "resourceVersion": "1"}
-    tasksets, pods = Store(), Store(indexers={POD_INDEX: taskset_index})
-    units = Store(indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index})
-    tasksets.add(taskset)
-    for pod in world.pods.values():
-        pods.add(pod)
-    for unit in world.units.values():
-        units.add(unit)
-    client = FakeClient(taskset)
-    reconciler = Reconciler(
-        client=client,
-        tasksets=tasksets,
-        pods=pods,
-        units=units,
-        recorder=NoEvents(),
-        logger=structlog.get_logger("test"),
-        create_parallelism=parallelism,
-    )
-    return reconciler, client
+    client = FakeClient(cached_taskset(world))
+    return reconciler_over(world, client, parallelism=parallelism)[0], client
 
 
 def test_the_exit_of_a_pod_is_persisted_before_the_pod_is_deleted() -> None:

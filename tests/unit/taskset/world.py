@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import structlog
+
+from clock import Clock
+from informers import Store
 from taskset.api import ParsedTaskSet, parse_taskset
 from taskset.controlunit import build_control_unit
 from taskset.decide import (
@@ -30,6 +34,7 @@ from taskset.decide import (
 )
 from taskset.observe import Observed, control_unit_view, pod_view
 from taskset.pods import PodIdentity, build_pod
+from taskset.reconciler import OWNER_INDEX, POD_INDEX, Reconciler, controller_uid_index, taskset_index
 from taskset.status import ReplicaStatus, RoleStatus, TaskSetStatus
 
 _uids = itertools.count(1)
@@ -327,3 +332,44 @@ def control_unit(name: str, uid: str, owner_uid: str | None, *, deleting: bool =
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:05Z"
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {}}
+
+
+class NoEvents:
+    """An event recorder that sends nothing."""
+
+    def record(self, target: Any, reason: str, message: str, *, warning: bool) -> None:
+        return None
+
+
+def cached_taskset(world: World) -> dict[str, Any]:
+    """The world's TaskSet as the API server and the caches show it: with the world's status."""
+    taskset = copy.deepcopy(world.taskset)
+    if world.status is not None:
+        taskset["status"] = world.status.to_json()
+    taskset["metadata"]["resourceVersion"] = "1"
+    return taskset
+
+
+def reconciler_over(
+    world: World, client: Any, *, clock: Clock | None = None, parallelism: int = 1
+) -> tuple[Reconciler, Store]:
+    """A real Reconciler whose caches show ``world`` (its TaskSet, Pods and ControlUnits) and whose API
+    server is ``client``; with its Pod store, for a test to add or drop Pods."""
+    tasksets, pods = Store(), Store(indexers={POD_INDEX: taskset_index})
+    units = Store(indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index})
+    tasksets.add(cached_taskset(world))
+    for pod in world.pods.values():
+        pods.add(pod)
+    for unit in world.units.values():
+        units.add(unit)
+    reconciler = Reconciler(
+        client=client,
+        tasksets=tasksets,
+        pods=pods,
+        units=units,
+        recorder=NoEvents(),
+        logger=structlog.get_logger("test"),
+        clock=clock,
+        create_parallelism=parallelism,
+    )
+    return reconciler, pods
