@@ -116,7 +116,7 @@ class Controller:
             settings=DecideSettings(cache_creation_timeout=settings.cache_creation_timeout),
             clock=self._clock,
             metrics=reconcile_metrics,
-            create_parallelism=settings.workers,
+            action_parallelism=settings.workers,
         )
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             name=CONTROLLER_NAME, clock=self._clock, metrics_provider=queue_metrics

@@ -121,12 +121,12 @@ class Reconciler:
         settings: Settings = Settings(),  # noqa: B008  (frozen)
         clock: Clock | None = None,
         metrics: ReconcileMetrics | None = None,
-        create_parallelism: int = 1,
+        action_parallelism: int = 1,
     ) -> None:
         self._client = client
         self._pool = (
-            ThreadPoolExecutor(create_parallelism, thread_name_prefix="pod-action")
-            if create_parallelism > 1
+            ThreadPoolExecutor(action_parallelism, thread_name_prefix="pod-action")
+            if action_parallelism > 1
             else None
         )
         self._tasksets = tasksets

@@ -370,6 +370,6 @@ def reconciler_over(
         recorder=NoEvents(),
         logger=structlog.get_logger("test"),
         clock=clock,
-        create_parallelism=parallelism,
+        action_parallelism=parallelism,
     )
     return reconciler, pods
