@@ -44,8 +44,7 @@ CACHE_REPLICAS = 500  # replicas per TaskSet of the cache scenario
 CACHE_SETTLE = 5.0  # seconds after the last Pod runs: the controller's last passes and writes
 CREATE_THREADS = 8  # the driver's parallel TaskSet creates in a burst
 DEFAULT_QPS, DEFAULT_BURST = 50.0, 100  # the controller's defaults: the raw client's "limited" run
-WATCH_SETTLE = 1.0
-# seconds for the recorder's initial lists before a scenario starts
+WATCH_SETTLE = 1.0  # seconds for the recorder's initial lists before a scenario starts
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
