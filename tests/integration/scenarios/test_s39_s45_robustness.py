@@ -85,7 +85,12 @@ def test_s39_quota_failure_of_one_replica_does_not_block_the_others(
     create_pod_quota(ts, hard=2)  # namespace ResourceQuota pods: "2", before the TaskSet
 
     def workload(pod: PodFacts) -> Any:
-        return exits(0, after=6) if pod.role == "a" else exits(0)  # a: sleep 15; exit 0 (shortened)
+        # a: sleep 15; exit 0 (shortened). b: exit 0, after 2 s: the status can only show the third Pod
+        # blocked while the first two run if some pass falls between them running and the quota being
+        # freed. With b exiting at once that window is the quota controller's lag alone, and a pass that
+        # first sees both running may already create the third (the retry backoff decides which);
+        # CI failed that way once. 2 s leaves room for the pass their Running updates trigger (0.5 s).
+        return exits(0, after=6) if pod.role == "a" else exits(0, after=2)
 
     recorder.script = workload
     with watching(cluster, namespace, "pods") as pods:
