@@ -158,18 +158,6 @@ class Controller:
         except OSError:
             return []
 
-    def error_log_lines(self) -> list[str]:
-        """Log lines at level error or critical (the log is JSON lines)."""
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return []
-        return [
-            line
-            for line in text.splitlines()
-            if '"level":"error"' in line.replace(" ", "") or '"level":"critical"' in line.replace(" ", "")
-        ]
-
     def scrape(self) -> Samples:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as r:
             text = r.read().decode()
@@ -178,6 +166,15 @@ class Controller:
             for sample in family.samples:
                 samples[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
         return samples
+
+
+def error_lines(lines: list[str]) -> list[str]:
+    """The log lines at level error or critical (the log is JSON lines)."""
+    return [
+        line
+        for line in lines
+        if '"level":"error"' in line.replace(" ", "") or '"level":"critical"' in line.replace(" ", "")
+    ]
 
 
 def diff(after: Samples, before: Samples) -> Samples:

@@ -19,7 +19,7 @@ from typing import Any
 
 from bench import report
 from bench.churn import SUSPECT_LISTS, churn_check, ending_passes
-from bench.controller import Controller, Sampler, cpu_seconds, diff
+from bench.controller import Controller, Sampler, cpu_seconds, diff, error_lines
 from bench.kube import Api, ApiError
 from bench.profile import Profiler
 from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, TaskSetRecord, wait_until
@@ -139,7 +139,6 @@ class Bench:
         recorder = Recorder(self.api, namespace)
         recorder.start()
         time.sleep(WATCH_SETTLE)
-        errors_before = len(self.controller.error_log_lines())
         log_offset = self.controller.log_size()
         before = self.controller.scrape()
         profiler = self.profiler(scenario)
@@ -183,13 +182,14 @@ class Bench:
         errors.extend(create_errors + recorder.errors)
         if timed_out:
             errors.append(timed_out)
-        errors.extend(self.controller.error_log_lines()[errors_before:][:20])
+        log = self.controller.log_lines_since(log_offset)  # the controller's log of this scenario
+        errors.extend(error_lines(log)[:20])
         result["correctness"]["duplicates"] = recorder.duplicates
         result["cpu_seconds_by_process"] = cpu_used
         if profile is not None:
             result["profile"] = profile
         if scenario == "churn":
-            ends = ending_passes(self.controller.log_lines_since(log_offset), namespace)
+            ends = ending_passes(log, namespace)
             result["churn"] = churn_check(churn(names, self.seed)[1], pods, errors, ends)
         result["correctness"]["error_count"] = len(errors)
         result["correctness"]["ok"] = not errors and not recorder.duplicates
@@ -198,9 +198,7 @@ class Bench:
             implicated(tasksets, pods, result.get("churn", {})) if errors or recorder.duplicates else []
         )
         suspects += [name for name in [slowest_to_final(tasksets, pods)] if name and name not in suspects]
-        result["evidence"] = self.evidence(
-            scenario, namespace, suspects, pods, started=started, log_offset=log_offset
-        )
+        result["evidence"] = self.evidence(scenario, namespace, suspects, pods, started=started, log=log)
         self.drop(namespace)
         return result
 
@@ -212,16 +210,16 @@ class Bench:
         pods: list[PodRecord],
         *,
         started: float,
-        log_offset: int,
+        log: list[str],
     ) -> dict[str, Any]:
         """What a run leaves to explain itself (a failed one, or its slowest TaskSet): the final status of
         each suspect TaskSet, the record of each of its Pods (times in seconds from the scenario's start),
         and the controller's log lines naming it, written beside the JSON."""
         pattern = re.compile("|".join(re.escape(s) + "(?![0-9])" for s in suspects) or "(?!)")
-        lines = [line for line in self.controller.log_lines_since(log_offset) if pattern.search(line)]
+        lines = [line for line in log if pattern.search(line)]
         self.out.mkdir(parents=True, exist_ok=True)
-        log = self.out / f"evidence-{scenario}-seed{self.seed}-controller.log"
-        log.write_text("".join(line + "\n" for line in lines))
+        path = self.out / f"evidence-{scenario}-seed{self.seed}-controller.log"
+        path.write_text("".join(line + "\n" for line in lines))
         statuses = {
             name: self.api.request("GET", f"{TASKSETS_PATH.format(ns=namespace)}/{name}", allow=(404,)).get(
                 "status"
@@ -232,7 +230,7 @@ class Bench:
             "started_unix": round(time.time() - (time.monotonic() - started), 3),
             "tasksets": statuses,
             "pods": [pod_evidence(p, started) for p in pods if p.taskset in statuses],
-            "controller_log": log.name,
+            "controller_log": path.name,
         }
 
     def creating(self, path: str, errors: list[str]) -> Callable[[dict[str, Any]], None]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.controller import Samples
+from bench.controller import Samples, error_lines
 from bench.report import histogram
 
 
@@ -21,3 +21,13 @@ def test_mean_and_share_over_one_second() -> None:
 def test_no_observations_give_no_mean() -> None:
     summary = histogram(samples({"1.0": 0, "+Inf": 0}, 0, 0), "q")
     assert summary == {"count": 0, "mean": None, "share_over_1s": None}
+
+
+def test_error_lines_are_the_error_and_critical_records_of_the_log() -> None:
+    lines = [
+        '{"level":"info","msg":"reconciled"}',
+        '{"level": "error", "msg": "Failed to syncTaskSet"}',
+        '{"level":"critical","msg":"panic"}',
+        '{"level":"warning","msg":"event not recorded"}',
+    ]
+    assert error_lines(lines) == lines[1:3]
