@@ -78,13 +78,12 @@ def taskset_scenario(
 ) -> dict[str, Any]:
     by_name = {t.name: t for t in tasksets}
     first_attempts: dict[str, list[PodRecord]] = {}
-    all_pods: dict[str, list[PodRecord]] = {}
     for pod in pods:
-        all_pods.setdefault(pod.taskset, []).append(pod)
         if pod.replica_attempt == 0:
             first_attempts.setdefault(pod.taskset, []).append(pod)
     to_all_created: list[float] = []
-    exit_to_final: list[float] = []
+    waits = exit_to_final_by_taskset(tasksets, pods)
+    exit_to_final = [waits[ts] for ts in names if ts in waits]
     errors: list[str] = []
     states: dict[str, int] = {}
     for ts in names:
@@ -102,9 +101,6 @@ def taskset_scenario(
             to_all_created.append(max(p.added for p in created) - record.added)
         else:
             errors.append(f"{ts}: {len(created)} first-attempt pods seen, expected {expected_pods[ts]}")
-        exits = [p.exited for p in all_pods.get(ts, []) if p.exited is not None]
-        if exits and record.final is not None:
-            exit_to_final.append(record.final - max(exits))
     finals = [t.final for t in tasksets if t.final is not None]
     pod_added = sorted(p.added for p in pods)
     first_added = sorted(p.added for p in pods if p.replica_attempt == 0)
@@ -178,6 +174,17 @@ def taskset_scenario(
             "tasksets_final_per_second": per_second(finals, started),
         },
         "correctness": {"errors": errors[:50], "error_count": len(errors)},
+    }
+
+
+def exit_to_final_by_taskset(tasksets: list[TaskSetRecord], pods: list[PodRecord]) -> dict[str, float]:
+    """Per final TaskSet with an exited Pod: seconds from the last of its Pods exiting to its final phase."""
+    last_exit: dict[str, float] = {}
+    for pod in pods:
+        if pod.exited is not None:
+            last_exit[pod.taskset] = max(pod.exited, last_exit.get(pod.taskset, pod.exited))
+    return {
+        t.name: t.final - last_exit[t.name] for t in tasksets if t.final is not None and t.name in last_exit
     }
 
 

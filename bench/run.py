@@ -193,11 +193,9 @@ class Bench:
             result["churn"] = churn_check(churn(names, self.seed)[1], pods, errors, ends)
         result["correctness"]["error_count"] = len(errors)
         result["correctness"]["ok"] = not errors and not recorder.duplicates
-        # The slowest TaskSet from its last Pod exit to its end always: its record explains outliers.
-        suspects = (
-            implicated(tasksets, pods, result.get("churn", {})) if errors or recorder.duplicates else []
+        suspects = evidence_suspects(
+            tasksets, pods, result.get("churn", {}), failed=bool(errors or recorder.duplicates)
         )
-        suspects += [name for name in [slowest_to_final(tasksets, pods)] if name and name not in suspects]
         result["evidence"] = self.evidence(scenario, namespace, suspects, pods, started=started, log=log)
         self.drop(namespace)
         return result
@@ -407,16 +405,15 @@ def implicated(
     return sorted({t.name for t in tasksets if t.state != "Succeeded"} | named)[:limit]
 
 
-def slowest_to_final(tasksets: list[TaskSetRecord], pods: list[PodRecord]) -> str | None:
-    """The TaskSet with the longest time from its last Pod exit to its final phase."""
-    last_exit: dict[str, float] = {}
-    for pod in pods:
-        if pod.exited is not None:
-            last_exit[pod.taskset] = max(pod.exited, last_exit.get(pod.taskset, pod.exited))
-    waits = {
-        t.name: t.final - last_exit[t.name] for t in tasksets if t.final is not None and t.name in last_exit
-    }
-    return max(waits, key=lambda name: waits[name]) if waits else None
+def evidence_suspects(
+    tasksets: list[TaskSetRecord], pods: list[PodRecord], churn_report: dict[str, Any], *, failed: bool
+) -> list[str]:
+    """The TaskSets a scenario's evidence covers: when it failed, the implicated ones; and always the
+    slowest from its last Pod exit to its end, whose record explains outliers."""
+    named = implicated(tasksets, pods, churn_report) if failed else []
+    waits = report.exit_to_final_by_taskset(tasksets, pods)
+    slowest = max(waits, key=waits.__getitem__, default=None)
+    return [*named, slowest] if slowest is not None and slowest not in named else named
 
 
 def pod_evidence(pod: PodRecord, origin: float) -> dict[str, Any]:

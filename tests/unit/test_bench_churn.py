@@ -10,7 +10,8 @@ import pytest
 
 from bench.churn import churn_check, ending_passes
 from bench.recorder import PodRecord, TaskSetRecord, exit_codes
-from bench.run import implicated, pod_evidence, slowest_to_final
+from bench.report import exit_to_final_by_taskset
+from bench.run import evidence_suspects, implicated, pod_evidence
 
 
 def pod(name: str, attempt: int = 0, exit_phase: str = "Succeeded", exited: float = 5.0) -> PodRecord:
@@ -221,7 +222,7 @@ def test_a_worker_failure_is_never_excused_by_the_outcome() -> None:
     assert errors
 
 
-def test_the_slowest_taskset_is_the_one_longest_from_its_last_exit_to_its_end() -> None:
+def test_exit_to_final_counts_from_the_last_exit_of_each_final_taskset() -> None:
     pods = [
         PodRecord("a-w-0", "1", "a", "w", 0, added=0.0, exited=5.0),
         PodRecord("a-w-1", "2", "a", "w", 0, added=0.0, exited=6.0),
@@ -232,8 +233,22 @@ def test_the_slowest_taskset_is_the_one_longest_from_its_last_exit_to_its_end() 
         TaskSetRecord("a", 0.0, final=9.0),  # 3 s after its last exit (6.0), not 4 s after its first
         TaskSetRecord("b", 0.0, final=6.5),
         TaskSetRecord("c", 0.0, final=20.0),  # no exit seen: not counted
-        TaskSetRecord("d", 0.0),
+        TaskSetRecord("d", 0.0),  # not final: not counted
     ]
-    assert slowest_to_final(tasksets, pods) == "a"
-    assert slowest_to_final(tasksets[1:], pods) == "b"
-    assert slowest_to_final([], pods) is None
+    assert exit_to_final_by_taskset(tasksets, pods) == {"a": 3.0, "b": 2.5}
+    assert exit_to_final_by_taskset([], pods) == {}
+
+
+def test_the_evidence_covers_the_implicated_tasksets_of_a_failed_run_and_always_the_slowest() -> None:
+    pods = [
+        PodRecord("a-w-0", "1", "a", "w", 0, added=0.0, exited=5.0),
+        PodRecord("b-w-0", "2", "b", "w", 0, added=0.0, exited=5.0),
+    ]
+    tasksets = [
+        TaskSetRecord("a", 0.0, final=9.0, state="Succeeded"),  # the slowest: 4 s
+        TaskSetRecord("b", 0.0, final=6.0, state="Failed"),
+    ]
+    assert evidence_suspects(tasksets, pods, {}, failed=True) == ["b", "a"]
+    assert evidence_suspects(tasksets, pods, {}, failed=False) == ["a"]
+    assert evidence_suspects(tasksets[1:], pods, {}, failed=True) == ["b"]  # slowest already named
+    assert evidence_suspects([], pods, {}, failed=False) == []
