@@ -49,7 +49,12 @@ WATCH_SETTLE = 1.0  # seconds for the recorder's initial lists before a scenario
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
+    parser.add_argument(
+        "--scenario",
+        type=scenario_list,
+        default=SCENARIOS,
+        help=f"all, or a comma-separated list of {', '.join(SCENARIOS)} (run in that order)",
+    )
     parser.add_argument("--scale", choices=tuple(SCALES), default="small")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
@@ -64,6 +69,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="sample the controller with py-spy during each TaskSet scenario (bench/profile.py)",
     )
     return parser.parse_args(argv)
+
+
+def scenario_list(text: str) -> tuple[str, ...]:
+    """``all`` or ``raw,burst``: several in one run, so a ratio can have its raw reference right before it."""
+    if text == "all":
+        return SCENARIOS
+    chosen = tuple(name.strip() for name in text.split(","))
+    unknown = [name for name in chosen if name not in SCENARIOS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown scenario {', '.join(unknown)!r}: choose from {SCENARIOS}")
+    return chosen
 
 
 class Bench:
@@ -444,7 +460,7 @@ def install_crd(cluster: Cluster, api: Api) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     scale = SCALES[args.scale]
-    chosen = SCENARIOS if args.scenario == "all" else (args.scenario,)
+    chosen: tuple[str, ...] = args.scenario
     begun = time.monotonic()
     settings = Settings(nodes=args.nodes, disable_qps_limits=True)
     results: dict[str, Any] = {

@@ -11,7 +11,7 @@ import pytest
 from bench.churn import churn_check, ending_passes
 from bench.recorder import PodRecord, TaskSetRecord, exit_codes
 from bench.report import exit_to_final_by_taskset
-from bench.run import evidence_suspects, implicated, pod_evidence
+from bench.run import SCENARIOS, evidence_suspects, implicated, parse_args, pod_evidence
 
 
 def pod(name: str, attempt: int = 0, exit_phase: str = "Succeeded", exited: float = 5.0) -> PodRecord:
@@ -252,3 +252,24 @@ def test_the_evidence_covers_the_implicated_tasksets_of_a_failed_run_and_always_
     assert evidence_suspects(tasksets, pods, {}, failed=False) == ["a"]
     assert evidence_suspects(tasksets[1:], pods, {}, failed=True) == ["b"]  # slowest already named
     assert evidence_suspects([], pods, {}, failed=False) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "chosen"),
+    [
+        ([], SCENARIOS),
+        (["--scenario", "all"], SCENARIOS),
+        (["--scenario", "burst"], ("burst",)),
+        (["--scenario", "raw,burst"], ("raw", "burst")),
+    ],
+)
+def test_the_bench_runs_the_scenarios_named_in_the_order_given(
+    argv: list[str], chosen: tuple[str, ...]
+) -> None:
+    assert parse_args(argv).scenario == chosen
+
+
+def test_an_unknown_scenario_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--scenario", "raw,bursts"])
+    assert "'bursts'" in capsys.readouterr().err
