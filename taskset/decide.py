@@ -72,6 +72,21 @@ P = ReplicaPhase
 T = TaskSetPhase
 # Seconds between deletes of a Pod the cache never showed, until the API server answers NotFound.
 UNSEEN_DELETE_POLL = 2.0
+# Phases that say only "a create or delete was requested". A pass that moved machines into these and
+# nowhere else has no news for the user: the request's own watch event brings the next pass, which writes
+# them together with what it learns. If they are lost (a crash, a conflict), the pass that redoes them
+# finds the object and adopts it (W-1) or repeats the delete, which its UID precondition makes safe.
+# TaskSetAttemptPending is the first pass's step before T3, and T14's after a retry, whose ControlUnit
+# name (from the retry count) is the same when redone.
+IN_FLIGHT_PHASES: frozenset[str] = frozenset(
+    {
+        T.ATTEMPT_PENDING,
+        T.ATTEMPT_CREATION_REQUESTED,
+        T.ATTEMPT_DELETION_REQUESTED,
+        P.ATTEMPT_CREATION_REQUESTED,
+        P.ATTEMPT_DELETION_REQUESTED,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -169,12 +184,20 @@ class Plan:
     requeue_after: float | None = None
     # Set when an action failed in a way worth a rate-limited retry (API errors, not policy outcomes).
     backoff: bool = False
+    # Target phases of the TaskSet, role and replica moves since the status was last written.
+    moves: list[str] = field(default_factory=list)
     # The pass that made this plan, so apply_result folds outcomes in with the same inputs.
     context: _Pass | None = field(default=None, repr=False, compare=False)
 
     def requeue(self, seconds: float) -> None:
         seconds = max(0.0, seconds)
         self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
+
+    @property
+    def only_requests_in_flight(self) -> bool:
+        """Whether every move since the last write went into an ``IN_FLIGHT_PHASES`` phase, so the write
+        may wait for the next pass (status writes are the API server's costliest TaskSet requests)."""
+        return bool(self.moves) and all(target in IN_FLIGHT_PHASES for target in self.moves)
 
 
 class ResultKind(Enum):
@@ -502,6 +525,7 @@ def _move_taskset(ctx: _Pass, target: TaskSetPhase, message: str, label: str) ->
     status = ctx.status
     source = status.phase
     TASKSET_MACHINE.check(source, target)
+    ctx.plan.moves.append(str(target))
     status.phase = target
     status.phase_message = message
     status.state_message = message
@@ -659,6 +683,7 @@ def _decide_role(ctx: _Pass, role: Role, status: RoleStatus) -> str:
 
 def _move_role(ctx: _Pass, name: str, status: RoleStatus, target: RolePhase, message: str) -> None:
     ROLE_MACHINE.check(status.phase, target)
+    ctx.plan.moves.append(str(target))
     ctx.plan.records.append(
         _transition_record(ctx, QueryKey.ROLE_TRANSITION, str(status.phase), str(target), message, Role=name)
     )
@@ -1059,6 +1084,7 @@ def _move_replica(
     ctx: _Pass, role_name: str, replica: ReplicaStatus, target: ReplicaPhase, message: str
 ) -> None:
     REPLICA_MACHINE.check(replica.phase, target)
+    ctx.plan.moves.append(str(target))
     name = replica.pod_name or pod_name(ctx.ref.name, role_name, replica.index)
     ctx.plan.records.append(
         _transition_record(

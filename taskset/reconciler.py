@@ -50,6 +50,7 @@ OWNER_INDEX: Final = "controller-uid"  # ControlUnits by their controlling owner
 EXPECTATIONS_TTL: Final = 15.0  # seconds to trust our own creates/deletes before the cache shows them
 OBSERVED_CREATIONS: Final = 65536  # UIDs of Pods and ControlUnits whose add event came within the TTL
 PARSE_CACHE_SIZE: Final = 4096  # parsed specs by (uid, generation): parsing big specs every pass is waste
+HOLD_LIMIT: Final = 10.0  # seconds a held status may wait for news before it is written anyway
 
 
 def taskset_index(obj: Mapping[str, Any]) -> list[str]:
@@ -95,8 +96,16 @@ class ReconcileResult:
 @dataclass
 class _Record:
     uid: str
-    status: dict[str, Any] | None  # None: nothing written yet
+    status: dict[str, Any] | None  # the last status written or read live; None: nothing written yet
     resource_version: str
+    # A status decided but not written, because it only adds requests in flight (Plan.only_requests_in_
+    # flight); the next pass builds on it. ``held_since``: clock time it was first held.
+    held: dict[str, Any] | None = None
+    held_since: float = 0.0
+
+    @property
+    def latest(self) -> dict[str, Any] | None:
+        return self.held if self.held is not None else self.status
 
 
 @dataclass
@@ -172,7 +181,7 @@ class Reconciler:
             return ReconcileResult(error=f"reading the TaskSet: {err}")
         if record is None:  # the cache is behind the API server about this TaskSet: wait for it
             return ReconcileResult(requeue_after=self._settings.cache_wait_requeue)
-        recorded = TaskSetStatus.from_json(record.status)
+        recorded = TaskSetStatus.from_json(record.latest)
         now = self._clock.wall()
         plan = decide(
             ref, self._parse(obj), recorded, self._observe(ref, recorded), now, settings=self._settings
@@ -184,7 +193,7 @@ class Reconciler:
                 # evidence of what this pass decided from it (an exit code, an attempt's end). Deleting it
                 # and then failing the status write would leave a status that waits forever for an
                 # object that is gone, and whose outcome can no longer be observed.
-                error = self._write_status(key, obj, record, plan)
+                error = self._write_status(key, obj, record, plan, persist=True)
                 if error is not None:
                     return ReconcileResult(error=error)
                 with self._lock:
@@ -192,6 +201,7 @@ class Reconciler:
                 self._emit(ref, plan)
                 plan.events.clear()
                 plan.records.clear()
+                plan.moves.clear()
                 persisted = True
             for intent, result in zip(batch, self._act_all(key, obj, plan, batch), strict=True):
                 apply_result(plan, intent, result)
@@ -387,10 +397,17 @@ class Reconciler:
             self._records[key] = record  # re-created under the same name: a fresh record (W-16)
         return record
 
-    def _write_status(self, key: str, obj: Mapping[str, Any], record: _Record, plan: Plan) -> str | None:
+    def _write_status(
+        self, key: str, obj: Mapping[str, Any], record: _Record, plan: Plan, *, persist: bool = False
+    ) -> str | None:
+        """Write the plan's status unless it is what the API server has, or may be held (``persist``:
+        it may not, since an object this pass deletes is the evidence for it)."""
         new = plan.status.to_json()
         base = record.status
         if new == base:
+            record.held = None
+            return None
+        if not persist and self._hold(record, new, plan):
             return None
         meta = obj["metadata"]
         version = record.resource_version
@@ -413,6 +430,23 @@ class Reconciler:
                 self._records[key] = _Record(meta.get("uid", ""), new, written["metadata"]["resourceVersion"])
             return None
         return "status write kept conflicting"
+
+    def _hold(self, record: _Record, new: dict[str, Any], plan: Plan) -> bool:
+        """Whether to leave ``new`` unwritten for now: a status whose only news is requests in flight
+        waits for the pass their watch events bring (one such status at a time, and at most
+        ``HOLD_LIMIT`` seconds: a pass that learns nothing new keeps it held until then)."""
+        now = self._clock.now()
+        if record.held is not None:
+            waited = now - record.held_since
+            if new != record.held or waited >= HOLD_LIMIT:
+                return False
+            plan.requeue(HOLD_LIMIT - waited)
+            return True
+        if not plan.only_requests_in_flight:
+            return False
+        record.held, record.held_since = new, now
+        plan.requeue(HOLD_LIMIT)
+        return True
 
     def _refetch_version(self, meta: Mapping[str, Any], base: object) -> str | None:
         """After a 409: the live object's version if its status is still what we based the pass on."""

@@ -6,9 +6,6 @@ the Pod away at once, and the TaskSet then waited out the whole 15 s TTL before 
 
 from __future__ import annotations
 
-import copy
-from typing import Any
-
 import pytest
 
 from clock import FakeClock
@@ -18,50 +15,20 @@ from taskset.reconciler import (
     Reconciler,
 )
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.world import World, cached_taskset, reconciler_over
+from tests.unit.taskset.world import RecordingClient, World, cached_taskset, reconciler_over
 
 KEY = "ns/job"
 
 
-class Client:
-    """The API server's side of one TaskSet: creates get a UID, status writes a new version."""
-
-    def __init__(self, taskset: dict[str, Any]) -> None:
-        self.live = taskset
-        self.created: list[dict[str, Any]] = []
-        self._version = 1
-
-    def get(self, path: str, *, resource: str) -> dict[str, Any] | None:
-        return self.live
-
-    def create(self, path: str, obj: dict[str, Any], *, resource: str) -> dict[str, Any]:
-        created = copy.deepcopy(obj)
-        created["metadata"]["uid"] = f"{resource}-{len(self.created)}"
-        created["metadata"]["resourceVersion"] = "1"
-        self.created.append(created)
-        return created
-
-    def delete(self, path: str, *, uid: str, resource: str, propagation: str | None = None) -> None:
-        return None
-
-    def replace_status(
-        self, namespace: str, name: str, resource_version: str, status: dict[str, Any]
-    ) -> dict[str, Any]:
-        self._version += 1
-        self.live = {**self.live, "status": status}
-        self.live["metadata"] = {**self.live["metadata"], "resourceVersion": str(self._version)}
-        return self.live
-
-
-def pod_created_scene() -> tuple[Reconciler, Client, Store]:
+def pod_created_scene() -> tuple[Reconciler, RecordingClient, Store]:
     """A pass has just created the Pod of a one-replica TaskSet; the caches have not shown it yet."""
     world = World(TaskSetBuilder("job").role("r").obj())
     world.reconcile()  # the ControlUnit is created: the attempt waits for it in the cache
-    client = Client(cached_taskset(world))
-    reconciler, pods = reconciler_over(world, client, clock=FakeClock(wall_start=world.now))
+    client = RecordingClient(cached_taskset(world))
+    reconciler, caches = reconciler_over(world, client, clock=FakeClock(wall_start=world.now))
     reconciler.reconcile(KEY)
     assert [c["kind"] for c in client.created] == ["Pod"]
-    return reconciler, client, pods
+    return reconciler, client, caches.pods
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import copy
 import itertools
+import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 
@@ -32,6 +33,7 @@ from taskset.decide import (
     apply_result,
     decide,
 )
+from taskset.kube import KubeError
 from taskset.observe import Observed, control_unit_view, pod_view
 from taskset.pods import PodIdentity, build_pod
 from taskset.reconciler import OWNER_INDEX, POD_INDEX, Reconciler, controller_uid_index, taskset_index
@@ -350,11 +352,57 @@ def cached_taskset(world: World) -> dict[str, Any]:
     return taskset
 
 
+class RecordingClient:
+    """The API server's side of one TaskSet for a real Reconciler: its live object, creates that get a
+    UID, status writes that make a new version, and a log of every write asked for."""
+
+    def __init__(self, taskset: dict[str, Any]) -> None:
+        self.live = taskset
+        self.calls: list[tuple[str, str]] = []  # ("create"/"delete", name) or ("status", replica 0's phase)
+        self.created: list[dict[str, Any]] = []
+        self.status_error: KubeError | None = None
+        self.deletes_together: threading.Barrier | None = None  # set: deletes must overlap
+        self._version = 1
+
+    def get(self, path: str, *, resource: str) -> dict[str, Any] | None:
+        return self.live
+
+    def create(self, path: str, obj: dict[str, Any], *, resource: str) -> dict[str, Any]:
+        created = copy.deepcopy(obj)
+        created["metadata"]["uid"] = f"{resource}-{len(self.created)}"
+        created["metadata"]["resourceVersion"] = "1"
+        self.created.append(created)
+        self.calls.append(("create", created["metadata"]["name"]))
+        return created
+
+    def delete(self, path: str, *, uid: str, resource: str, propagation: str | None = None) -> None:
+        self.calls.append(("delete", path.rsplit("/", 1)[-1]))
+        if self.deletes_together is not None:
+            self.deletes_together.wait()
+
+    def replace_status(
+        self, namespace: str, name: str, resource_version: str, status: dict[str, Any]
+    ) -> dict[str, Any]:
+        self.calls.append(("status", status["roleStatus"][0]["replicaStatus"][0]["phase"]))
+        if self.status_error is not None:
+            raise self.status_error
+        self._version += 1
+        self.live = {**self.live, "status": status}
+        self.live["metadata"] = {**self.live["metadata"], "resourceVersion": str(self._version)}
+        return self.live
+
+
+class Caches(NamedTuple):
+    tasksets: Store
+    pods: Store
+    units: Store
+
+
 def reconciler_over(
     world: World, client: Any, *, clock: Clock | None = None, parallelism: int = 1
-) -> tuple[Reconciler, Store]:
+) -> tuple[Reconciler, Caches]:
     """A real Reconciler whose caches show ``world`` (its TaskSet, Pods and ControlUnits) and whose API
-    server is ``client``; with its Pod store, for a test to add or drop Pods."""
+    server is ``client``; with its caches, for a test to add or drop objects as the informers would."""
     tasksets, pods = Store(), Store(indexers={POD_INDEX: taskset_index})
     units = Store(indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index})
     tasksets.add(cached_taskset(world))
@@ -372,4 +420,4 @@ def reconciler_over(
         clock=clock,
         action_parallelism=parallelism,
     )
-    return reconciler, pods
+    return reconciler, Caches(tasksets, pods, units)

@@ -1,0 +1,157 @@
+"""A status whose only news is "a create or delete was requested" waits for the pass that the request's
+watch event brings, and goes out with what that pass learns (issue 7: TaskSet status writes are the API
+server's costliest requests, and a burst TaskSet made 8-9 of them). Held at most one pass's worth, and at
+most ``HOLD_LIMIT`` seconds; lost with the process, it is redone without a second create."""
+
+from __future__ import annotations
+
+import pytest
+
+from clock import FakeClock
+from taskset.constants import ReplicaPhase as P
+from taskset.constants import TaskSetPhase as T
+from taskset.decide import Plan
+from taskset.reconciler import HOLD_LIMIT, Reconciler
+from taskset.status import TaskSetStatus
+from tests.builders import TaskSetBuilder
+from tests.unit.taskset.world import (
+    Caches,
+    RecordingClient,
+    World,
+    cached_taskset,
+    reconciler_over,
+)
+
+KEY = "ns/job"
+
+
+@pytest.mark.parametrize(
+    ("moves", "held"),
+    [
+        pytest.param([], False, id="no move: a refresh of what is known is written"),
+        pytest.param([T.ATTEMPT_PENDING, T.ATTEMPT_CREATION_REQUESTED], True, id="first pass: T2, T3"),
+        pytest.param([P.ATTEMPT_CREATION_REQUESTED] * 3, True, id="Pods created"),
+        pytest.param([P.ATTEMPT_DELETION_REQUESTED], True, id="Pod deletion requested"),
+        pytest.param([T.ATTEMPT_DELETION_REQUESTED], True, id="ControlUnit deletion requested"),
+        pytest.param([T.ATTEMPT_PREPARING, P.ATTEMPT_CREATION_REQUESTED], False, id="T5 is news"),
+        pytest.param([P.ATTEMPT_DELETION_REQUESTED, P.COMPLETED], False, id="a replica completed"),
+        pytest.param([P.ATTEMPT_DELETION_REQUESTED, "TaskRoleCompleted"], False, id="a role moved"),
+        pytest.param([T.COMPLETED], False, id="the end"),
+    ],
+)
+def test_only_moves_into_requested_phases_may_wait(moves: list[str], held: bool) -> None:
+    plan = Plan(status=TaskSetStatus(), spec=None, moves=list(moves))
+    assert plan.only_requests_in_flight is held
+
+
+def new_taskset() -> tuple[Reconciler, RecordingClient, Caches, FakeClock]:
+    world = World(TaskSetBuilder("job").role("r").obj())
+    client = RecordingClient(cached_taskset(world))
+    clock = FakeClock(wall_start=world.now)
+    reconciler, caches = reconciler_over(world, client, clock=clock)
+    return reconciler, client, caches, clock
+
+
+def show_created(reconciler: Reconciler, client: RecordingClient, caches: Caches) -> None:
+    """What the informers do with the creates: cache them and run the add handler."""
+    for obj in client.created:
+        store = caches.pods if obj["kind"] == "Pod" else caches.units
+        if store.get_by_key(f"ns/{obj['metadata']['name']}") is None:
+            store.add(obj)
+            reconciler.creation_observed(obj)
+
+
+def test_the_first_write_of_a_new_taskset_waits_for_its_control_unit_and_goes_out_with_its_pods() -> None:
+    reconciler, client, caches, _ = new_taskset()
+
+    first = reconciler.reconcile(KEY)
+
+    assert client.calls == [("create", "c-job-0")]
+    assert first.requeue_after == HOLD_LIMIT  # a safety net; the ControlUnit's add event comes first
+    show_created(reconciler, client, caches)
+    reconciler.reconcile(KEY)
+    assert client.calls == [
+        ("create", "c-job-0"),
+        ("create", "job-r-0"),
+        ("status", P.ATTEMPT_CREATION_REQUESTED),
+    ]
+    status = client.live["status"]
+    assert (status["phase"], status["controlUnitUID"]) == (T.ATTEMPT_PREPARING, "configmaps-0")
+
+
+def test_a_held_status_lost_with_the_process_is_redone_by_adopting_not_creating_again() -> None:
+    reconciler, client, caches, _ = new_taskset()
+    reconciler.reconcile(KEY)
+    show_created(reconciler, client, caches)
+    # A restart: the new process knows only the caches and the (status-less) live object.
+    restarted = Reconciler(
+        client=client,
+        tasksets=caches.tasksets,
+        pods=caches.pods,
+        units=caches.units,
+        recorder=reconciler._recorder,
+        logger=reconciler._log,
+    )
+
+    restarted.reconcile(KEY)
+
+    assert client.calls == [
+        ("create", "c-job-0"),
+        ("create", "job-r-0"),
+        ("status", P.ATTEMPT_CREATION_REQUESTED),
+    ]
+    assert client.live["status"]["controlUnitUID"] == "configmaps-0"
+
+
+def finished_pod() -> tuple[Reconciler, RecordingClient, Caches, FakeClock]:
+    """A one-replica TaskSet whose Pod exited 1 and was deleted by the last pass, which held its status."""
+    world = World(TaskSetBuilder("job").role("r").obj())
+    world.settle()
+    world.run("job-r-0")
+    world.settle()
+    world.exit("job-r-0", 1)
+    client = RecordingClient(cached_taskset(world))
+    clock = FakeClock(wall_start=world.now)
+    reconciler, caches = reconciler_over(world, client, clock=clock)
+    reconciler.reconcile(KEY)
+    assert client.calls == [("status", P.ATTEMPT_DELETION_PENDING), ("delete", "job-r-0")]
+    client.calls.clear()
+    return reconciler, client, caches, clock
+
+
+def test_a_held_status_goes_out_with_the_news_of_the_next_pass() -> None:
+    reconciler, client, caches, _ = finished_pod()
+    caches.pods.delete(caches.pods.get_by_key("ns/job-r-0"))  # the deletion's watch event
+
+    reconciler.reconcile(KEY)
+
+    # One write, before the ControlUnit's deletion that the failure brings: the replica's DeletionRequested
+    # never went out on its own, and the TaskSet's (T10) is held in turn.
+    assert client.calls == [("status", P.COMPLETED), ("delete", "c-job-0")]
+    assert client.live["status"]["phase"] == T.ATTEMPT_DELETION_PENDING
+
+
+def test_a_pass_that_learns_nothing_keeps_the_status_held_until_the_limit() -> None:
+    reconciler, client, caches, clock = finished_pod()
+    deleting = caches.pods.get_by_key("ns/job-r-0")
+    assert deleting is not None
+    caches.pods.update({**deleting, "metadata": {**deleting["metadata"], "deletionTimestamp": "now"}})
+
+    clock.step(HOLD_LIMIT - 1)
+    waiting = reconciler.reconcile(KEY)
+    assert client.calls == []
+    assert waiting.requeue_after is not None and waiting.requeue_after <= 1
+
+    clock.step(1)
+    reconciler.reconcile(KEY)
+    assert client.calls == [("status", P.ATTEMPT_DELETION_REQUESTED)]
+
+
+def test_the_status_held_is_the_one_the_next_pass_builds_on() -> None:
+    """The next pass must not redo what the held status records: the Pod is not deleted again."""
+    reconciler, client, caches, _ = finished_pod()
+    assert caches.pods.get_by_key("ns/job-r-0") is not None  # its deletion not shown yet
+
+    reconciler.reconcile(KEY)
+
+    assert client.calls == []
