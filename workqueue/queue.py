@@ -73,24 +73,27 @@ class Queue(Generic[T]):
         self.name: Final = name
         self._clock: Final[Clock] = clock or RealClock()
         self._settings: Final = settings or QueueSettings()
-        # The one lock of the queue. Every waiter on it (getters, drainers, the metrics thread) re-checks
-        # its own predicate, and wakes are notify_all: a plain notify could be taken by a waiter of the
-        # wrong kind and lost.
-        self._cond: Final = threading.Condition()
+        # The one lock of the queue, and a condition per kind of waiter, so that a wake goes only where it
+        # is needed: an item wakes one getter (a notify_all woke every idle worker for each add and done,
+        # a tenth of the controller's CPU in a burst), an empty _processing the drainers, a shutdown all.
+        self._lock: Final = threading.Lock()
+        self._item_ready: Final = threading.Condition(self._lock)  # getters
+        self._idle: Final = threading.Condition(self._lock)  # shutdown_with_drain
+        self._stopping: Final = threading.Condition(self._lock)  # the metrics thread
         # Hand-out order. Invariant: every element is in _dirty, not in _processing, and appears once.
-        # Guarded by _cond.
+        # Guarded by _lock.
         self._queue: deque[T] = deque()
         # Items that need processing: everything in _queue, plus items re-added while processing.
-        # Guarded by _cond.
+        # Guarded by _lock.
         self._dirty: set[T] = set()
-        # Items handed out by get() and not yet done(). Guarded by _cond.
+        # Items handed out by get() and not yet done(). Guarded by _lock.
         self._processing: set[T] = set()
-        # Set once, by shutdown() or shutdown_with_drain(); add() is ignored from then on. Guarded by _cond.
+        # Set once, by shutdown() or shutdown_with_drain(); add() is ignored from then on. Guarded by _lock.
         self._shutting_down = False
         # True while shutdown_with_drain() waits for _processing to empty; shutdown() clears it to cut
-        # the wait short. Guarded by _cond.
+        # the wait short. Guarded by _lock.
         self._drain = False
-        # Fed only with _cond held.
+        # Fed only with _lock held.
         self._metrics: Final = QueueMetrics[T](
             provider=metrics_provider or NoopMetricsProvider(), name=name, clock=self._clock
         )
@@ -104,7 +107,7 @@ class Queue(Generic[T]):
 
     def add(self, item: T) -> None:
         """Mark ``item`` as needing processing; ignored once shutting down, coalesced if already waiting."""
-        with self._cond:
+        with self._lock:
             if self._shutting_down or item in self._dirty:
                 return
             self._metrics.add(item)
@@ -113,11 +116,11 @@ class Queue(Generic[T]):
                 # done() queues it again; queuing it now would let a second worker take it.
                 return
             self._queue.append(item)
-            self._cond.notify_all()
+            self._item_ready.notify()
 
     def len(self) -> int:
         """Items waiting now. Informational only: it may change before the caller acts on it."""
-        with self._cond:
+        with self._lock:
             return len(self._queue)
 
     def get(self) -> T:
@@ -126,9 +129,9 @@ class Queue(Generic[T]):
         Items still queued at shutdown are handed out; ``QueueShutDown`` is raised only once the queue
         is shutting down and empty.
         """
-        with self._cond:
+        with self._lock:
             while not self._queue and not self._shutting_down:
-                self._cond.wait()
+                self._item_ready.wait()
             if not self._queue:
                 raise QueueShutDown(self.name)
             item = self._queue.popleft()
@@ -143,23 +146,23 @@ class Queue(Generic[T]):
         Raises ``ValueError`` for an item that is not being processed: in client-go that mistake could
         queue a key twice, breaking the one-worker-per-key guarantee.
         """
-        with self._cond:
+        with self._lock:
             if item not in self._processing:
                 raise ValueError(f"done({item!r}) called for an item that is not being processed")
             self._metrics.done(item)
             self._processing.remove(item)
             if item in self._dirty:
                 self._queue.append(item)
-                self._cond.notify_all()
+                self._item_ready.notify()
             elif not self._processing:
-                self._cond.notify_all()  # a drainer may be waiting for this
+                self._idle.notify_all()
 
     def shutdown(self) -> None:
         """Ignore further adds and let workers exit once the queued items are gone; does not wait.
 
         Also cuts short a ``shutdown_with_drain`` waiting in another thread.
         """
-        with self._cond:
+        with self._lock:
             self._begin_shutdown_locked(drain=False)
         self._stop_background()
 
@@ -169,21 +172,22 @@ class Queue(Generic[T]):
         Workers must keep calling ``done`` after the shutdown begins, or this never returns; a
         ``shutdown()`` from another thread ends the wait early.
         """
-        with self._cond:
+        with self._lock:
             self._begin_shutdown_locked(drain=True)
         self._stop_background()
-        with self._cond:
+        with self._lock:
             while self._processing and self._drain:
-                self._cond.wait()
+                self._idle.wait()
 
     def shutting_down(self) -> bool:
-        with self._cond:
+        with self._lock:
             return self._shutting_down
 
     def _begin_shutdown_locked(self, *, drain: bool) -> None:
         self._shutting_down = True
         self._drain = drain
-        self._cond.notify_all()
+        for condition in (self._item_ready, self._idle, self._stopping):
+            condition.notify_all()
 
     def _stop_background(self) -> None:
         """Join the queue's own threads; each exits on its own once ``_shutting_down`` is set.
@@ -200,12 +204,12 @@ class Queue(Generic[T]):
 
     def _update_unfinished_work_loop(self) -> None:
         period = self._settings.unfinished_work_update_period
-        with self._cond:
+        with self._lock:
             next_update = self._clock.now() + period
             while not self._shutting_down:
                 now = self._clock.now()
                 if now < next_update:
-                    self._clock.wait(self._cond, next_update - now)
+                    self._clock.wait(self._stopping, next_update - now)
                     continue
                 self._metrics.update_unfinished_work()
                 next_update += period
