@@ -3,9 +3,11 @@
 Level-triggered and restartable at any line: everything needed to continue is in the TaskSet's status
 or derivable from the cached Pods and ControlUnit. The in-memory *record* of the last status written
 (keyed by UID, spec 4.2/W-16) only shields a pass from a cache that has not caught up with our own
-write yet; a fresh process rebuilds it from the object. *Expectations* (the Job controller's
-ControllerExpectations) hold off a pass until the cache has seen the creates and deletes of the last
-one, so a lagging cache never causes a duplicate action.
+write yet; a fresh process rebuilds it from the object. It may also *hold* the pass's status unwritten
+when its only news is requests in flight (``_hold``): the next pass, which their watch events bring,
+builds on it and writes it; lost, it is redone from the persisted status by adoption or a repeated
+delete. *Expectations* (the Job controller's ControllerExpectations) hold off a pass until the cache
+has seen the creates and deletes of the last one, so a lagging cache never causes a duplicate action.
 """
 
 from __future__ import annotations
