@@ -5,8 +5,9 @@ stale delete of an old Pod can then hit its successor that was created a moment 
 name — something a real kubelet never does, since it deletes with a UID precondition. This small
 process plays that part instead: it watches Pods and deletes each terminating one with grace period 0
 and a UID precondition, relisting whenever the watch breaks. Like a kubelet, it deletes each Pod once
-(a terminating Pod's further updates are not new work) over one kept-alive connection: a TLS handshake
-per delete cost the API server more than the delete itself.
+(a terminating Pod's further updates are not new work) over one kept-alive connection: a new TLS
+connection per delete, and deletes repeated on every update, were API-server work that only the TaskSet
+scenarios of the benchmarks paid (the raw reference's create phase has no deletes).
 
 Run by ``devcluster.Cluster`` as ``python -m devcluster.terminator SERVER CA CERT KEY``.
 """
