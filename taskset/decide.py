@@ -9,7 +9,7 @@ without I/O chain within the pass (bounded), so one pass goes as far as the obse
 
 from __future__ import annotations
 
-import copy
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -238,8 +238,9 @@ class _Pass:
     # ControlUnit UID -> whether a Pod of an earlier attempt is left (computed once per pass, W-11).
     earlier_attempt_pods: dict[str | None, bool] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def stamp(self) -> str:
+        """``now`` as the API's timestamps write it; once per pass (a pass stamps every move)."""
         return stamp(self.now)
 
     @property
@@ -257,7 +258,7 @@ def decide(
     settings: Settings = Settings(),
 ) -> Plan:
     """Run the machines over a private copy of ``recorded`` and return what to do."""
-    status = copy.deepcopy(recorded) if recorded is not None else _fresh_status(live, now)
+    status = recorded.copy() if recorded is not None else _fresh_status(live, now)
     status.observed_generation = ref.generation
     ctx = _Pass(ref, live, observed, now, settings, Plan(status=status, spec=None))
     ctx.plan.context = ctx

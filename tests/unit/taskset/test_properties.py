@@ -358,8 +358,11 @@ def check_plan(scene: Scene, plan: Plan, *, round_trip: bool = True) -> None:
     raw = out.to_json()
     again = TaskSetStatus.from_json(raw)
     assert again is not None
-    if round_trip:  # what decide writes reads back unchanged
+    if round_trip:  # what decide writes reads back unchanged, and so does decide's private copy
         assert again.to_json() == raw
+        copied = out.copy()
+        assert copied == out
+        assert copied is not out and all(a is not b for a, b in zip(copied.roles, out.roles, strict=True))
 
 
 # ----- the properties -------------------------------------------------------------------------------------
