@@ -149,3 +149,23 @@ def test_reconfiguring_replaces_the_handler_instead_of_adding_one(output: Callab
 def test_an_unknown_level_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown log level 'loud'"):
         configure_logging("loud", io.StringIO())
+
+
+class _BrokenStream(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError("the reader went away")
+
+
+def test_a_failing_stream_does_not_fail_the_code_that_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As with a stdlib handler: the reconcile that logs a transition must not fail because stdout did."""
+    monkeypatch.setattr(logging, "raiseExceptions", False)  # stdlib handlers then stay silent too
+    root = logging.getLogger()
+    saved = list(root.handlers), root.level
+    try:
+        configure_logging("info", _BrokenStream())
+        get_logger().info("TaskSet Phase Transition", TaskSet="ts1")
+        logging.getLogger("taskset.test").warning("a stdlib record")
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        structlog.reset_defaults()
