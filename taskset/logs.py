@@ -66,8 +66,8 @@ def _add_caller(logger: WrappedLogger, method_name: str, event_dict: EventDict) 
     line = event_dict.pop("lineno", None)
     if module == "__main__":  # run with `python -m taskset.main`: name the module, not the role
         module = _main_module_name()
-    record: logging.LogRecord | None = event_dict.get("_record")
-    if record is not None and not event_dict.get("_from_structlog", False):
+    record: logging.LogRecord | None = event_dict.get("_record")  # only foreign stdlib records have one
+    if record is not None:
         # A logger named after its module (`getLogger(__name__)`) gives the dotted path; else the file's.
         module = record.name if record.name.endswith(record.module) else record.module
         line = record.lineno
