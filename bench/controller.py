@@ -170,11 +170,12 @@ class Controller:
 
 def error_lines(lines: list[str]) -> list[str]:
     """The log lines at level error or critical (the log is JSON lines)."""
-    return [
-        line
-        for line in lines
-        if '"level":"error"' in line.replace(" ", "") or '"level":"critical"' in line.replace(" ", "")
-    ]
+
+    def at_error(line: str) -> bool:
+        compact = line.replace(" ", "")
+        return '"level":"error"' in compact or '"level":"critical"' in compact
+
+    return [line for line in lines if at_error(line)]
 
 
 def diff(after: Samples, before: Samples) -> Samples:

@@ -77,7 +77,7 @@ def scenario_list(text: str) -> tuple[str, ...]:
         return SCENARIOS
     chosen = tuple(name.strip() for name in text.split(","))
     unknown = [name for name in chosen if name not in SCENARIOS]
-    if unknown or not chosen:
+    if unknown:  # an empty name ("raw,") is unknown too
         raise argparse.ArgumentTypeError(f"unknown scenario {', '.join(unknown)!r}: choose from {SCENARIOS}")
     return chosen
 
