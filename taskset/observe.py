@@ -7,6 +7,7 @@ attempt's Pod is adopted, a previous attempt's Pod is waited for, anything else 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -58,6 +59,7 @@ POD_STATUS_KEPT = frozenset(
     }
 )
 CONTAINER_STATUS_KEPT = frozenset({"name", "state", "containerID"})
+CONDITIONS_KEPT = frozenset({"PodScheduled"})  # its False/Unschedulable is the only one read
 
 
 def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
@@ -79,10 +81,26 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
         for key in ("containerStatuses", "initContainerStatuses"):
             if isinstance(kept.get(key), list):
                 kept[key] = [_only(c, CONTAINER_STATUS_KEPT) for c in kept[key]]
+        if isinstance(kept.get("conditions"), list):
+            kept["conditions"] = [c for c in kept["conditions"] if _get(c, "type") in CONDITIONS_KEPT]
         slim["status"] = kept
     elif status is not None:
         slim["status"] = status
-    return slim
+    shared: dict[str, Any] = _shared(slim)
+    return shared
+
+
+def _shared(value: Any) -> Any:
+    """``value`` with its strings interned. Most strings of a cached Pod repeat across the Pods of a
+    TaskSet (namespace, labels, owner, phase, node, timestamps to the second): one copy of each takes a
+    third off a slim Pod. An interned string is freed with its last Pod."""
+    if isinstance(value, str):
+        return sys.intern(value)
+    if isinstance(value, dict):
+        return {key: _shared(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shared(item) for item in value]
+    return value
 
 
 def _only(value: Any, keys: frozenset[str] | set[str]) -> Any:

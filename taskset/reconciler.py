@@ -386,8 +386,12 @@ class Reconciler:
         with self._lock:
             record = self._records.get(key)
         if record is not None and record.uid == uid:
-            if obj.get("status") == record.status:
-                # The cache caught up with our write, and may be newer (a spec edit): use its version.
+            status = obj.get("status")
+            if status is not record.status and status == record.status:
+                # The cache caught up with our write, and may be newer (a spec edit): use its version,
+                # and its copy of the status, so that a 2,000-replica status is kept once, not twice,
+                # and the next pass over the same object compares nothing.
+                record.status = status
                 record.resource_version = obj["metadata"]["resourceVersion"]
             return record
         meta = obj["metadata"]
