@@ -80,18 +80,22 @@ class DelayingQueue(Queue[T]):
         with self._waiting_cond:
             if self._timer_stopped:
                 return
-            self._insert_locked(item, self._clock.now() + delay)
-            self._waiting_cond.notify_all()
+            if self._insert_locked(item, self._clock.now() + delay):
+                self._waiting_cond.notify_all()
 
-    def _insert_locked(self, item: T, ready_at: float) -> None:
+    def _insert_locked(self, item: T, ready_at: float) -> bool:
+        """Whether the timer thread must wake: only a new earliest deadline changes how long it sleeps.
+        (Most requeues are later than the earliest one, and a wake that changes nothing costs a thread
+        switch: py-spy put 3.5% of a full burst's samples in this notify.)"""
         existing = self._waiting_by_item.get(item)
         if existing is not None and existing.ready_at <= ready_at:
-            return
+            return False
         # A heap cannot move an entry cheaply, so an earlier deadline gets a fresh entry and the old one
         # goes stale (the map no longer points at it).
         entry = _Waiting(ready_at=ready_at, seq=next(self._seq), item=item)
         self._waiting_by_item[item] = entry
         heapq.heappush(self._waiting, entry)
+        return self._waiting[0] is entry
 
     def _pop_ready_locked(self, now: float) -> list[T]:
         ready = []

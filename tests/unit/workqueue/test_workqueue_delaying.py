@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import pytest
+from pytest_mock import MockerFixture
 
 from clock import FakeClock
 from workqueue import DelayingQueue, Queue, QueueSettings, QueueShutDown
@@ -98,6 +99,24 @@ def test_delayed_adds(steps: list[Step], fake_clock: FakeClock, closing: Closing
         assert advance(queue, step.advance) == step.ready, f"step {number}"
 
     assert queue.len() == 0
+
+
+def test_only_a_new_earliest_deadline_wakes_the_timer(
+    fake_clock: FakeClock, closing: Closing, advance: Advance, mocker: MockerFixture
+) -> None:
+    """The timer sleeps until the earliest deadline, so a later one need not wake it: a wake that
+    changes nothing costs a thread switch, and most requeues come after the earliest one."""
+    queue = closing(DelayingQueue[str](clock=fake_clock))
+    wakes = mocker.spy(queue._waiting_cond, "notify_all")
+
+    queue.add_after("b", 5)  # the first deadline: wake
+    queue.add_after("c", 8)  # later than the earliest
+    queue.add_after("b", 7)  # later than b's own: ignored
+    queue.add_after("a", 2)  # a new earliest: wake
+    queue.add_after("c", 3)  # c earlier, but not the earliest
+
+    assert wakes.call_count == 2
+    assert advance(queue, 8) == ["a", "c", "b"]
 
 
 class RecordingClock(FakeClock):
