@@ -1,0 +1,46 @@
+"""``python -m bench`` end to end at small scale (issue 7), so that the benchmark cannot break unnoticed
+between full runs: its own control plane, the controller as a separate process, the raw reference and
+the burst and churn scenarios, each judged correct by the bench's own verdict. Only counts are asserted,
+never speed: figures belong to the benchmark's report, not to a test."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH_TIMEOUT = 900.0  # seconds; the three scenarios take about two minutes on this 2-core machine
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(BENCH_TIMEOUT + 60)]
+
+
+def test_the_benchmark_runs_and_judges_every_scenario_correct(tmp_path: Path) -> None:
+    args = ["--scenario", "raw,burst,churn", "--scale", "small", "--no-readme", "--out", str(tmp_path)]
+    run = subprocess.run(
+        [sys.executable, "-m", "bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=BENCH_TIMEOUT,
+        check=False,
+    )
+    assert run.returncode == 0, f"{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
+    assert "correctness: all OK" in run.stdout
+    results = json.loads((tmp_path / "bench-small-seed1.json").read_text())
+    scenarios = results["scenarios"]
+    assert set(scenarios) == {"raw-unlimited", "raw-qps50", "burst", "churn"}
+    assert all(s["correctness"]["ok"] for s in scenarios.values())
+    assert [scenarios[n]["pods_created"] for n in ("raw-unlimited", "raw-qps50")] == [400, 400]
+    burst, churn = scenarios["burst"], scenarios["churn"]
+    assert (burst["tasksets"], burst["pods_created"]) == (40, 200)
+    assert burst["final_states"] == {"Succeeded": 40}
+    assert burst["status_writes"]["by_result"] == {"success": burst["status_writes"]["total"]}
+    assert burst["throughput_ratio"]["raw-unlimited"] > 0
+    # Churn: a seeded 20% of the replicas fail once, so more Pods than replicas, and all still succeed.
+    assert churn["pods_created"] > 200
+    assert churn["final_states"] == {"Succeeded": 40}
+    assert results["controller"]["exit_code"] == 0
