@@ -20,6 +20,7 @@ from tests.unit.taskset.world import (
     World,
     cached_taskset,
     reconciler_over,
+    show_created,
 )
 
 KEY = "ns/job"
@@ -50,15 +51,6 @@ def new_taskset() -> tuple[Reconciler, RecordingClient, Caches, FakeClock]:
     clock = FakeClock(wall_start=world.now)
     reconciler, caches = reconciler_over(world, client, clock=clock)
     return reconciler, client, caches, clock
-
-
-def show_created(reconciler: Reconciler, client: RecordingClient, caches: Caches) -> None:
-    """What the informers do with the creates: cache them and run the add handler."""
-    for obj in client.created:
-        store = caches.pods if obj["kind"] == "Pod" else caches.units
-        if store.get_by_key(f"ns/{obj['metadata']['name']}") is None:
-            store.add(obj)
-            reconciler.creation_observed(obj)
 
 
 def test_the_first_write_of_a_new_taskset_waits_for_its_control_unit_and_goes_out_with_its_pods() -> None:

@@ -8,7 +8,7 @@ import copy
 
 from taskset.constants import ReplicaPhase as P
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.world import RecordingClient, World, cached_taskset, reconciler_over
+from tests.unit.taskset.world import RecordingClient, World, cached_taskset, reconciler_over, show_created
 
 KEY = "ns/job"
 
@@ -18,18 +18,11 @@ def test_once_the_cache_shows_the_written_status_the_record_keeps_the_caches_cop
     client = RecordingClient(cached_taskset(world))
     reconciler, caches = reconciler_over(world, client)
 
-    def show_created() -> None:
-        for obj in client.created:
-            store = caches.pods if obj["kind"] == "Pod" else caches.units
-            if store.get_by_key(f"ns/{obj['metadata']['name']}") is None:
-                store.add(obj)
-                reconciler.creation_observed(obj)
-
     calls = -1
     while calls != len(client.calls):  # until the TaskSet waits for its Pod to run
         calls = len(client.calls)
         reconciler.reconcile(KEY)
-        show_created()
+        show_created(reconciler, client, caches)
     assert client.calls[-1] == ("status", P.ATTEMPT_PREPARING)
     written = reconciler._records[KEY].status
     cached = copy.deepcopy(client.live)  # the watch event: an equal copy, a newer version (a spec edit)

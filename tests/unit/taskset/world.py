@@ -421,3 +421,12 @@ def reconciler_over(
         action_parallelism=parallelism,
     )
     return reconciler, Caches(tasksets, pods, units)
+
+
+def show_created(reconciler: Reconciler, client: RecordingClient, caches: Caches) -> None:
+    """What the informers do with the creates: cache them and run the add handler."""
+    for obj in client.created:
+        store = caches.pods if obj["kind"] == "Pod" else caches.units
+        if store.get_by_key(f"ns/{obj['metadata']['name']}") is None:
+            store.add(obj)
+            reconciler.creation_observed(obj)

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.unit
 
 # Real seconds a helper thread may take to finish once it is unblocked.
 JOIN_TIMEOUT = 10.0
+WaitUntil = Callable[[Callable[[], bool], str], None]  # the conftest's wait_until fixture
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ class CountingCondition(threading.Condition):
 
 
 @pytest.mark.timeout(30)
-def test_an_item_wakes_one_idle_worker_not_all_of_them() -> None:
+def test_an_item_wakes_one_idle_worker_not_all_of_them(wait_until: WaitUntil) -> None:
     """Ten idle workers woken for every add and done were 6% of the controller's samples in a burst."""
     queue = Queue[str]()
     waking = CountingCondition(queue._lock)
@@ -164,11 +165,11 @@ def test_an_item_wakes_one_idle_worker_not_all_of_them() -> None:
     workers = [threading.Thread(target=worker) for _ in range(4)]
     for thread in workers:
         thread.start()
-    wait_for(lambda: len(waking._waiters) == 4)  # type: ignore[attr-defined]
+    wait_until(lambda: len(waking._waiters) == 4, "four workers wait")  # type: ignore[attr-defined]
 
     try:
         queue.add("a")
-        wait_for(lambda: taken == ["a"])
+        wait_until(lambda: taken == ["a"], "a worker took the item")
         time.sleep(0.2)  # room for any other worker to wake, as every one did with notify_all
 
         assert waking.wakes == 1
@@ -176,13 +177,6 @@ def test_an_item_wakes_one_idle_worker_not_all_of_them() -> None:
         queue.shutdown()
         for thread in workers:
             thread.join(JOIN_TIMEOUT)
-
-
-def wait_for(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + JOIN_TIMEOUT
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 @pytest.mark.timeout(30)
