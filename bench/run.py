@@ -310,13 +310,14 @@ class Bench:
         return len(listed.get("items") or [])
 
     # ----- raw limit -------------------------------------------------------------------------------
-    def run_raw(self, qps: float, burst: int) -> dict[str, Any]:
-        label = "raw-unlimited" if qps <= 0 else f"raw-qps{qps:g}"
+    def run_raw(self, qps: float, burst: int, *, count: int = 0, label: str = "") -> dict[str, Any]:
+        """A bare client creating then deleting ``count`` Pods (default ``scale.raw_pods``)."""
+        label = label or ("raw-unlimited" if qps <= 0 else f"raw-qps{qps:g}")
         namespace = self.namespace("raw")
         recorder = Recorder(self.api, namespace)
         recorder.start()
         time.sleep(WATCH_SETTLE)
-        count = self.scale.raw_pods
+        count = count or self.scale.raw_pods
         bucket = RateLimiter(qps, burst)
         errors: list[str] = []
         path = f"/api/v1/namespaces/{namespace}/pods"
@@ -369,6 +370,13 @@ class Bench:
         result["cpu_seconds_by_process"] = cpu_used  # the create phase only
         self.drop(namespace)
         return result
+
+    def run_paired_raw(self, scenario: str) -> dict[str, Any]:
+        """The raw reference of one target scenario, run just before it with as many Pods, unlimited: on a
+        machine whose speed drifts from minute to minute, a reference taken minutes earlier (``raw``)
+        can be a fifth faster or slower than the one the scenario itself meets."""
+        count = sum(len(replicas_of(obj)) for obj in self.objects(scenario))
+        return self.run_raw(0.0, DEFAULT_BURST, count=count, label=report.paired_reference(scenario))
 
     def profiler(self, scenario: str) -> Profiler | None:
         if self.profile_dir is None:
@@ -496,6 +504,10 @@ def main(argv: list[str] | None = None) -> int:
                         results["scenarios"][outcome["name"]] = outcome
                         print(report.one_line(outcome), flush=True)
                 else:
+                    if scenario in report.PAIRED_SCENARIOS:
+                        outcome = bench.run_paired_raw(scenario)
+                        results["scenarios"][outcome["name"]] = outcome
+                        print(report.one_line(outcome), flush=True)
                     outcome = bench.run_tasksets(scenario)
                     results["scenarios"][scenario] = outcome
                     print(report.one_line(outcome), flush=True)

@@ -32,14 +32,16 @@ def test_the_benchmark_runs_and_judges_every_scenario_correct(tmp_path: Path) ->
     assert "correctness: all OK" in run.stdout
     results = json.loads((tmp_path / "bench-small-seed1.json").read_text())
     scenarios = results["scenarios"]
-    assert set(scenarios) == {"raw-unlimited", "raw-qps50", "burst", "churn"}
+    assert set(scenarios) == {"raw-unlimited", "raw-qps50", "raw-before-burst", "burst", "churn"}
     assert all(s["correctness"]["ok"] for s in scenarios.values())
-    assert [scenarios[n]["pods_created"] for n in ("raw-unlimited", "raw-qps50")] == [400, 400]
+    raw_pods = [scenarios[n]["pods_created"] for n in ("raw-unlimited", "raw-qps50", "raw-before-burst")]
+    assert raw_pods == [400, 400, 200]  # burst's own reference: as many Pods as burst creates
     burst, churn = scenarios["burst"], scenarios["churn"]
     assert (burst["tasksets"], burst["pods_created"]) == (40, 200)
     assert burst["final_states"] == {"Succeeded": 40}
     assert burst["status_writes"]["by_result"] == {"success": burst["status_writes"]["total"]}
     assert burst["throughput_ratio"]["raw-unlimited"] > 0
+    assert burst["throughput_ratio"]["paired"] > 0
     # Churn: a seeded 20% of the replicas fail once, so more Pods than replicas, and all still succeed.
     assert churn["pods_created"] > 200
     assert churn["final_states"] == {"Succeeded": 40}

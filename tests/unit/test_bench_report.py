@@ -1,9 +1,9 @@
-"""The benchmark report's summary of a histogram scraped from the controller."""
+"""The benchmark report: a histogram scraped from the controller, the throughput ratios, the log's errors."""
 
 from __future__ import annotations
 
 from bench.controller import Samples, error_lines
-from bench.report import histogram
+from bench.report import add_ratios, histogram
 
 
 def samples(buckets: dict[str, float], count: float, total: float) -> Samples:
@@ -31,3 +31,28 @@ def test_error_lines_are_the_error_and_critical_records_of_the_log() -> None:
         '{"level":"warning","msg":"event not recorded"}',
     ]
     assert error_lines(lines) == lines[1:3]
+
+
+def rates(**by_scenario: float) -> dict[str, object]:
+    return {
+        "scenarios": {name.replace("_", "-"): {"pod_creation_rate": r} for name, r in by_scenario.items()}
+    }
+
+
+def test_a_target_scenario_is_measured_against_its_own_raw_run_and_the_run_wide_ones() -> None:
+    results = rates(
+        raw_unlimited=200.0, raw_qps50=50.0, raw_before_burst=150.0, burst=120.0, raw_before_large=250.0
+    )
+    add_ratios(results)
+    scenarios = results["scenarios"]
+    assert isinstance(scenarios, dict)
+    assert scenarios["burst"]["throughput_ratio"] == {"raw-unlimited": 0.6, "raw-qps50": 2.4, "paired": 0.8}
+    assert "throughput_ratio" not in scenarios["raw-before-large"]  # large did not run: nothing to pair
+
+
+def test_a_scenario_without_a_raw_run_before_it_has_only_the_run_wide_ratios() -> None:
+    results = rates(raw_unlimited=200.0, steady=25.0)
+    add_ratios(results)
+    scenarios = results["scenarios"]
+    assert isinstance(scenarios, dict)
+    assert scenarios["steady"]["throughput_ratio"] == {"raw-unlimited": 0.125}
