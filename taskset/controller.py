@@ -24,7 +24,7 @@ from taskset.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
 from taskset.decide import Settings as DecideSettings
 from taskset.events import EventRecorder
 from taskset.kube import KubeClient, RequestObserver
-from taskset.observe import slim_pod
+from taskset.observe import slim_pod, slim_taskset
 from taskset.reconciler import (
     OWNER_INDEX,
     POD_INDEX,
@@ -87,7 +87,9 @@ class Controller:
             lister_watcher_for=lister_watcher_factory(api_client), logger=logger
         )
         namespace = settings.namespace or None
-        self.tasksets: SharedInformer = self._factory.informer_for(TASKSETS, namespace=namespace)
+        self.tasksets: SharedInformer = self._factory.informer_for(
+            TASKSETS, namespace=namespace, transform=slim_taskset
+        )
         self.pods: SharedInformer = self._factory.informer_for(
             PODS,
             namespace=namespace,

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from taskset.api import ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.constants import ANNOTATION_REPLICA_ATTEMPT_ID as REPLICA_ATTEMPT
 from taskset.decide import ActionResult, ResultKind, TaskSetRef, apply_result, decide
-from taskset.observe import Observed, PodView, control_unit_view, pod_view, slim_pod
+from taskset.observe import Observed, PodView, control_unit_view, pod_view, slim_pod, slim_taskset
 from taskset.pods import PodIdentity, build_pod
 from taskset.reconciler import taskset_index
 from taskset.status import TaskSetStatus
@@ -400,3 +400,33 @@ def test_slim_cached_pods_share_their_repeated_strings() -> None:
     labels = list(zip(a["metadata"]["labels"].values(), b["metadata"]["labels"].values(), strict=True))
     assert labels and all(x is y for x, y in labels)
     assert [c["type"] for c in a["status"]["conditions"]] == ["PodScheduled"]
+
+
+def test_slim_cached_tasksets_share_their_repeated_strings_and_drop_managed_fields() -> None:
+    """The TaskSet cache's part of the memory target: a status repeats its phases, messages and
+    timestamps in every replica, and TaskSets of one kind repeat their templates."""
+    obj = TaskSetBuilder("job").role("worker", replicas=2).obj()
+    obj["metadata"]["managedFields"] = [{"manager": "taskset-controller", "operation": "Update"}]
+    running = {"phase": "TaskRoleReplicaAttemptRunning", "transitionTime": "2026-11-23T02:41:10Z"}
+    obj["status"] = {"roleStatuses": [{"name": "worker", "replicaStatus": [running, dict(running)]}]}
+    raw = orjson.dumps(obj)
+    first, second = orjson.loads(raw), orjson.loads(raw)
+    before = copy.deepcopy(first)
+
+    a, b = slim_taskset(first), slim_taskset(second)
+
+    assert first == before  # the informer's contract: the decoded object is never changed
+    assert "managedFields" not in a["metadata"]
+    assert a == slim_taskset(a)
+    replicas = a["status"]["roleStatuses"][0]["replicaStatus"]
+    assert (
+        replicas[0]["phase"]
+        is replicas[1]["phase"]
+        is b["status"]["roleStatuses"][0]["replicaStatus"][0]["phase"]
+    )
+    assert replicas[0]["transitionTime"] is replicas[1]["transitionTime"]
+    image = a["spec"]["roles"][0]["template"]["spec"]["containers"][0]["image"]
+    assert image is b["spec"]["roles"][0]["template"]["spec"]["containers"][0]["image"]
+    assert {k: v for k, v in a.items() if k != "metadata"} == {
+        k: v for k, v in obj.items() if k != "metadata"
+    }
