@@ -408,7 +408,7 @@ def test_slim_cached_tasksets_share_their_repeated_strings_and_drop_managed_fiel
     obj = TaskSetBuilder("job").role("worker", replicas=2).obj()
     obj["metadata"]["managedFields"] = [{"manager": "taskset-controller", "operation": "Update"}]
     running = {"phase": "TaskRoleReplicaAttemptRunning", "transitionTime": "2026-11-23T02:41:10Z"}
-    obj["status"] = {"roleStatuses": [{"name": "worker", "replicaStatus": [running, dict(running)]}]}
+    obj["status"] = {"roleStatus": [{"name": "worker", "replicaStatus": [running, dict(running)]}]}
     raw = orjson.dumps(obj)
     first, second = orjson.loads(raw), orjson.loads(raw)
     before = copy.deepcopy(first)
@@ -418,11 +418,11 @@ def test_slim_cached_tasksets_share_their_repeated_strings_and_drop_managed_fiel
     assert first == before  # the informer's contract: the decoded object is never changed
     assert "managedFields" not in a["metadata"]
     assert a == slim_taskset(a)
-    replicas = a["status"]["roleStatuses"][0]["replicaStatus"]
+    replicas = a["status"]["roleStatus"][0]["replicaStatus"]
     assert (
         replicas[0]["phase"]
         is replicas[1]["phase"]
-        is b["status"]["roleStatuses"][0]["replicaStatus"][0]["phase"]
+        is b["status"]["roleStatus"][0]["replicaStatus"][0]["phase"]
     )
     assert replicas[0]["transitionTime"] is replicas[1]["transitionTime"]
     image = a["spec"]["roles"][0]["template"]["spec"]["containers"][0]["image"]
