@@ -7,6 +7,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -240,20 +241,38 @@ def paired_reference(scenario: str) -> str:
 
 def add_ratios(results: dict[str, Any]) -> None:
     """Controller pod-creation rate / the raw client's, both measured from the same kind of watch: against
-    the run's ``raw`` references, and (``paired``) against the scenario's own raw run just before it."""
+    the run's ``raw`` references, and (``paired``) against the scenario's own raw run just before it.
+    With ``--repeat`` a target scenario has several such pairs (``results["repeats"]``): ``paired`` is
+    their median and ``paired_each`` lists them in order."""
     scenarios = results["scenarios"]
     for name in TASKSET_SCENARIOS:
         scenario = scenarios.get(name)
         if not scenario or not scenario.get("pod_creation_rate"):
             continue
-        references = {"raw-unlimited": "raw-unlimited", "raw-qps50": "raw-qps50"}
-        references["paired"] = paired_reference(name)
-        for key, reference in references.items():
+        ratios = scenario.setdefault("throughput_ratio", {})
+        for reference in ("raw-unlimited", "raw-qps50"):
             raw = scenarios.get(reference, {}).get("pod_creation_rate")
             if raw:
-                scenario.setdefault("throughput_ratio", {})[key] = round(
-                    scenario["pod_creation_rate"] / raw, 3
-                )
+                ratios[reference] = round(scenario["pod_creation_rate"] / raw, 3)
+        pairs = [(scenarios.get(paired_reference(name), {}), scenario)]
+        pairs += [(pair["raw"], pair["scenario"]) for pair in results.get("repeats", {}).get(name, [])]
+        each = [
+            round(run["pod_creation_rate"] / raw["pod_creation_rate"], 3)
+            for raw, run in pairs
+            if raw.get("pod_creation_rate") and run.get("pod_creation_rate")
+        ]
+        if each:
+            ratios["paired"] = round(statistics.median(each), 3)
+        if len(each) > 1:
+            ratios["paired_each"] = each
+
+
+def paired_cell(ratios: dict[str, Any]) -> str:
+    """The table's paired ratio: the one pair's, or the median of several with their range."""
+    each = ratios.get("paired_each") or []
+    if len(each) > 1:
+        return f"{_fmt(ratios['paired'])} (median of {len(each)}: {_fmt(min(each))} to {_fmt(max(each))})"
+    return _fmt(ratios.get("paired"))
 
 
 def one_line(s: dict[str, Any]) -> str:
@@ -299,7 +318,7 @@ def table(results: dict[str, Any]) -> str:
         rows.append(
             f"| {name} | {s['tasksets']} | {s['pods_created']} | {_fmt(s['wall_seconds'])} "
             f"| {_fmt(s['pod_creation_rate'])} "
-            f"| {_fmt(ratios.get('paired'))} / {_fmt(ratios.get('raw-unlimited'))} "
+            f"| {paired_cell(ratios)} / {_fmt(ratios.get('raw-unlimited'))} "
             f"| {_fmt(a['p50'])} / {_fmt(a['p90'])} / {_fmt(a['p99'])} "
             f"| {_fmt(b['p50'])} / {_fmt(b['p90'])} / {_fmt(b['p99'])} "
             f"| {_fmt(ctl['cpu_seconds'])} | {_fmt(ctl['cpu_seconds_per_1000_pods'])} "

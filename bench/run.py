@@ -62,13 +62,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--workers", type=int, default=10, help="controller --workers, and raw client threads"
     )
     parser.add_argument("--nodes", type=int, default=4, help="simulated nodes")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run burst and large this many times, each after its own raw reference (median ratio)",
+    )
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite bench/README.md's table")
     parser.add_argument(
         "--profile",
         action="store_true",
         help="sample the controller with py-spy during each TaskSet scenario (bench/profile.py)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    return args
 
 
 def scenario_list(text: str) -> tuple[str, ...]:
@@ -474,7 +483,12 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "scale": args.scale,
         "seed": args.seed,
-        "settings": {"scale": scale.__dict__, "controller_workers": args.workers, "nodes": args.nodes},
+        "settings": {
+            "scale": scale.__dict__,
+            "controller_workers": args.workers,
+            "nodes": args.nodes,
+            "repeat": args.repeat,
+        },
         "machine": report.machine(),
         "scenarios": {},
     }
@@ -503,11 +517,16 @@ def main(argv: list[str] | None = None) -> int:
                         outcome = bench.run_raw(qps, burst)
                         results["scenarios"][outcome["name"]] = outcome
                         print(report.one_line(outcome), flush=True)
+                elif scenario in report.PAIRED_SCENARIOS:
+                    for round_ in range(args.repeat):
+                        raw, outcome = bench.run_paired_raw(scenario), bench.run_tasksets(scenario)
+                        print(f"{report.one_line(raw)}\n{report.one_line(outcome)}", flush=True)
+                        if round_ == 0:
+                            results["scenarios"].update({raw["name"]: raw, scenario: outcome})
+                        else:
+                            repeats = results.setdefault("repeats", {}).setdefault(scenario, [])
+                            repeats.append({"raw": raw, "scenario": outcome})
                 else:
-                    if scenario in report.PAIRED_SCENARIOS:
-                        outcome = bench.run_paired_raw(scenario)
-                        results["scenarios"][outcome["name"]] = outcome
-                        print(report.one_line(outcome), flush=True)
                     outcome = bench.run_tasksets(scenario)
                     results["scenarios"][scenario] = outcome
                     print(report.one_line(outcome), flush=True)
@@ -523,7 +542,10 @@ def main(argv: list[str] | None = None) -> int:
     print(report.table(results))
     for path in paths:
         print(f"wrote {path}")
-    ok = all(s["correctness"]["ok"] for s in results["scenarios"].values())
+    repeated = [
+        run for pairs in results.get("repeats", {}).values() for pair in pairs for run in pair.values()
+    ]
+    ok = all(s["correctness"]["ok"] for s in [*results["scenarios"].values(), *repeated])
     print("correctness: " + ("all OK" if ok else "FAILURES (see the JSON's correctness entries)"))
     return 0 if ok else 1
 

@@ -1,7 +1,8 @@
 """``python -m bench`` end to end at small scale (issue 7), so that the benchmark cannot break unnoticed
-between full runs: its own control plane, the controller as a separate process, the raw reference and
-the burst and churn scenarios, each judged correct by the bench's own verdict. Only counts are asserted,
-never speed: figures belong to the benchmark's report, not to a test."""
+between full runs: its own control plane, the controller as a separate process, the raw references, the
+burst scenario twice (each after its own raw reference) and churn, each judged correct by the bench's
+own verdict. Only counts are asserted, never speed: figures belong to the benchmark's report, not to a
+test."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(BENCH_TIMEOUT + 60)]
 
 
 def test_the_benchmark_runs_and_judges_every_scenario_correct(tmp_path: Path) -> None:
-    args = ["--scenario", "raw,burst,churn", "--scale", "small", "--no-readme", "--out", str(tmp_path)]
+    args = ["--scenario", "raw,burst,churn", "--scale", "small", "--repeat", "2", "--no-readme"]
+    args += ["--out", str(tmp_path)]
     run = subprocess.run(
         [sys.executable, "-m", "bench", *args],
         cwd=ROOT,
@@ -41,7 +43,13 @@ def test_the_benchmark_runs_and_judges_every_scenario_correct(tmp_path: Path) ->
     assert burst["final_states"] == {"Succeeded": 40}
     assert burst["status_writes"]["by_result"] == {"success": burst["status_writes"]["total"]}
     assert burst["throughput_ratio"]["raw-unlimited"] > 0
-    assert burst["throughput_ratio"]["paired"] > 0
+    # --repeat 2: burst ran twice, each time after its own raw reference, and both runs were correct.
+    [pair] = results["repeats"]["burst"]
+    assert (pair["raw"]["pods_created"], pair["scenario"]["pods_created"]) == (200, 200)
+    assert pair["raw"]["correctness"]["ok"] and pair["scenario"]["correctness"]["ok"]
+    assert pair["scenario"]["final_states"] == {"Succeeded": 40}
+    assert len(burst["throughput_ratio"]["paired_each"]) == 2
+    assert "churn" not in results["repeats"]  # only the throughput targets repeat
     # Churn: a seeded 20% of the replicas fail once, so more Pods than replicas, and all still succeed.
     assert churn["pods_created"] > 200
     assert churn["final_states"] == {"Succeeded": 40}

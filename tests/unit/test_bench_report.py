@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.controller import Samples, error_lines
-from bench.report import add_ratios, histogram
+from bench.report import add_ratios, histogram, paired_cell
 
 
 def samples(buckets: dict[str, float], count: float, total: float) -> Samples:
@@ -56,3 +56,22 @@ def test_a_scenario_without_a_raw_run_before_it_has_only_the_run_wide_ratios() -
     scenarios = results["scenarios"]
     assert isinstance(scenarios, dict)
     assert scenarios["steady"]["throughput_ratio"] == {"raw-unlimited": 0.125}
+
+
+def test_repeated_pairs_give_the_median_ratio_and_each_one_in_order() -> None:
+    results = rates(raw_unlimited=200.0, raw_before_large=150.0, large=150.0)
+    results["repeats"] = {
+        "large": [
+            {"raw": {"pod_creation_rate": 100.0}, "scenario": {"pod_creation_rate": 80.0}},
+            {"raw": {"pod_creation_rate": 200.0}, "scenario": {"pod_creation_rate": 180.0}},
+        ]
+    }
+    add_ratios(results)
+    scenarios = results["scenarios"]
+    assert isinstance(scenarios, dict)
+    ratios = scenarios["large"]["throughput_ratio"]
+    assert ratios["paired_each"] == [1.0, 0.8, 0.9]
+    assert ratios["paired"] == 0.9
+    assert ratios["raw-unlimited"] == 0.75  # the first pair's row, against the run-wide reference
+    assert paired_cell(ratios) == "0.9 (median of 3: 0.8 to 1)"
+    assert paired_cell({"paired": 0.64}) == "0.64"
