@@ -157,7 +157,7 @@ class Bench:
             return churn([f"churn-{i:04d}" for i in range(scale.churn)], self.seed)[0]
         return [taskset(f"burst-{i:04d}", WORKERS_PER_TASKSET) for i in range(scale.burst)]
 
-    def run_tasksets(self, scenario: str) -> dict[str, Any]:
+    def run_tasksets(self, scenario: str, *, round_: int = 1) -> dict[str, Any]:
         namespace = self.namespace(scenario)
         scale = self.scale
         objects = self.objects(scenario)
@@ -221,7 +221,8 @@ class Bench:
         suspects = evidence_suspects(
             tasksets, pods, result.get("churn", {}), failed=bool(errors or recorder.duplicates)
         )
-        result["evidence"] = self.evidence(scenario, namespace, suspects, pods, started=started, log=log)
+        label = scenario if round_ == 1 else f"{scenario}-{round_}"  # --repeat: one log per round
+        result["evidence"] = self.evidence(label, namespace, suspects, pods, started=started, log=log)
         self.drop(namespace)
         return result
 
@@ -518,10 +519,11 @@ def main(argv: list[str] | None = None) -> int:
                         results["scenarios"][outcome["name"]] = outcome
                         print(report.one_line(outcome), flush=True)
                 elif scenario in report.PAIRED_SCENARIOS:
-                    for round_ in range(args.repeat):
-                        raw, outcome = bench.run_paired_raw(scenario), bench.run_tasksets(scenario)
+                    for round_ in range(1, args.repeat + 1):
+                        raw = bench.run_paired_raw(scenario)
+                        outcome = bench.run_tasksets(scenario, round_=round_)
                         print(f"{report.one_line(raw)}\n{report.one_line(outcome)}", flush=True)
-                        if round_ == 0:
+                        if round_ == 1:
                             results["scenarios"].update({raw["name"]: raw, scenario: outcome})
                         else:
                             repeats = results.setdefault("repeats", {}).setdefault(scenario, [])

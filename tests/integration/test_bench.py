@@ -49,6 +49,9 @@ def test_the_benchmark_runs_and_judges_every_scenario_correct(tmp_path: Path) ->
     assert pair["raw"]["correctness"]["ok"] and pair["scenario"]["correctness"]["ok"]
     assert pair["scenario"]["final_states"] == {"Succeeded": 40}
     assert len(burst["throughput_ratio"]["paired_each"]) == 2
+    logs = [run["evidence"]["controller_log"] for run in (burst, pair["scenario"])]
+    assert logs == ["evidence-burst-seed1-controller.log", "evidence-burst-2-seed1-controller.log"]
+    assert all((tmp_path / log).is_file() for log in logs)  # the second round's did not overwrite the first's
     assert "churn" not in results["repeats"]  # only the throughput targets repeat
     # Churn: a seeded 20% of the replicas fail once, so more Pods than replicas, and all still succeed.
     assert churn["pods_created"] > 200
