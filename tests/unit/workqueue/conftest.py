@@ -48,8 +48,11 @@ def closing() -> Iterator[Callable[[Q], Q]]:
         queue.shutdown()
 
 
+WaitUntil = Callable[[Callable[[], bool], str], None]  # the wait_until fixture's type, for the tests
+
+
 @pytest.fixture
-def wait_until() -> Callable[[Callable[[], bool], str], None]:
+def wait_until() -> WaitUntil:
     """Polls ``predicate`` in real time until it holds; fails the test after ``POLL_TIMEOUT`` seconds."""
 
     def wait(predicate: Callable[[], bool], what: str) -> None:

@@ -12,13 +12,13 @@ import pytest
 from pytest_mock import MockerFixture
 
 from clock import FakeClock
+from tests.unit.workqueue.conftest import WaitUntil
 from workqueue import DelayingQueue, Queue, QueueSettings, QueueShutDown
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
 
 
 Advance = Callable[[DelayingQueue[str], float], list[str]]
-WaitUntil = Callable[[Callable[[], bool], str], None]
 Q = TypeVar("Q", bound=Queue[Any])
 
 

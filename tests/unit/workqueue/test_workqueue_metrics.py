@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from clock import FakeClock
+from tests.unit.workqueue.conftest import WaitUntil
 from workqueue import (
     DelayingQueue,
     ItemExponentialFailureRateLimiter,
@@ -25,7 +26,6 @@ NAME = "tasksets"
 LABELS = {"name": NAME, "controller": NAME}
 DEPTH_LABELS = {**LABELS, "priority": ""}
 
-WaitUntil = Callable[[Callable[[], bool], str], None]
 Q = TypeVar("Q", bound=Queue[Any])
 
 

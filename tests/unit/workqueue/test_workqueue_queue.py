@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.unit.workqueue.conftest import WaitUntil
 from workqueue import Queue, QueueSettings, QueueShutDown
 
 pytestmark = pytest.mark.unit
 
 # Real seconds a helper thread may take to finish once it is unblocked.
 JOIN_TIMEOUT = 10.0
-WaitUntil = Callable[[Callable[[], bool], str], None]  # the conftest's wait_until fixture
 
 
 @dataclass(frozen=True)
