@@ -17,13 +17,16 @@ import pytest
 
 from devcluster import Cluster
 from tests.chaos.history import History
-from tests.chaos.invariants import FINAL_STATES, same_outcomes
+from tests.chaos.invariants import FINAL_STATES, Outcome, same_outcomes
 from tests.chaos.workload import Planned
 from tests.integration.daemon import Daemon
 from tests.integration.harness import TaskSets
 
 FINAL_TIMEOUT = 120.0  # seconds for the whole workload to end once the faults are over
 CATCH_UP = 1.0  # seconds for the record's watches to see the last writes
+# Seconds the record may take to show every final status the API server already serves: after a fault
+# its watches can lag behind the live reads by more than CATCH_UP.
+RECORD_LAG_TIMEOUT = 30.0
 
 
 @pytest.fixture
@@ -89,18 +92,33 @@ def unfinished(api: TaskSets, planned: list[Planned]) -> list[str]:
 def finish(
     api: TaskSets, history: History, planned: list[Planned], timeout: float = FINAL_TIMEOUT
 ) -> dict[str, int]:
-    """Wait for the end, then hold the record to the invariants and the fault-free outcomes."""
+    """Wait for the end, then hold the final statuses to the fault-free outcomes and the record to the
+    invariants."""
     deadline = time.monotonic() + timeout
     while (left := unfinished(api, planned)) and time.monotonic() < deadline:
         time.sleep(1.0)
     assert not left, f"not final after {timeout}s: {left}"
-    time.sleep(CATCH_UP)
-    history.stop()
-    expected = {p.name: p.expected for p in planned}
-    differences = same_outcomes(expected, history.final_outcomes())
-    assert differences == [], differences  # a helper module: pytest does not rewrite its asserts
+    settle(api, history, planned)
     verdict = history.verdict()
     assert verdict.violations == [], verdict.violations
     summary = history.summary()
     assert summary["unverifiable"] <= summary["pods"] // 10, verdict.unverifiable
     return summary
+
+
+def settle(api: TaskSets, history: History, planned: list[Planned]) -> None:
+    """Once every TaskSet is final: its outcome, read live, must be the fault-free one; then the record
+    must show the same final statuses before it is stopped.
+
+    Reading the outcomes live tells a record lagging behind the API server (after a fault its watches
+    can be seconds behind) apart from a TaskSet that ended wrongly. Assertions carry their own messages:
+    pytest does not rewrite a helper module's asserts."""
+    live = {p.name: Outcome.of((api.get(p.name) or {}).get("status") or {}) for p in planned}
+    differences = same_outcomes({p.name: p.expected for p in planned}, live)
+    assert differences == [], differences
+    deadline = time.monotonic() + RECORD_LAG_TIMEOUT
+    while (lag := same_outcomes(live, history.final_outcomes())) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert lag == [], f"the record did not show the final statuses within {RECORD_LAG_TIMEOUT}s: {lag}"
+    time.sleep(CATCH_UP)  # the Pod and ConfigMap watches are not waited for otherwise
+    history.stop()
