@@ -120,6 +120,10 @@ def run_script(queue: Queue[str], ops: list[Op]) -> None:
             id="an urgent re-add while processing queues the item in the urgent lane when done",
         ),
         pytest.param(
+            [add("a"), add("b"), get("a"), add("a"), urgent("a"), length(1), done("a"), get("a"), get("b")],
+            id="an urgent add after a normal re-add while processing still makes it urgent when done",
+        ),
+        pytest.param(
             [add("a"), get("a"), urgent("a"), add("b"), done("a"), length(2), get("a"), get("b"), length(0)],
             id="the urgent re-add jumps an item that came while it was processing",
         ),
