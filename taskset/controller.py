@@ -46,10 +46,6 @@ CONFIGMAPS: Final = Resource(group="", version="v1", plural="configmaps")
 # Kubernetes Job controller batches Pod events the same way, 1 s there). Adds and deletes are not
 # batched: they are the answers to the controller's own creates and deletes, which a pass waits for.
 POD_EVENT_BATCH: Final = 0.5
-# A TaskSet that appears, and a ControlUnit that appears, are the two events after which a pass creates
-# objects (the ControlUnit, then the Pods); the others mostly bring a status up to date. Their keys take
-# the queue's urgent lane, so in a burst the work is started before the reports on work already running
-# (controller-runtime's priority queue, in the same spirit, serves new events before the initial list).
 
 
 @dataclass(frozen=True)
@@ -137,12 +133,12 @@ class Controller:
     # ----- event handlers: every change -> the owning TaskSet's key --------------------------------------
     def _register_handlers(self) -> None:
         self.tasksets.add_event_handler(
-            on_add=self._taskset_added,
+            on_add=self._enqueue_taskset,
             on_update=self._taskset_updated,
             on_delete=self._enqueue_taskset,
         )
         self.units.add_event_handler(
-            on_add=self._unit_added,
+            on_add=self._created,
             on_update=lambda old, new: self._enqueue_owner(new),
             on_delete=self._enqueue_owner,
         )
@@ -151,12 +147,6 @@ class Controller:
             on_update=lambda old, new: self._enqueue_owner_batched(new),
             on_delete=self._enqueue_owner,
         )
-
-    def _taskset_added(self, obj: Mapping[str, Any]) -> None:
-        self.queue.add(meta_namespace_key(dict(obj)), urgent=True)
-
-    def _unit_added(self, obj: Mapping[str, Any]) -> None:
-        self._created(obj, urgent=True)
 
     def _enqueue_taskset(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(dict(obj))
@@ -174,15 +164,13 @@ class Controller:
             return
         self.queue.add(meta_namespace_key(dict(new)))
 
-    def _created(self, obj: Mapping[str, Any], *, urgent: bool = False) -> None:
+    def _created(self, obj: Mapping[str, Any]) -> None:
         self.reconciler.creation_observed(obj)
-        self._enqueue_owner(obj, urgent=urgent)
+        self._enqueue_owner(obj)
 
-    def _enqueue_owner(
-        self, obj: Mapping[str, Any] | DeletedFinalStateUnknown, *, urgent: bool = False
-    ) -> None:
+    def _enqueue_owner(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         for key in _owner_keys(obj):
-            self.queue.add(key, urgent=urgent)
+            self.queue.add(key)
 
     def _enqueue_owner_batched(self, obj: Mapping[str, Any]) -> None:
         """In ``POD_EVENT_BATCH`` seconds: a key already waiting keeps its earlier deadline, so the first

@@ -2,19 +2,12 @@
 
 State is three collections under one lock (client-go ``queue.go``):
 
-* the hand-out order: two FIFO lanes, ``_urgent`` before ``_normal``, and ``_entries``, which names the
-  one live lane entry of every waiting item;
-* ``_dirty``: items that need processing (waiting in a lane, or re-added while being processed);
+* ``_queue``: the FIFO order in which items are handed out;
+* ``_dirty``: items that need processing (waiting in ``_queue``, or re-added while being processed);
 * ``_processing``: items handed out by ``get`` whose ``done`` has not been called yet.
 
-An item re-added while it is processing is only marked dirty; ``done`` moves it back into a lane.
+An item re-added while it is processing is only marked dirty; ``done`` moves it back into ``_queue``.
 That is the whole trick that keeps one key away from two workers at once.
-
-The urgent lane is controller-runtime's priority queue in its smallest form: ``add(item, urgent=True)``
-jumps the items that only need a status brought up to date, so a burst of new work is started before
-the bookkeeping of work already running. An urgent add of an item already waiting in the normal lane
-moves it: it gets a fresh urgent entry, and the old entry goes stale (``_entries`` no longer names it)
-and is dropped when it reaches the head of its lane.
 """
 
 from __future__ import annotations
@@ -87,15 +80,10 @@ class Queue(Generic[T]):
         self._item_ready: Final = threading.Condition(self._lock)  # getters
         self._idle: Final = threading.Condition(self._lock)  # shutdown_with_drain
         self._stopping: Final = threading.Condition(self._lock)  # the metrics thread
-        # Hand-out order: the urgent lane first. A lane entry is live if _entries maps its item to its
-        # number; every live entry's item is in _dirty and not in _processing. Guarded by _lock.
-        self._urgent: deque[tuple[int, T]] = deque()
-        self._normal: deque[tuple[int, T]] = deque()
-        self._entries: dict[T, tuple[int, bool]] = {}  # waiting item -> (its live entry's number, urgent)
-        self._entry_count = 0  # numbers the lane entries
-        # Items re-added urgently while processing: done() puts them in the urgent lane. Guarded by _lock.
-        self._urgent_on_done: set[T] = set()
-        # Items that need processing: everything waiting in a lane, plus items re-added while processing.
+        # Hand-out order. Invariant: every element is in _dirty, not in _processing, and appears once.
+        # Guarded by _lock.
+        self._queue: deque[T] = deque()
+        # Items that need processing: everything in _queue, plus items re-added while processing.
         # Guarded by _lock.
         self._dirty: set[T] = set()
         # Items handed out by get() and not yet done(). Guarded by _lock.
@@ -117,57 +105,23 @@ class Queue(Generic[T]):
             )
             self._metrics_thread.start()
 
-    def add(self, item: T, *, urgent: bool = False) -> None:
-        """Mark ``item`` as needing processing; ignored once shutting down, coalesced if already waiting.
-
-        ``urgent`` items are handed out before the others, each lane in order of arrival; an urgent add
-        of an item waiting in the normal lane moves it to the urgent one.
-        """
+    def add(self, item: T) -> None:
+        """Mark ``item`` as needing processing; ignored once shutting down, coalesced if already waiting."""
         with self._lock:
-            if self._shutting_down:
-                return
-            if item in self._dirty:
-                if urgent:
-                    self._hurry_locked(item)
+            if self._shutting_down or item in self._dirty:
                 return
             self._metrics.add(item)
             self._dirty.add(item)
             if item in self._processing:
                 # done() queues it again; queuing it now would let a second worker take it.
-                if urgent:
-                    self._urgent_on_done.add(item)
                 return
-            self._enqueue_locked(item, urgent=urgent)
-
-    def _hurry_locked(self, item: T) -> None:
-        """An urgent add of an item already dirty: waiting in the normal lane, or processing."""
-        if item in self._processing:
-            self._urgent_on_done.add(item)
-        elif not self._entries[item][1]:  # dirty, not processing: it is waiting in one of the lanes
-            self._enqueue_locked(item, urgent=True, new=False)
-
-    def _enqueue_locked(self, item: T, *, urgent: bool, new: bool = True) -> None:
-        """Give ``item`` a live entry at the tail of its lane; a ``new`` waiting item wakes one getter."""
-        self._entry_count += 1
-        self._entries[item] = (self._entry_count, urgent)
-        (self._urgent if urgent else self._normal).append((self._entry_count, item))
-        if new:
+            self._queue.append(item)
             self._item_ready.notify()
-
-    def _pop_locked(self) -> T:
-        """The head live entry, urgent lane first; stale entries on the way are dropped."""
-        for lane in (self._urgent, self._normal):
-            while lane:
-                seq, item = lane.popleft()
-                if self._entries.get(item, (0, False))[0] == seq:
-                    del self._entries[item]
-                    return item
-        raise AssertionError("no live entry although _entries is not empty")
 
     def len(self) -> int:
         """Items waiting now. Informational only: it may change before the caller acts on it."""
         with self._lock:
-            return len(self._entries)
+            return len(self._queue)
 
     def get(self) -> T:
         """Block until an item is available and hand it out; the caller must call ``done`` with it.
@@ -176,11 +130,11 @@ class Queue(Generic[T]):
         is shutting down and empty.
         """
         with self._lock:
-            while not self._entries and not self._shutting_down:
+            while not self._queue and not self._shutting_down:
                 self._item_ready.wait()
-            if not self._entries:
+            if not self._queue:
                 raise QueueShutDown(self.name)
-            item = self._pop_locked()
+            item = self._queue.popleft()
             self._metrics.get(item)
             self._processing.add(item)
             self._dirty.discard(item)
@@ -197,10 +151,9 @@ class Queue(Generic[T]):
                 raise ValueError(f"done({item!r}) called for an item that is not being processed")
             self._metrics.done(item)
             self._processing.remove(item)
-            urgent = item in self._urgent_on_done
-            self._urgent_on_done.discard(item)
             if item in self._dirty:
-                self._enqueue_locked(item, urgent=urgent)
+                self._queue.append(item)
+                self._item_ready.notify()
             elif not self._processing:
                 self._idle.notify_all()
 

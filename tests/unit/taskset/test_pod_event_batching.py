@@ -1,7 +1,6 @@
 """Pod updates reach the queue batched, so a wave of a role's Pod updates is one pass and one status write;
-other changes at once, and a TaskSet or ControlUnit that appears ahead of everything else. Pure: the
-controller's handlers and its delaying queue on a fake clock (the informers are never started, no API
-server)."""
+other changes at once. Pure: the controller's handlers and its delaying queue on a fake clock (the
+informers are never started, no API server)."""
 
 from __future__ import annotations
 
@@ -90,18 +89,3 @@ def test_an_added_object_is_queued_at_once_and_its_creation_observed(
     controller._created(pod)
     observed.assert_called_once_with(pod)
     assert controller.queue.len() == 1
-
-
-def test_a_taskset_or_control_unit_that_appears_is_handed_out_before_waiting_updates(
-    controller: Controller,
-) -> None:
-    controller._enqueue_owner(owned("a-worker-0", "a"))  # a Pod added or deleted: a status to update
-    controller._taskset_updated(
-        {"metadata": {"name": "b", "namespace": "ns", "generation": 1, "resourceVersion": "1"}},
-        {"metadata": {"name": "b", "namespace": "ns", "generation": 2, "resourceVersion": "2"}},
-    )
-    controller._taskset_added({"metadata": {"name": "c", "namespace": "ns"}})
-    controller._unit_added(owned("d-1", "d"))
-    controller._taskset_added({"metadata": {"name": "a", "namespace": "ns"}})  # a already waits: moved up
-    assert [controller.queue.get() for _ in range(4)] == ["ns/c", "ns/d", "ns/a", "ns/b"]
-    assert controller.queue.len() == 0

@@ -23,8 +23,8 @@ JOIN_TIMEOUT = 10.0
 class Op:
     """One step of a scripted single-threaded scenario.
 
-    ``add``, ``urgent`` (an urgent add) and ``done`` act on ``key``; ``get`` expects ``key`` to be handed
-    out; ``len`` expects ``n`` items waiting.
+    ``add`` and ``done`` act on ``key``; ``get`` expects ``key`` to be handed out; ``len`` expects ``n``
+    items waiting.
     """
 
     action: str
@@ -34,10 +34,6 @@ class Op:
 
 def add(key: str) -> Op:
     return Op("add", key)
-
-
-def urgent(key: str) -> Op:
-    return Op("urgent", key)
 
 
 def get(key: str) -> Op:
@@ -54,8 +50,8 @@ def length(n: int) -> Op:
 
 def run_script(queue: Queue[str], ops: list[Op]) -> None:
     for step, op in enumerate(ops):
-        if op.action in ("add", "urgent"):
-            queue.add(op.key, urgent=op.action == "urgent")
+        if op.action == "add":
+            queue.add(op.key)
         elif op.action == "done":
             queue.done(op.key)
         elif op.action == "len":
@@ -102,38 +98,6 @@ def run_script(queue: Queue[str], ops: list[Op]) -> None:
         pytest.param(
             [add("a"), add("b"), get("a"), add("a"), get("b"), done("b"), done("a"), get("a"), length(0)],
             id="a re-added item goes to the back of the line when done",
-        ),
-        pytest.param(
-            [add("a"), urgent("b"), add("c"), urgent("d"), get("b"), get("d"), get("a"), get("c"), length(0)],
-            id="urgent items are handed out first, each lane in arrival order",
-        ),
-        pytest.param(
-            [add("a"), add("b"), urgent("b"), length(2), get("b"), get("a"), length(0)],
-            id="an urgent add moves an item waiting in the normal lane, without counting it twice",
-        ),
-        pytest.param(
-            [urgent("a"), urgent("b"), add("a"), urgent("a"), get("a"), get("b"), length(0)],
-            id="an urgent item keeps its place: neither a normal add nor a second urgent add moves it",
-        ),
-        pytest.param(
-            [add("a"), add("b"), get("a"), urgent("a"), get("b"), urgent("c"), done("a"), get("c"), get("a")],
-            id="an urgent re-add while processing queues the item in the urgent lane when done",
-        ),
-        pytest.param(
-            [add("a"), add("b"), get("a"), add("a"), urgent("a"), length(1), done("a"), get("a"), get("b")],
-            id="an urgent add after a normal re-add while processing still makes it urgent when done",
-        ),
-        pytest.param(
-            [add("a"), get("a"), urgent("a"), add("b"), done("a"), length(2), get("a"), get("b"), length(0)],
-            id="the urgent re-add jumps an item that came while it was processing",
-        ),
-        pytest.param(
-            [add("a"), urgent("a"), get("a"), done("a"), add("a"), add("b"), length(2), get("a"), get("b")],
-            id="the stale normal entry of a moved item hands nothing out twice",
-        ),
-        pytest.param(
-            [add("a"), add("b"), urgent("a"), get("a"), done("a"), add("a"), get("b"), get("a"), length(0)],
-            id="an item added again after its move waits at the back, not at its stale entry's place",
         ),
     ],
 )

@@ -1,5 +1,4 @@
-"""Many producers and workers on random keys, in both lanes: one worker per key at a time, and no add is ever
-lost."""
+"""Many producers and workers on random keys: one worker per key at a time, and no add is ever lost."""
 
 from __future__ import annotations
 
@@ -53,7 +52,6 @@ class Load:
     keys: int
     adds_per_producer: int
     seed: int
-    urgent_share: float = 0.0  # of the adds, made with urgent=True
 
 
 def produce(queue: Queue[str], ledger: Ledger, load: Load, rng: random.Random) -> None:
@@ -63,7 +61,7 @@ def produce(queue: Queue[str], ledger: Ledger, load: Load, rng: random.Random) -
         # correct queue always shows a later start tick for the key.
         with ledger.lock:
             ledger.last_add[key] = next(ledger.ticks)
-        queue.add(key, urgent=rng.random() < load.urgent_share)
+        queue.add(key)
         if rng.random() < 0.1:
             time.sleep(0)  # yield, so adds interleave with processing
 
@@ -98,14 +96,6 @@ def work(queue: Queue[str], ledger: Ledger, rng: random.Random) -> None:
         pytest.param(
             Load(workers=8, producers=20, keys=3, adds_per_producer=500, seed=2),
             id="8 workers and 20 producers fighting over 3 hot keys",
-        ),
-        pytest.param(
-            Load(workers=8, producers=20, keys=50, adds_per_producer=500, seed=3, urgent_share=0.5),
-            id="half the adds urgent, over 50 keys",
-        ),
-        pytest.param(
-            Load(workers=8, producers=20, keys=3, adds_per_producer=500, seed=4, urgent_share=0.5),
-            id="half the adds urgent, over 3 hot keys",
         ),
     ],
 )
