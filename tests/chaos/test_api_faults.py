@@ -136,11 +136,11 @@ def test_api_errors_and_latency_change_no_outcome(
     running_at_switch = len(unfinished(api, planned))
 
     wait_final(api, planned, daemon, CLEAN_TIMEOUT)
-    # The same ends and retry counts as without faults; nothing overlapped, nothing went back.
-    run.settle(api, history, planned)
+    run.settle(api, history, planned)  # the same ends and retry counts as without faults
     assert daemon.running() and daemon.starts == 1, f"controller exited:\n{daemon.output()[-3000:]}"
     metrics = metric_samples(daemon.get(daemon.metrics_port, "/metrics")[1])
 
+    # Nothing overlapped, nothing went back.
     verdict = history.verdict()
     assert verdict.violations == []
     summary = history.summary()
