@@ -42,6 +42,16 @@ REQUEST_TIMEOUT: Final = 30.0  # seconds a write may take; the API server's own 
 _TIMEOUT: Final = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=REQUEST_TIMEOUT)
 
 
+# Admission denials (403) that clear up without a change to the request, so a Pod create retries them:
+# * a quota, once other Pods finish;
+# * the ServiceAccount plugin's "error looking up service account", until the Pod's service account
+#   exists. kube-controller-manager creates a namespace's "default" one moments after the namespace (the
+#   plugin itself looks for that one 10 times before refusing; a chaos test's TaskSet, created right after
+#   its namespace, still met the refusal and ended Failed), and a user may apply a service account and a
+#   TaskSet that names it in either order.
+TRANSIENT_DENIALS: Final = ("exceeded quota", "error looking up service account")
+
+
 class KubeError(Exception):
     """A failed request: ``code`` is the HTTP status, 0 for transport failures (no answer at all)."""
 
@@ -65,13 +75,11 @@ class KubeError(Exception):
 
     @property
     def invalid(self) -> bool:
-        """Retrying the same request cannot succeed: a 422, a 400, or an admission denial that is not a quota.
-
-        Quota denials (403 "exceeded quota") clear up when other Pods finish, so they stay transient.
-        """
+        """Retrying the same request cannot succeed: a 422, a 400, or an admission denial that does not
+        clear up by itself (``TRANSIENT_DENIALS``)."""
         if self.code in (400, 422):
             return True
-        return self.code == 403 and "exceeded quota" not in self.message
+        return self.code == 403 and not any(text in self.message for text in TRANSIENT_DENIALS)
 
 
 RequestObserver = Callable[[str, str, int, float], None]  # (verb, resource, code, seconds)

@@ -124,6 +124,23 @@ def test_s39_quota_failure_of_one_replica_does_not_block_the_others(
     ), [[_phase(s, *r) for r in (first, second, third)] for s in recorder.history("quota")]
 
 
+def test_pods_wait_for_a_service_account_created_after_the_taskset(ts: TaskSets) -> None:
+    """The ServiceAccount admission plugin refuses a Pod whose service account does not exist yet (403).
+    Applied in the wrong order, or created right after its namespace (whose "default" account comes a
+    moment later), a TaskSet must wait for the account, not fail: the denial is retried like a quota's."""
+    template = pod_template(annotations=sim.outcome(duration=1.0, exit_code=0), serviceAccountName="late")
+    ts.create(TaskSetBuilder("latesa").role("r", 1, template=template).obj())
+    eventually(lambda: "PodCreationFailed" in ts.reasons("latesa"), 30, "the refused create's Warning event")
+    status = ts.status("latesa")
+    assert status.get("state") != "Failed", status
+    assert _phase(status, "r", 0) == PENDING, status
+    ts.core.create_namespaced_service_account(ts.namespace, {"metadata": {"name": "late"}})
+    status = ts.final("latesa", timeout=90)
+    assert status["state"] == "Succeeded", status
+    done = replica(status, "r", 0)
+    assert done["terminatedInfo"]["exitCode"] == 0, done
+
+
 def test_s40_invalid_pod_template_fails_visibly(ts: TaskSets, recorder: Recorder) -> None:
     # A container name that is not a DNS label: the CRD's Pod template schema has no pattern for it (the
     # TaskSet is stored), Pod validation rejects it with 422.

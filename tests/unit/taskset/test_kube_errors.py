@@ -1,0 +1,38 @@
+"""Which API errors a create gives up on (``KubeError.invalid``) and which it retries: spec 8.7 and W-14."""
+
+from __future__ import annotations
+
+import pytest
+
+from taskset.kube import KubeError
+
+pytestmark = pytest.mark.unit
+
+SA_NOT_FOUND = (
+    'pods "job-r-0" is forbidden: error looking up service account ns/default: serviceaccount "default" '
+    "not found"
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "message", "invalid"),
+    [
+        pytest.param(422, "Invalid", 'Pod "x" is invalid: spec.containers[0].name', True, id="422 invalid"),
+        pytest.param(400, "BadRequest", "the object could not be decoded", True, id="400 bad request"),
+        pytest.param(
+            403, "Forbidden", 'admission webhook "policy" denied the request', True, id="403 webhook denial"
+        ),
+        pytest.param(
+            403, "Forbidden", 'pods "x" is forbidden: exceeded quota: pods', False, id="403 quota: retried"
+        ),
+        pytest.param(403, "Forbidden", SA_NOT_FOUND, False, id="403 service account not there yet: retried"),
+        pytest.param(429, "TooManyRequests", "rate limited", False, id="429"),
+        pytest.param(500, "InternalError", "etcdserver: request timed out", False, id="500"),
+        pytest.param(0, "", "connection refused", False, id="no answer"),
+        pytest.param(409, "AlreadyExists", 'pods "x" already exists', False, id="409 exists"),
+    ],
+)
+def test_a_create_gives_up_only_on_errors_that_a_retry_cannot_mend(
+    code: int, reason: str, message: str, invalid: bool
+) -> None:
+    assert KubeError(code, reason, message).invalid is invalid
