@@ -203,10 +203,10 @@ class Plan:
 class ResultKind(Enum):
     OK = "ok"
     EXISTS = "already-exists"  # ``obj`` is the live object under the name, or None if it vanished
-    INVALID = "invalid"  # 422 / admission denial: retrying the same request cannot succeed
+    INVALID = "invalid"  # 422 / lasting admission denial: retrying the same request cannot succeed
     NOT_FOUND = "not-found"
     CONFLICT = "conflict"  # a UID precondition failed: the object under the name is another one
-    ERROR = "error"  # transient: 429, 5xx, quota, timeouts
+    ERROR = "error"  # transient: 429, 5xx, timeouts, the denials of kube.TRANSIENT_DENIALS
 
 
 @dataclass(frozen=True)
