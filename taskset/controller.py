@@ -20,6 +20,7 @@ from informers import (
     meta_namespace_key,
 )
 from informers.kube import lister_watcher_factory
+from taskset.config import pod_action_threads
 from taskset.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
 from taskset.decide import Settings as DecideSettings
 from taskset.events import EventRecorder
@@ -118,7 +119,7 @@ class Controller:
             settings=DecideSettings(cache_creation_timeout=settings.cache_creation_timeout),
             clock=self._clock,
             metrics=reconcile_metrics,
-            action_parallelism=settings.workers,
+            action_parallelism=pod_action_threads(settings.workers),
         )
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             name=CONTROLLER_NAME, clock=self._clock, metrics_provider=queue_metrics

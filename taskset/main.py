@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol, cast
 
 from taskset import events
-from taskset.config import PROG, Config, ConfigError, HelpRequested, load_config
+from taskset.config import PROG, Config, ConfigError, HelpRequested, load_config, pod_action_threads
 from taskset.constants import CRD_NAME
 from taskset.crd import CRDRegistrationError, ensure_crd
 from taskset.http import ObservabilityServer, parse_bind_address
@@ -55,8 +55,8 @@ EXIT_CONFIG: Final = 2  # the usual code for a usage error (argparse, Go's flag 
 EXIT_LEADERSHIP_LOST: Final = 3  # the lease was lost: stop at once and let the Deployment restart us
 
 CRD_MANIFEST: Final = Path(__file__).resolve().parents[1] / "manifests" / "crd" / f"{CRD_NAME}.yaml"
-# Connections beyond two per worker (its own requests, and the same number of pod-action threads acting
-# for the passes): three informer watches, the event senders, the leader elector and two spares. Fewer
+# Connections beyond one per worker and one per pod-action thread (``config.pod_action_threads``):
+# three informer watches, the event senders, the leader elector and two spares. Fewer
 # than the threads using the client and urllib3 discards connections and opens new ones (a TLS handshake
 # each): with one per worker plus 8 a burst logged "Connection pool is full" (issue 7).
 EXTRA_CONNECTIONS: Final = 3 + events.SENDERS + 1 + 2
@@ -159,7 +159,7 @@ class _Daemon:
             api_client, source = build_api_client(
                 kubeconfig=config.kubeconfig,
                 api_server=config.api_server,
-                pool_size=2 * config.workers + EXTRA_CONNECTIONS,
+                pool_size=config.workers + pod_action_threads(config.workers) + EXTRA_CONNECTIONS,
             )
         except (OSError, ValueError) as err:
             log.error("cannot configure the Kubernetes client", error=str(err))

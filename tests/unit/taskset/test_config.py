@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from taskset.config import SETTINGS, Config, ConfigError, HelpRequested, load_config
+from taskset.config import SETTINGS, Config, ConfigError, HelpRequested, load_config, pod_action_threads
 
 FILE = "/etc/taskset/config.yaml"
 
@@ -385,3 +385,9 @@ def test_defaults_match_the_documented_values() -> None:
     assert (config.metrics_bind_address, config.health_probe_bind_address) == (":8080", ":8081")
     assert (config.log_level, config.register_crd, config.shutdown_grace_period) == ("info", True, 30.0)
     assert (config.namespace, config.api_server, config.kubeconfig) == ("", "", "")
+
+
+@pytest.mark.parametrize(("workers", "threads"), [(1, 40), (10, 40), (40, 40), (64, 64)])
+def test_pod_requests_in_flight_are_forty_or_one_per_worker(workers: int, threads: int) -> None:
+    """Not one per worker: with 10 the large benchmark's 2,000 creates trailed the raw client (issue 7)."""
+    assert pod_action_threads(workers) == threads
