@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -57,7 +57,15 @@ from taskset.machines import (
     RoleFacts,
     TaskSetFacts,
 )
-from taskset.observe import POD_PHASE_UNKNOWN, Observed, PodClass, PodView, classify_pod
+from taskset.observe import (
+    POD_PHASE_UNKNOWN,
+    Observed,
+    PodClass,
+    PodView,
+    classify_pod,
+    control_unit_view,
+    pod_view,
+)
 from taskset.status import (
     AttemptResult,
     ReplicaStatus,
@@ -1205,10 +1213,9 @@ def _unit_created(ctx: _Pass, result: ActionResult) -> None:
     if result.kind == ResultKind.OK and uid:
         ctx.status.control_unit_uid = uid
         _move_taskset(ctx, T.ATTEMPT_CREATION_REQUESTED, "TaskSet is going to start", "T3")
+        _go_on_with_created_unit(ctx, obj)
         return
     if result.kind == ResultKind.EXISTS:
-        from taskset.observe import control_unit_view  # noqa: PLC0415
-
         live = control_unit_view(obj, "") if obj else None
         if live is None:
             ctx.plan.requeue(0)
@@ -1239,6 +1246,18 @@ def _unit_created(ctx: _Pass, result: ActionResult) -> None:
     _transient(ctx, EventReason.CONTROL_UNIT_CREATION_FAILED, result.message)
 
 
+def _go_on_with_created_unit(ctx: _Pass, created: Mapping[str, Any]) -> None:
+    """Chain on from T3 in the same pass (spec 5: R MAY chain): the create's response is the API
+    server's own word that the ControlUnit exists, so it stands in for the cache's sight of it (T5),
+    and the Pods' creates go out now instead of a queue trip later, when the ConfigMap's add event
+    would bring the next pass. Only a fresh create chains: its add event is still to come, which the
+    reconciler waits for before the next pass (and bridges while it lags). An adopted ControlUnit's
+    cache lags for reasons unknown, so adoption waits for the cache as before."""
+    ctx.observed = replace(ctx.observed, control_unit=control_unit_view(created, ""))
+    _run_taskset(ctx)
+    _report_waiting(ctx)
+
+
 def _unit_deleted(ctx: _Pass, intent: DeleteControlUnit, result: ActionResult) -> None:
     if not intent.advances:
         if result.kind == ResultKind.ERROR:
@@ -1261,8 +1280,6 @@ def _pod_created(ctx: _Pass, intent: CreatePod, result: ActionResult) -> None:
     _, replica = _replica_of(ctx, intent.role, intent.index)
     role_name = ctx.status.roles[intent.role].name
     if result.kind == ResultKind.OK and result.obj is not None:
-        from taskset.observe import pod_view  # noqa: PLC0415
-
         pod = pod_view(result.obj)
         replica.pod_name, replica.pod_uid = pod.name, pod.uid
         replica.pod_ip, replica.pod_host_ip = pod.pod_ip, pod.host_ip
@@ -1286,8 +1303,6 @@ def _pod_created(ctx: _Pass, intent: CreatePod, result: ActionResult) -> None:
 def _pod_exists(
     ctx: _Pass, intent: CreatePod, role_name: str, replica: ReplicaStatus, result: ActionResult
 ) -> None:
-    from taskset.observe import pod_view  # noqa: PLC0415
-
     if result.obj is None:
         ctx.plan.requeue(0)  # gone again already: try once more
         return

@@ -320,7 +320,7 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             (T.ATTEMPT_CREATION_REQUESTED,),
             T.ATTEMPT_PREPARING,
             lambda f: f.control_unit == _CU.OURS,
-            "the ControlUnit appeared in the cache",
+            "the ControlUnit is seen: in the cache, or in the response of the create just made",
         ),
         Transition(
             "T4",

@@ -43,7 +43,7 @@ from taskset.decide import (
 )
 from taskset.events import EventRecorder, EventTarget
 from taskset.kube import KubeClient, KubeError, core_path, taskset_path
-from taskset.observe import Observed, control_unit_view, pod_view, slim_pod
+from taskset.observe import ControlUnitView, Observed, control_unit_view, pod_view, slim_pod
 from taskset.pods import PodIdentity, build_pod
 from taskset.status import TaskSetStatus
 
@@ -110,6 +110,15 @@ class _Record:
         return self.held if self.held is not None else self.status
 
 
+@dataclass(frozen=True)
+class _CreatedUnit:
+    """A ControlUnit this process created, as the create's response showed it (see ``_created_units``)."""
+
+    uid: str
+    view: ControlUnitView
+    deadline: float  # clock time after which the cache's silence counts as the object's absence
+
+
 @dataclass
 class _Expected:
     """Objects a pass created or deleted that the cache has not shown yet, by store key."""
@@ -156,6 +165,12 @@ class Reconciler:
         self._observed: cachetools.TTLCache[str, bool] = cachetools.TTLCache(
             OBSERVED_CREATIONS, EXPECTATIONS_TTL, timer=self._clock.now
         )
+        # ControlUnits created by this process whose add event has not come yet, by store key (guarded
+        # by _lock). A pass that created one has gone on to T5 on the create's word (decide.py,
+        # _go_on_with_created_unit), so until the cache shows it the next passes see it here, as
+        # client-go's MutationCache overlays a controller's own writes on its informer's cache. Kept
+        # until the add event, our own delete, or as long as T4 waits for an unseen ControlUnit.
+        self._created_units: dict[str, _CreatedUnit] = {}
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
@@ -189,7 +204,10 @@ class Reconciler:
             ref, self._parse(obj), recorded, self._observe(ref, recorded), now, settings=self._settings
         )
         persisted = False
-        for batch in _batches(plan.intents):
+        done = 0
+        while done < len(plan.intents):  # results may add intents (a chain that goes on, decide.py)
+            batch = _next_batch(plan.intents, done)
+            done += len(batch)
             if not persisted and any(_advancing_delete(intent) for intent in batch):
                 # Persist before destroying (spec 4.4): a finished Pod, or the ControlUnit, is the only
                 # evidence of what this pass decided from it (an exit code, an attempt's end). Deleting it
@@ -228,7 +246,11 @@ class Reconciler:
     def _observe(self, ref: TaskSetRef, status: TaskSetStatus | None) -> Observed:
         attempt = status.total_retried_count if status else 0
         unit_name = control_unit_name(ref.name, attempt)
-        unit = self._units.get_by_key(f"{ref.namespace}/{unit_name}")
+        unit_key = f"{ref.namespace}/{unit_name}"
+        unit = self._units.get_by_key(unit_key)
+        unit_view = (
+            control_unit_view(unit, SNAPSHOT_KEY) if unit is not None else self._created_unit(unit_key)
+        )
         others = tuple(
             control_unit_view(u, SNAPSHOT_KEY)
             for u in self._units.by_index(OWNER_INDEX, ref.uid)
@@ -239,10 +261,19 @@ class Reconciler:
             for p in self._pods.by_index(POD_INDEX, f"{ref.namespace}/{ref.name}")
         }
         return Observed(
-            control_unit=control_unit_view(unit, SNAPSHOT_KEY) if unit is not None else None,
+            control_unit=unit_view,
             pods=pods,
             other_control_units=others,
         )
+
+    def _created_unit(self, store_key: str) -> ControlUnitView | None:
+        """The ControlUnit this process created under ``store_key``, while the cache has yet to show it."""
+        with self._lock:
+            created = self._created_units.get(store_key)
+            if created is not None and created.deadline <= self._clock.now():
+                del self._created_units[store_key]
+                return None
+        return created.view if created is not None else None
 
     # ----- act ------------------------------------------------------------------------------------------
     def _act_all(
@@ -268,6 +299,7 @@ class Reconciler:
                     core_path(ns, "configmaps"), build_control_unit(obj, intent.name), resource="configmaps"
                 )
                 self._expect(key, create=(f"{ns}/{intent.name}", created["metadata"]["uid"]))
+                self._remember_created_unit(f"{ns}/{intent.name}", created)
                 result = ActionResult(ResultKind.OK, created)
             elif isinstance(intent, DeleteControlUnit):
                 self._client.delete(
@@ -290,8 +322,18 @@ class Reconciler:
                 result = ActionResult(ResultKind.OK)
         except KubeError as err:
             result = self._failure(ns, intent, err)
+        if isinstance(intent, DeleteControlUnit) and result.kind in (ResultKind.OK, ResultKind.NOT_FOUND):
+            with self._lock:  # gone or going: the cache's word on it is the one to wait for now
+                self._created_units.pop(f"{ns}/{intent.name}", None)
         self._metrics.observe_action(type(intent).__name__, result.kind.value)
         return result
+
+    def _remember_created_unit(self, store_key: str, created: Mapping[str, Any]) -> None:
+        deadline = self._clock.now() + self._settings.cache_creation_timeout
+        entry = _CreatedUnit(created["metadata"]["uid"], control_unit_view(created, SNAPSHOT_KEY), deadline)
+        with self._lock:
+            if entry.uid not in self._observed:  # its add event may have beaten the response
+                self._created_units[store_key] = entry
 
     def _pod(self, obj: Mapping[str, Any], plan: Plan, intent: CreatePod) -> dict[str, Any]:
         assert plan.spec is not None
@@ -331,10 +373,15 @@ class Reconciler:
     def creation_observed(self, obj: Mapping[str, Any]) -> None:
         """The caches' add handler for Pods and ControlUnits, as client-go's ``CreationObserved``: an
         expected create counts as seen once its add event came, whatever happens to the object next."""
-        uid = (obj.get("metadata") or {}).get("uid")
+        meta = obj.get("metadata") or {}
+        uid = meta.get("uid")
         if uid:
+            store_key = f"{meta.get('namespace')}/{meta.get('name')}"
             with self._lock:
                 self._observed[str(uid)] = True
+                created = self._created_units.get(store_key)
+                if created is not None and created.uid == uid:
+                    del self._created_units[store_key]
 
     def _expect(
         self, key: str, *, create: tuple[str, str] | None = None, delete: tuple[str, str] | None = None
@@ -483,17 +530,16 @@ class Reconciler:
                 )
 
 
-def _batches(intents: list[Intent]) -> list[list[Intent]]:
-    """The intents in order, runs of Pod creates together and runs of Pod deletes together (each touches
-    its own Pod and none waits for another's result: a TaskSet's end deletes its Pods in one round trip,
-    not one after another); every ControlUnit action alone."""
-    batches: list[list[Intent]] = []
-    for intent in intents:
-        if isinstance(intent, CreatePod | DeletePod) and batches and type(batches[-1][0]) is type(intent):
-            batches[-1].append(intent)
-        else:
-            batches.append([intent])
-    return batches
+def _next_batch(intents: list[Intent], start: int) -> list[Intent]:
+    """The intents from ``start`` that go out together: a run of Pod creates, or of Pod deletes (each
+    touches its own Pod and none waits for another's result: a TaskSet's end deletes its Pods in one
+    round trip, not one after another); a ControlUnit action alone."""
+    first = intents[start]
+    end = start + 1
+    if isinstance(first, CreatePod | DeletePod):
+        while end < len(intents) and type(intents[end]) is type(first):
+            end += 1
+    return intents[start:end]
 
 
 def _advancing_delete(intent: Intent) -> bool:

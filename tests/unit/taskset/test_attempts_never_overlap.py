@@ -15,17 +15,17 @@ import pytest
 
 from taskset.constants import ReplicaPhase as P
 from taskset.constants import TaskSetPhase as T
-from taskset.decide import CreatePod, DeletePod
+from taskset.decide import CreateControlUnit, CreatePod, DeletePod
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.world import World, decide_once, execute
+from tests.unit.taskset.world import World, decide_once
 
 pytestmark = pytest.mark.unit
 
 
 def retried_after_external_deletion(*, orphaned: bool) -> World:
     """TaskSet ``job`` (TS retry 1 0; role r: 2 replicas) Running, then its ControlUnit deleted from outside:
-    replica 0's old Pod is already gone, replica 1's is still there; the pass that follows requests attempt 1
-    (a ControlUnit ``c-job-1``, observed in the next pass, which syncs the roles)."""
+    replica 0's old Pod is already gone, replica 1's is still there. The next pass requests attempt 1 (a
+    ControlUnit ``c-job-1``) and chains on from the create's response to the first role sync."""
     world = World(TaskSetBuilder("job").retry(True, 1, 0).role("r", 2).obj())
     world.settle()
     for name in list(world.pods):
@@ -40,9 +40,6 @@ def retried_after_external_deletion(*, orphaned: bool) -> World:
     else:  # Background propagation: the garbage collector is deleting it
         left["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:01Z"
         assert left["metadata"]["ownerReferences"][0]["uid"] == old_unit
-    world.reconcile()  # T11, T13, T14, T3: attempt 1 requested
-    assert (world.status.total_retried_count, world.status.phase) == (1, T.ATTEMPT_CREATION_REQUESTED)
-    assert "c-job-1" in world.units
     return world
 
 
@@ -57,14 +54,14 @@ def test_no_pod_of_the_next_attempt_while_a_pod_of_the_previous_one_is_there(orp
     world = retried_after_external_deletion(orphaned=orphaned)
     old = world.pods["job-r-1"]["metadata"]["uid"]
 
-    plan = decide_once(world)  # T5, and the first role sync of attempt 1
-    assert plan.status.phase == T.ATTEMPT_PREPARING
+    plan = world.reconcile()  # T11, T13, T14, T3; then T5 and the first role sync of attempt 1
+    assert (plan.status.total_retried_count, plan.status.phase) == (1, T.ATTEMPT_PREPARING)
     assert [i for i in plan.intents if isinstance(i, CreatePod)] == []  # not even replica 0's
-    expected = [] if not orphaned else [DeletePod("job-r-1", old, 0, 1, advances=False)]
-    assert plan.intents == expected  # replica 1 deletes its own leftover (row P0) unless it is going
+    leftover = [] if not orphaned else [DeletePod("job-r-1", old, 0, 1, advances=False)]
+    # replica 1 deletes its own leftover (row P0) unless it is going
+    assert plan.intents == [CreateControlUnit("c-job-1"), *leftover]
     assert plan.requeue_after is not None
     assert [r.phase for r in plan.status.roles[0].replicas] == [P.ATTEMPT_PENDING, P.ATTEMPT_PENDING]
-    execute(world, plan)
     world.pods.pop("job-r-1", None)  # the leftover is gone
 
     plan = decide_once(world)

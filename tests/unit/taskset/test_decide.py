@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -41,7 +41,9 @@ from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import (
     PodBuilder,
     World,
+    adopted_unseen_control_unit,
     control_unit,
+    control_unit_ready,
     decide_once,
     execute,
     replica,
@@ -225,8 +227,9 @@ def test_an_illegal_taskset_completes_failed_at_once(builder: TaskSetBuilder, me
 def test_a_pod_name_of_exactly_63_characters_is_legal() -> None:
     world = World(TaskSetBuilder("a" * 59).role("r", replicas=10).obj())
     plan = world.reconcile()
-    assert plan.status.phase == T.ATTEMPT_CREATION_REQUESTED
+    assert plan.status.phase == T.ATTEMPT_PREPARING
     assert [len(name) for name in world.units] == [len("c-" + "a" * 59 + "-0")]
+    assert max(len(name) for name in world.pods) == 63
 
 
 def test_an_illegal_taskset_is_never_retried() -> None:
@@ -255,21 +258,48 @@ def test_the_first_pass_validates_and_asks_for_the_control_unit() -> None:
     ]
 
 
-def test_the_control_unit_create_result_moves_the_taskset_on() -> None:
-    world = single()
+def test_the_control_unit_create_result_moves_the_taskset_on_to_its_pods() -> None:
+    """T3, then T5 on the create's response (R MAY chain): the Pods' creates join the same pass."""
+    world = World(TaskSetBuilder("job").role("a", replicas=2).role("b").obj())
     plan = decide_once(world)
     apply_result(
         plan, plan.intents[0], ActionResult(ResultKind.OK, control_unit("c-job-0", "cu-1", world.ref.uid))
     )
-    assert plan.status.phase == T.ATTEMPT_CREATION_REQUESTED
-    assert plan.status.phase_message == "TaskSet is going to start"
     assert plan.status.control_unit_uid == "cu-1"
-    assert transitions(plan)[-1] == "Pre:TaskSetAttemptPending,Next:TaskSetAttemptCreationRequested"
+    assert transitions(plan)[-2:] == [
+        "Pre:TaskSetAttemptPending,Next:TaskSetAttemptCreationRequested",
+        "Pre:TaskSetAttemptCreationRequested,Next:TaskSetAttemptPreparing",
+    ]
+    assert plan.status.phase == T.ATTEMPT_PREPARING
+    assert plan.status.phase_message == "Control unit is synced,prepare to launch tasks"
+    assert plan.intents == [
+        CreateControlUnit("c-job-0"),
+        CreatePod(0, 0, "job-a-0", 0, 0),
+        CreatePod(0, 1, "job-a-1", 0, 0),
+        CreatePod(1, 0, "job-b-0", 0, 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("result", "phase"),
+    [
+        pytest.param(ResultKind.EXISTS, T.ATTEMPT_CREATION_REQUESTED, id="adopted: waits for the cache"),
+        pytest.param(ResultKind.ERROR, T.ATTEMPT_PENDING, id="failed: retried with backoff"),
+        pytest.param(ResultKind.INVALID, T.ATTEMPT_COMPLETED, id="rejected: the attempt ends"),
+    ],
+)
+def test_only_a_control_unit_created_by_the_pass_chains_on_to_the_pods(result: ResultKind, phase: T) -> None:
+    world = single()
+    plan = decide_once(world)
+    unit = control_unit("c-job-0", "cu-1", world.ref.uid) if result == ResultKind.EXISTS else None
+    apply_result(plan, plan.intents[0], ActionResult(result, unit, "no"))
+    assert plan.status.phase == phase
+    assert creates(plan) == [CreateControlUnit("c-job-0")]
 
 
 def test_once_the_control_unit_is_observed_every_replica_gets_a_pod() -> None:
     world = World(TaskSetBuilder("job").role("a", replicas=2).role("b").obj())
-    world.reconcile()
+    adopted_unseen_control_unit(world)
     plan = decide_once(world)
     assert plan.status.phase == T.ATTEMPT_PREPARING
     assert plan.status.phase_message == "Control unit is synced,prepare to launch tasks"
@@ -295,8 +325,7 @@ def test_s26_a_taskset_without_roles_succeeds_at_once() -> None:
 
 def test_s57_a_control_unit_observed_an_hour_late_is_used() -> None:
     world = single()
-    world.reconcile()
-    assert the_status(world).phase == T.ATTEMPT_CREATION_REQUESTED
+    adopted_unseen_control_unit(world)
     world.tick(3600)
     plan = decide_once(world)
     assert plan.status.phase == T.ATTEMPT_PREPARING
@@ -306,8 +335,7 @@ def test_s57_a_control_unit_observed_an_hour_late_is_used() -> None:
 
 def test_s57_a_control_unit_never_observed_ends_the_attempt_as_failed() -> None:
     world = single()
-    world.reconcile()
-    uid = unit_uid(world)
+    uid = adopted_unseen_control_unit(world)
     world.units.clear()
     world.tick(3600)
     plan = decide_once(world)
@@ -318,7 +346,7 @@ def test_s57_a_control_unit_never_observed_ends_the_attempt_as_failed() -> None:
 
 def test_s57_a_control_unit_not_observed_within_the_timeout_is_waited_for() -> None:
     world = single()
-    world.reconcile()
+    adopted_unseen_control_unit(world)
     world.units.clear()
     world.tick(299)
     plan = decide_once(world)
@@ -782,8 +810,7 @@ def test_w10_no_control_unit_is_created_while_deleting() -> None:
 
 
 def test_w10_no_pod_is_created_while_deleting() -> None:
-    world = single(replicas=2)
-    world.reconcile()
+    world = control_unit_ready(single(replicas=2))
     world.deleting = True
     plan = decide_once(world)
     assert plan.status.phase == T.ATTEMPT_PREPARING
@@ -843,8 +870,7 @@ def test_w10_a_taskset_waiting_for_its_retry_completes_failed_when_deleted() -> 
 
 def pending_replica(**role: Any) -> tuple[World, Plan, CreatePod]:
     """A pass that asks for replica r/0's Pod, with the result not yet folded in."""
-    world = single(**role)
-    world.reconcile()
+    world = control_unit_ready(single(**role))
     plan = decide_once(world)
     intent = plan.intents[0]
     assert isinstance(intent, CreatePod)
@@ -943,8 +969,7 @@ def test_pod_create_already_exists_for_a_pod_gone_again_tries_once_more() -> Non
 def test_a_pod_name_conflict_feeds_the_role_retry_policy(
     retry: tuple[bool, int, int] | None, after: P, retried: int
 ) -> None:
-    world = single(retry=retry)
-    world.reconcile()
+    world = control_unit_ready(single(retry=retry))
     world.pods["job-r-0"] = PodBuilder("job-r-0").uid("foreign").controlled_by(None).running().obj()
     plan = decide_once(world)
     rep = plan.status.roles[0].replicas[0]
@@ -958,8 +983,7 @@ def test_a_pod_name_conflict_feeds_the_role_retry_policy(
 
 
 def test_s50_the_retry_after_a_conflict_creates_the_pod_once_the_foreign_pod_is_gone() -> None:
-    world = single(retry=(True, 1, 20))
-    world.reconcile()
+    world = control_unit_ready(single(retry=(True, 1, 20)))
     world.pods["job-r-0"] = PodBuilder("job-r-0").uid("foreign").controlled_by(None).running().obj()
     world.reconcile()
     assert replica(world, "r").phase == P.ATTEMPT_RETRY_PENDING
@@ -974,8 +998,7 @@ def test_s50_the_retry_after_a_conflict_creates_the_pod_once_the_foreign_pod_is_
 
 
 def test_s50_conf2_a_foreign_pod_that_stays_uses_up_every_replica_attempt() -> None:
-    world = single(retry=(True, 1, 0))
-    world.reconcile()
+    world = control_unit_ready(single(retry=(True, 1, 0)))
     world.pods["job-r-0"] = PodBuilder("job-r-0").uid("foreign").controlled_by(None).running().obj()
     world.settle()
     rep = replica(world, "r")
@@ -1168,8 +1191,7 @@ def test_an_unrecorded_pod_being_deleted_is_waited_for_not_adopted() -> None:
 
 
 def test_p0_a_previous_attempts_pod_is_deleted_and_waited_for() -> None:
-    world = single()
-    world.reconcile()
+    world = control_unit_ready(single())
     world.pods["job-r-0"] = (
         PodBuilder("job-r-0").uid("old").controlled_by("cu-old").taskset(world.ref.uid).obj()
     )
@@ -1186,8 +1208,7 @@ def test_p0_a_previous_attempts_pod_is_deleted_and_waited_for() -> None:
 
 
 def test_p0_an_orphaned_pod_of_this_taskset_is_not_a_conflict() -> None:
-    world = single()
-    world.reconcile()
+    world = control_unit_ready(single())
     world.pods["job-r-0"] = (
         PodBuilder("job-r-0").uid("orphan").controlled_by(None).taskset(world.ref.uid).obj()
     )
@@ -1674,7 +1695,12 @@ def test_deciding_again_on_the_same_snapshot_after_the_results_changes_nothing(
     live = parse_taskset(world.taskset)
     first = decide(world.ref, live, world.status, observed, world.now)
     for intent in first.intents:
-        apply_result(first, intent, world._execute(intent, first))
+        result = world._execute(intent, first)
+        apply_result(first, intent, result)
+        if isinstance(intent, CreateControlUnit) and result.kind == ResultKind.OK:
+            # The reconciler shows a ControlUnit it created until its cache does (its created-units overlay).
+            assert result.obj is not None
+            observed = replace(observed, control_unit=control_unit_view(result.obj, "spec.json"))
     second = decide(world.ref, live, first.status, observed, world.now)
     assert second.status.to_json() == first.status.to_json()
     assert (second.intents, second.events) == ([], [])

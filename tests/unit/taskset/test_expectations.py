@@ -15,15 +15,20 @@ from taskset.reconciler import (
     Reconciler,
 )
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.world import RecordingClient, World, cached_taskset, reconciler_over
+from tests.unit.taskset.world import (
+    RecordingClient,
+    World,
+    cached_taskset,
+    control_unit_ready,
+    reconciler_over,
+)
 
 KEY = "ns/job"
 
 
 def pod_created_scene() -> tuple[Reconciler, RecordingClient, Store]:
     """A pass has just created the Pod of a one-replica TaskSet; the caches have not shown it yet."""
-    world = World(TaskSetBuilder("job").role("r").obj())
-    world.reconcile()  # the ControlUnit is created: the attempt waits for it in the cache
+    world = control_unit_ready(World(TaskSetBuilder("job").role("r").obj()))
     client = RecordingClient(cached_taskset(world))
     reconciler, caches = reconciler_over(world, client, clock=FakeClock(wall_start=world.now))
     reconciler.reconcile(KEY)

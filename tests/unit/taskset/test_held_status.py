@@ -11,6 +11,7 @@ from clock import FakeClock
 from taskset.constants import ReplicaPhase as P
 from taskset.constants import TaskSetPhase as T
 from taskset.decide import Plan
+from taskset.kube import KubeError
 from taskset.reconciler import HOLD_LIMIT, Reconciler
 from taskset.status import TaskSetStatus
 from tests.builders import TaskSetBuilder
@@ -53,15 +54,11 @@ def new_taskset() -> tuple[Reconciler, RecordingClient, Caches, FakeClock]:
     return reconciler, client, caches, clock
 
 
-def test_the_first_write_of_a_new_taskset_waits_for_its_control_unit_and_goes_out_with_its_pods() -> None:
-    reconciler, client, caches, _ = new_taskset()
+def test_the_first_pass_creates_the_control_unit_and_the_pods_and_writes_once() -> None:
+    reconciler, client, _, _ = new_taskset()
 
-    first = reconciler.reconcile(KEY)
-
-    assert client.calls == [("create", "c-job-0")]
-    assert first.requeue_after == HOLD_LIMIT  # a safety net; the ControlUnit's add event comes first
-    show_created(reconciler, client, caches)
     reconciler.reconcile(KEY)
+
     assert client.calls == [
         ("create", "c-job-0"),
         ("create", "job-r-0"),
@@ -71,9 +68,11 @@ def test_the_first_write_of_a_new_taskset_waits_for_its_control_unit_and_goes_ou
     assert (status["phase"], status["controlUnitUID"]) == (T.ATTEMPT_PREPARING, "configmaps-0")
 
 
-def test_a_held_status_lost_with_the_process_is_redone_by_adopting_not_creating_again() -> None:
+def test_a_first_pass_that_dies_before_its_status_write_is_redone_by_adopting_not_creating_again() -> None:
     reconciler, client, caches, _ = new_taskset()
+    client.status_error = KubeError(0, "TransportError", "connection refused")  # the process dies here
     reconciler.reconcile(KEY)
+    client.status_error = None
     show_created(reconciler, client, caches)
     # A restart: the new process knows only the caches and the (status-less) live object.
     restarted = Reconciler(
@@ -87,12 +86,13 @@ def test_a_held_status_lost_with_the_process_is_redone_by_adopting_not_creating_
 
     restarted.reconcile(KEY)
 
-    assert client.calls == [
+    assert [call for call in client.calls if call[0] == "create"] == [
         ("create", "c-job-0"),
         ("create", "job-r-0"),
-        ("status", P.ATTEMPT_CREATION_REQUESTED),
     ]
-    assert client.live["status"]["controlUnitUID"] == "configmaps-0"
+    status = client.live["status"]
+    assert (status["phase"], status["controlUnitUID"]) == (T.ATTEMPT_PREPARING, "configmaps-0")
+    assert status["roleStatus"][0]["replicaStatus"][0]["podUID"] == "pods-1"
 
 
 def finished_pod() -> tuple[Reconciler, RecordingClient, Caches, FakeClock]:

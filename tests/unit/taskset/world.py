@@ -19,6 +19,7 @@ import structlog
 from clock import Clock
 from informers import Store
 from taskset.api import ParsedTaskSet, parse_taskset
+from taskset.constants import TaskSetPhase
 from taskset.controlunit import build_control_unit
 from taskset.decide import (
     ActionResult,
@@ -58,6 +59,7 @@ class World:
     events: list[str] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
     deleting: bool = False
+    pods_refused: bool = False  # Pod creates answer 503, as an overloaded API server does
 
     def __post_init__(self) -> None:
         meta = self.taskset.setdefault("metadata", {})
@@ -129,6 +131,8 @@ class World:
             unit["metadata"]["deletionTimestamp"] = "now"  # foreground: pods go first (gc())
             return ActionResult(ResultKind.OK)
         if isinstance(intent, CreatePod):
+            if self.pods_refused:
+                return ActionResult(ResultKind.ERROR, message="the server is currently unable to handle it")
             if intent.name in self.pods:
                 return ActionResult(ResultKind.EXISTS, self.pods[intent.name])
             spec = parse_taskset(self.taskset)
@@ -222,6 +226,35 @@ def execute(world: World, plan: Plan) -> None:
     world.status = plan.status
     world.events += [f"{e.reason}: {e.message}" for e in plan.events]
     world.plans.append(plan)
+
+
+def control_unit_ready(world: World) -> World:
+    """The first pass of a fresh world, with its Pod creates refused for the moment (a 503): the
+    ControlUnit is created and the TaskSet ``Preparing``, but every replica is still ``AttemptPending``,
+    so the next pass is the one that creates the Pods. (Without the 503 the first pass chains on from the
+    ControlUnit's create to the Pods' creates.)"""
+    world.pods_refused = True
+    world.reconcile()
+    world.pods_refused = False
+    assert world.status is not None and world.status.phase == TaskSetPhase.ATTEMPT_PREPARING
+    return world
+
+
+def adopted_unseen_control_unit(world: World) -> str:
+    """The pass of a fresh world whose ControlUnit create answers AlreadyExists (a lost status write), with
+    the live object the cache does not show yet: the TaskSet adopts it and stays in
+    ``AttemptCreationRequested`` until the cache shows it. Returns its UID; ``world.units`` has it, as a
+    cache that caught up would."""
+    unit = build_control_unit(world.taskset, f"c-{world.ref.name}-0")
+    unit["metadata"]["uid"] = new_uid()
+    plan = decide_once(world)
+    intent = plan.intents[0]
+    assert isinstance(intent, CreateControlUnit)
+    apply_result(plan, intent, ActionResult(ResultKind.EXISTS, unit))
+    world.status = plan.status
+    world.units[intent.name] = unit
+    assert plan.status.phase == TaskSetPhase.ATTEMPT_CREATION_REQUESTED
+    return str(unit["metadata"]["uid"])
 
 
 def role_status(world: World, role: str) -> RoleStatus:
