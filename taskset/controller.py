@@ -42,10 +42,11 @@ CONTROLLER_NAME: Final = "taskset"
 TASKSETS: Final = Resource(group=GROUP, version=VERSION, plural=PLURAL)
 PODS: Final = Resource(group="", version="v1", plural="pods")
 CONFIGMAPS: Final = Resource(group="", version="v1", plural="configmaps")
-# Seconds a Pod update waits before its TaskSet is reconciled, so that a wave of a role's Pods being
-# scheduled, starting or exiting is handled in one pass and one status write instead of one each (the
-# Kubernetes Job controller batches Pod events the same way, 1 s there). Adds and deletes are not
-# batched: they are the answers to the controller's own creates and deletes, which a pass waits for.
+# Seconds a change of a Pod or ControlUnit waits before its TaskSet is reconciled, so that a wave of
+# them (a pass's creates or deletes being answered; a role's Pods being scheduled, starting or exiting)
+# is handled in one pass and one status write instead of one each. The Kubernetes Job controller
+# batches its Pods' adds, updates and deletes the same way (1 s there); a TaskSet's own changes are
+# not batched.
 POD_EVENT_BATCH: Final = 0.5
 
 
@@ -138,16 +139,12 @@ class Controller:
             on_update=self._taskset_updated,
             on_delete=self._enqueue_taskset,
         )
-        self.units.add_event_handler(
-            on_add=self._created,
-            on_update=lambda old, new: self._enqueue_owner(new),
-            on_delete=self._enqueue_owner,
-        )
-        self.pods.add_event_handler(
-            on_add=self._created,
-            on_update=lambda old, new: self._enqueue_owner_batched(new),
-            on_delete=self._enqueue_owner,
-        )
+        for owned in (self.units, self.pods):
+            owned.add_event_handler(
+                on_add=self._created,
+                on_update=lambda old, new: self._enqueue_owner_batched(new),
+                on_delete=self._enqueue_owner_batched,
+            )
 
     def _enqueue_taskset(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(dict(obj))
@@ -167,15 +164,11 @@ class Controller:
 
     def _created(self, obj: Mapping[str, Any]) -> None:
         self.reconciler.creation_observed(obj)
-        self._enqueue_owner(obj)
+        self._enqueue_owner_batched(obj)
 
-    def _enqueue_owner(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
-        for key in _owner_keys(obj):
-            self.queue.add(key)
-
-    def _enqueue_owner_batched(self, obj: Mapping[str, Any]) -> None:
+    def _enqueue_owner_batched(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         """In ``POD_EVENT_BATCH`` seconds: a key already waiting keeps its earlier deadline, so the first
-        update of a wave sets the time and the rest of the wave rides along."""
+        change of a wave sets the time and the rest of the wave rides along."""
         for key in _owner_keys(obj):
             self.queue.add_after(key, POD_EVENT_BATCH)
 

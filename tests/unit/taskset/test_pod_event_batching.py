@@ -1,6 +1,7 @@
-"""Pod updates reach the queue batched, so a wave of a role's Pod updates is one pass and one status write;
-other changes at once. Pure: the controller's handlers and its delaying queue on a fake clock (the
-informers are never started, no API server)."""
+"""Changes of Pods and ControlUnits reach the queue batched, so a wave of them (a pass's creates being
+answered, a role's Pods starting or exiting) is one pass and one status write; a TaskSet's own changes
+at once. Pure: the controller's handlers and its delaying queue on a fake clock (the informers are never
+started, no API server)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from clock import FakeClock
+from informers import DeletedFinalStateUnknown, EventHandler
 from taskset.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET
 from taskset.controller import POD_EVENT_BATCH, Controller, ControllerSettings
 
@@ -75,17 +77,46 @@ def test_pods_of_two_tasksets_give_two_keys(controller: Controller, clock: FakeC
     assert queued_after(controller, clock, POD_EVENT_BATCH, expected=2) == 2
 
 
-def test_other_changes_are_queued_at_once(controller: Controller, clock: FakeClock) -> None:
-    controller._enqueue_owner(owned("ts-0"))  # a ControlUnit, or a Pod added or deleted
+def test_a_tasksets_own_change_is_queued_at_once(controller: Controller) -> None:
+    controller._enqueue_taskset({"metadata": {"name": "ts", "namespace": "ns"}})
     assert controller.queue.len() == 1
 
 
-def test_an_added_object_is_queued_at_once_and_its_creation_observed(
-    controller: Controller, mocker: Any
+def handler_of(controller: Controller, informer: str) -> EventHandler:
+    """The callbacks the controller registered on that informer, as its delivery thread would call them."""
+    (listener,) = getattr(controller, informer)._listeners
+    handler: EventHandler = listener._handler
+    return handler
+
+
+@pytest.mark.parametrize("informer", ["pods", "units"])
+@pytest.mark.parametrize("kind", ["add", "update", "delete", "delete, final state unknown"])
+def test_every_change_of_a_pod_or_control_unit_waits_for_the_batch(
+    controller: Controller, clock: FakeClock, informer: str, kind: str
 ) -> None:
+    handler = handler_of(controller, informer)
+    obj = owned("ts-worker-0")
+    if kind == "add":
+        assert handler.on_add is not None
+        handler.on_add(obj)
+    elif kind == "update":
+        assert handler.on_update is not None
+        handler.on_update(obj, obj)
+    else:
+        assert handler.on_delete is not None
+        handler.on_delete(
+            obj if kind == "delete" else DeletedFinalStateUnknown(key="ns/ts-worker-0", obj=obj)
+        )
+    assert controller.queue.len() == 0
+    assert queued_after(controller, clock, POD_EVENT_BATCH, expected=1) == 1
+    assert controller.queue.get() == "ns/ts"
+
+
+def test_an_added_object_has_its_creation_observed_at_once(controller: Controller, mocker: Any) -> None:
+    """At once, not with the batch: a pass that runs meanwhile must not create it again."""
     observed = mocker.spy(controller.reconciler, "creation_observed")
     pod = owned("ts-worker-0")
     pod["metadata"]["uid"] = "pod-uid"
     controller._created(pod)
     observed.assert_called_once_with(pod)
-    assert controller.queue.len() == 1
+    assert controller.queue.len() == 0
