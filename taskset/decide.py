@@ -96,8 +96,6 @@ IN_FLIGHT_PHASES: frozenset[str] = frozenset(
     }
 )
 
-_IN_FLIGHT_WITH_T3 = IN_FLIGHT_PHASES | {T.ATTEMPT_PREPARING}
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -206,14 +204,8 @@ class Plan:
     @property
     def only_requests_in_flight(self) -> bool:
         """Whether every move since the last write went into an ``IN_FLIGHT_PHASES`` phase, so the write
-        may wait for the next pass (status writes are the API server's costliest TaskSet requests).
-
-        T5 in the pass that made T3 counts as one: it rests on the create's response, and says no more
-        than the Pods' creates that follow it, whose add events bring the pass that writes."""
-        in_flight = IN_FLIGHT_PHASES
-        if T.ATTEMPT_CREATION_REQUESTED in self.moves:
-            in_flight = _IN_FLIGHT_WITH_T3
-        return bool(self.moves) and all(target in in_flight for target in self.moves)
+        may wait for the next pass (status writes are the API server's costliest TaskSet requests)."""
+        return bool(self.moves) and all(target in IN_FLIGHT_PHASES for target in self.moves)
 
 
 class ResultKind(Enum):

@@ -25,14 +25,20 @@ TIMEOUT = 300.0  # Settings().cache_creation_timeout
 
 
 def chained_first_pass() -> tuple[Reconciler, RecordingClient, Caches, FakeClock]:
-    """A new one-replica TaskSet after its first pass: ControlUnit and Pod created, status Preparing
-    (held, not written), and neither object in the caches yet."""
+    """A new one-replica TaskSet after its first pass: ControlUnit and Pod created, status Preparing,
+    and neither object in the caches yet."""
     world = World(TaskSetBuilder("job").role("r").obj())
     client = RecordingClient(cached_taskset(world))
     clock = FakeClock(wall_start=world.now)
     reconciler, caches = reconciler_over(world, client, clock=clock)
     reconciler.reconcile(KEY)
-    assert client.calls == [("create", "c-job-0"), ("create", "job-r-0")]  # the status is held for now
+    assert client.calls == [
+        ("create", "c-job-0"),
+        ("create", "job-r-0"),
+        ("status", P.ATTEMPT_CREATION_REQUESTED),
+    ]
+    assert client.live["status"]["phase"] == T.ATTEMPT_PREPARING
+    caches.tasksets.update(client.live)  # our status write's watch event
     client.calls.clear()
     return reconciler, client, caches, clock
 
@@ -47,7 +53,7 @@ def test_a_control_unit_the_cache_has_not_shown_yet_is_still_seen_after_the_expe
 
     reconciler.reconcile(KEY)
 
-    assert client.calls == [("status", P.ATTEMPT_CREATION_REQUESTED)]  # the held status, and no T11
+    assert client.calls == []  # no T11: nothing deleted, no status moved
     assert client.live["status"]["phase"] == T.ATTEMPT_PREPARING
 
 
@@ -88,7 +94,6 @@ def test_our_own_delete_of_the_control_unit_ends_the_overlay() -> None:
     reconciler.reconcile(KEY)
     assert client.calls[-1] == ("delete", "job-r-0")  # P9: the finished Pod goes first
     caches.pods.delete(pod)
-    caches.tasksets.update(client.live)
     caches.tasksets.update(client.live)
     reconciler.reconcile(KEY)
     assert client.calls[-1] == ("delete", "c-job-0")  # T10

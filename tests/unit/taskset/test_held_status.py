@@ -11,6 +11,7 @@ from clock import FakeClock
 from taskset.constants import ReplicaPhase as P
 from taskset.constants import TaskSetPhase as T
 from taskset.decide import Plan
+from taskset.kube import KubeError
 from taskset.reconciler import HOLD_LIMIT, Reconciler
 from taskset.status import TaskSetStatus
 from tests.builders import TaskSetBuilder
@@ -34,24 +35,7 @@ KEY = "ns/job"
         pytest.param([P.ATTEMPT_CREATION_REQUESTED] * 3, True, id="Pods created"),
         pytest.param([P.ATTEMPT_DELETION_REQUESTED], True, id="Pod deletion requested"),
         pytest.param([T.ATTEMPT_DELETION_REQUESTED], True, id="ControlUnit deletion requested"),
-        pytest.param(
-            [
-                T.ATTEMPT_PENDING,
-                T.ATTEMPT_CREATION_REQUESTED,
-                T.ATTEMPT_PREPARING,
-                P.ATTEMPT_CREATION_REQUESTED,
-            ],
-            True,
-            id="first pass: T2, T3, and on the create's response T5 and the Pods' creates",
-        ),
-        pytest.param(
-            [T.ATTEMPT_PREPARING, P.ATTEMPT_CREATION_REQUESTED], False, id="T5 from the cache is news"
-        ),
-        pytest.param(
-            [T.ATTEMPT_CREATION_REQUESTED, T.ATTEMPT_PREPARING, T.ATTEMPT_DELETION_PENDING],
-            False,
-            id="chained to the attempt's end (no roles)",
-        ),
+        pytest.param([T.ATTEMPT_PREPARING, P.ATTEMPT_CREATION_REQUESTED], False, id="T5 is news"),
         pytest.param([P.ATTEMPT_DELETION_REQUESTED, P.COMPLETED], False, id="a replica completed"),
         pytest.param([P.ATTEMPT_DELETION_REQUESTED, "TaskRoleCompleted"], False, id="a role moved"),
         pytest.param([T.COMPLETED], False, id="the end"),
@@ -70,25 +54,25 @@ def new_taskset() -> tuple[Reconciler, RecordingClient, Caches, FakeClock]:
     return reconciler, client, caches, clock
 
 
-def test_the_first_write_of_a_new_taskset_waits_for_its_pods_to_be_seen() -> None:
-    """The first pass creates the ControlUnit and, chained on its response, the Pods; the pass that
-    their add events bring writes the status once."""
-    reconciler, client, caches, _ = new_taskset()
+def test_the_first_pass_creates_the_control_unit_and_the_pods_and_writes_once() -> None:
+    reconciler, client, _, _ = new_taskset()
 
-    first = reconciler.reconcile(KEY)
-
-    assert client.calls == [("create", "c-job-0"), ("create", "job-r-0")]
-    assert first.requeue_after == HOLD_LIMIT  # a safety net; the add events come first
-    show_created(reconciler, client, caches)
     reconciler.reconcile(KEY)
-    assert client.calls[2:] == [("status", P.ATTEMPT_PREPARING)]
+
+    assert client.calls == [
+        ("create", "c-job-0"),
+        ("create", "job-r-0"),
+        ("status", P.ATTEMPT_CREATION_REQUESTED),
+    ]
     status = client.live["status"]
     assert (status["phase"], status["controlUnitUID"]) == (T.ATTEMPT_PREPARING, "configmaps-0")
 
 
-def test_a_held_status_lost_with_the_process_is_redone_by_adopting_not_creating_again() -> None:
+def test_a_first_pass_that_dies_before_its_status_write_is_redone_by_adopting_not_creating_again() -> None:
     reconciler, client, caches, _ = new_taskset()
+    client.status_error = KubeError(0, "TransportError", "connection refused")  # the process dies here
     reconciler.reconcile(KEY)
+    client.status_error = None
     show_created(reconciler, client, caches)
     # A restart: the new process knows only the caches and the (status-less) live object.
     restarted = Reconciler(
