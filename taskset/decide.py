@@ -1209,7 +1209,8 @@ def _transient(ctx: _Pass, reason: EventReason | None, message: str) -> None:
 
 def _unit_created(ctx: _Pass, result: ActionResult) -> None:
     obj = result.obj or {}
-    uid = str(obj.get("metadata", {}).get("uid", "")) if isinstance(obj, Mapping) else ""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    uid = str(meta.get("uid", "")) if isinstance(meta, Mapping) else ""
     if result.kind == ResultKind.OK and uid:
         ctx.status.control_unit_uid = uid
         _move_taskset(ctx, T.ATTEMPT_CREATION_REQUESTED, "TaskSet is going to start", "T3")
