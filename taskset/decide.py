@@ -85,13 +85,17 @@ UNSEEN_DELETE_POLL = 2.0
 # them together with what it learns. If they are lost (a crash, a conflict), the pass that redoes them
 # finds the object and adopts it (W-1) or repeats the delete, which its UID precondition makes safe.
 # TaskSetAttemptPending is the first pass's step before T3, and T14's after a retry, whose ControlUnit
-# name (from the retry count) is the same when redone.
+# name (from the retry count) is the same when redone. A created Pod's way to running (Pending, then
+# scheduled) is news of the same kind: the Pod's next events bring the pass that writes it, and one that
+# stays there is written HOLD_LIMIT (reconciler.py) later; the TaskSet's state is Waiting throughout.
 IN_FLIGHT_PHASES: frozenset[str] = frozenset(
     {
         T.ATTEMPT_PENDING,
         T.ATTEMPT_CREATION_REQUESTED,
         T.ATTEMPT_DELETION_REQUESTED,
         P.ATTEMPT_CREATION_REQUESTED,
+        P.ATTEMPT_PREPARING,
+        P.ATTEMPT_ASSIGNED,
         P.ATTEMPT_DELETION_REQUESTED,
     }
 )
@@ -204,8 +208,13 @@ class Plan:
     @property
     def only_requests_in_flight(self) -> bool:
         """Whether every move since the last write went into an ``IN_FLIGHT_PHASES`` phase, so the write
-        may wait for the next pass (status writes are the API server's costliest TaskSet requests)."""
-        return bool(self.moves) and all(target in IN_FLIGHT_PHASES for target in self.moves)
+        may wait for the next pass (status writes are the API server's costliest TaskSet requests). A
+        warning is news of its own: a Pod that will not start says why at once (issue 8)."""
+        return (
+            bool(self.moves)
+            and all(target in IN_FLIGHT_PHASES for target in self.moves)
+            and not any(event.warning for event in self.events)
+        )
 
 
 class ResultKind(Enum):

@@ -486,13 +486,14 @@ class Reconciler:
 
     def _hold(self, record: _Record, new: dict[str, Any], plan: Plan) -> bool:
         """Whether to leave ``new`` unwritten for now: a status whose only news is requests in flight
-        waits for the pass their watch events bring (one such status at a time, and at most
-        ``HOLD_LIMIT`` seconds: a pass that learns nothing new keeps it held until then)."""
+        waits for the pass their watch events bring, and so on while each pass adds only such news,
+        for at most ``HOLD_LIMIT`` seconds from the first."""
         now = self._clock.now()
         if record.held is not None:
             waited = now - record.held_since
-            if new != record.held or waited >= HOLD_LIMIT:
+            if waited >= HOLD_LIMIT or (new != record.held and not plan.only_requests_in_flight):
                 return False
+            record.held = new
             plan.requeue(HOLD_LIMIT - waited)
             return True
         if not plan.only_requests_in_flight:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 
 from clock import FakeClock
+from taskset.constants import EventReason
 from taskset.constants import ReplicaPhase as P
 from taskset.constants import TaskSetPhase as T
-from taskset.decide import Plan
+from taskset.decide import Event, Plan
 from taskset.kube import KubeError
 from taskset.reconciler import HOLD_LIMIT, Reconciler
 from taskset.status import TaskSetStatus
@@ -34,6 +35,9 @@ KEY = "ns/job"
         pytest.param([T.ATTEMPT_PENDING, T.ATTEMPT_CREATION_REQUESTED], True, id="first pass: T2, T3"),
         pytest.param([P.ATTEMPT_CREATION_REQUESTED] * 3, True, id="Pods created"),
         pytest.param([P.ATTEMPT_DELETION_REQUESTED], True, id="Pod deletion requested"),
+        pytest.param([P.ATTEMPT_PREPARING] * 3, True, id="Pods seen, Pending"),
+        pytest.param([P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED], True, id="Pods scheduled"),
+        pytest.param([P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING], False, id="a Pod runs"),
         pytest.param([T.ATTEMPT_DELETION_REQUESTED], True, id="ControlUnit deletion requested"),
         pytest.param([T.ATTEMPT_PREPARING, P.ATTEMPT_CREATION_REQUESTED], False, id="T5 is news"),
         pytest.param([P.ATTEMPT_DELETION_REQUESTED, P.COMPLETED], False, id="a replica completed"),
@@ -93,6 +97,50 @@ def test_a_first_pass_that_dies_before_its_status_write_is_redone_by_adopting_no
     status = client.live["status"]
     assert (status["phase"], status["controlUnitUID"]) == (T.ATTEMPT_PREPARING, "configmaps-0")
     assert status["roleStatus"][0]["replicaStatus"][0]["podUID"] == "pods-1"
+
+
+def test_a_warning_is_news() -> None:
+    quiet = Plan(status=TaskSetStatus(), spec=None, moves=[P.ATTEMPT_PREPARING])
+    unschedulable = Event(EventReason.POD_UNSCHEDULABLE, "job-r-0: Pod is unschedulable: 0/1 nodes")
+    warned = Plan(status=TaskSetStatus(), spec=None, moves=[P.ATTEMPT_PREPARING], events=[unschedulable])
+    assert (quiet.only_requests_in_flight, warned.only_requests_in_flight) == (True, False)
+
+
+def test_a_pod_on_its_way_to_running_is_written_once_when_it_runs() -> None:
+    """Seen Pending, then scheduled: each pass only says the Pod is on its way, so the status waits
+    (from the first of them, at most ``HOLD_LIMIT``) and goes out once, with Running."""
+    reconciler, client, caches, clock = new_taskset()
+    reconciler.reconcile(KEY)
+    show_created(reconciler, client, caches)
+    client.calls.clear()
+    pending = caches.pods.get_by_key("ns/job-r-0")
+    assert pending is not None
+
+    reconciler.reconcile(KEY)
+    scheduled = {**pending, "status": {"phase": "Pending", "hostIP": "10.0.0.1", "podIP": "10.0.1.1"}}
+    caches.pods.update(scheduled)
+    clock.step(HOLD_LIMIT / 2)
+    held = reconciler.reconcile(KEY)
+
+    assert client.calls == []
+    assert held.requeue_after is not None and held.requeue_after <= HOLD_LIMIT / 2
+    caches.pods.update({**scheduled, "status": {**scheduled["status"], "phase": "Running"}})
+    reconciler.reconcile(KEY)
+    assert client.calls == [("status", P.ATTEMPT_RUNNING)]
+
+
+def test_a_pod_that_stays_on_its_way_is_written_at_the_limit() -> None:
+    reconciler, client, caches, clock = new_taskset()
+    reconciler.reconcile(KEY)
+    show_created(reconciler, client, caches)
+    client.calls.clear()
+
+    reconciler.reconcile(KEY)
+    assert client.calls == []
+    clock.step(HOLD_LIMIT)
+    reconciler.reconcile(KEY)
+
+    assert client.calls == [("status", P.ATTEMPT_PREPARING)]
 
 
 def finished_pod() -> tuple[Reconciler, RecordingClient, Caches, FakeClock]:

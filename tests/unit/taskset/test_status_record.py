@@ -23,7 +23,7 @@ def test_once_the_cache_shows_the_written_status_the_record_keeps_the_caches_cop
         calls = len(client.calls)
         reconciler.reconcile(KEY)
         show_created(reconciler, client, caches)
-    assert client.calls[-1] == ("status", P.ATTEMPT_PREPARING)
+    assert client.calls[-1] == ("status", P.ATTEMPT_CREATION_REQUESTED)  # Preparing is held
     written = reconciler._records[KEY].status
     cached = copy.deepcopy(client.live)  # the watch event: an equal copy, a newer version (a spec edit)
     cached["metadata"]["resourceVersion"] = "7"
