@@ -1,7 +1,8 @@
 """A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler and kwok with simulated nodes, started as child processes and torn down with them.
 
-Every port is picked free at start, so two clusters can run side by side. Children get
+Every port is picked free at start (and picked again if another process binds it first), so two
+clusters can run side by side. Children get
 ``PR_SET_PDEATHSIG=SIGKILL``: if the Python process that started them dies (even by SIGKILL), the
 kernel kills them too, so no etcd or apiserver outlives a crashed test run.
 """
@@ -46,6 +47,8 @@ KCM_CONTROLLERS = (
     "serviceaccount-controller",
     "serviceaccount-token-controller",
 )
+PORT_ATTEMPTS = 3
+PORT_TAKEN = "address already in use"
 START_TIMEOUT = 90.0  # seconds; a cold apiserver on 2 busy cores takes ~10 s, CI machines can be slower
 STOP_GRACE = 10.0  # seconds to exit after SIGTERM before SIGKILL
 PR_SET_PDEATHSIG = 1
@@ -151,16 +154,10 @@ class Cluster:
             self.directory = self.settings.directory
             self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "logs").mkdir(exist_ok=True)
-        self._ports = {
-            name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "scheduler", "kcm", "kwok")
-        }
-        self.server = f"https://127.0.0.1:{self._ports['apiserver']}"
         self.pki = certs.generate(self.directory / "pki")
         self.kubeconfig = self.directory / "admin.kubeconfig"
-        self._write_kubeconfig()
         try:
-            self._start_etcd()
-            self._start_apiserver()
+            self._launch_on_free_ports()
             self._start("kube-controller-manager", self._kcm_args())
             self._start("kube-scheduler", self._scheduler_args())
             self._start("kwok", self._kwok_args())
@@ -174,13 +171,34 @@ class Cluster:
         self._write_state()
         return self
 
+    def _launch_on_free_ports(self) -> None:
+        """Start etcd and kube-apiserver, on new ports when another process bound a chosen one first.
+
+        A port is free when chosen but only taken when the child binds it, seconds later; a second
+        control plane starting beside this one (two test runs on one machine) can take it meanwhile."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self._ports = {name: free_port() for name in ("etcd", "etcd-peer", "apiserver")}
+            self.server = f"https://127.0.0.1:{self._ports['apiserver']}"
+            self._write_kubeconfig()
+            try:
+                self._start_etcd()
+                self._start_apiserver()
+                return
+            except ClusterError as error:
+                if PORT_TAKEN not in str(error) or attempt == PORT_ATTEMPTS:
+                    raise
+                self._stop_processes()
+
     def stop(self) -> None:
         """Stop every component, newest first, and remove the data unless the caller chose the directory."""
+        self._stop_processes()
+        if self._owns_directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _stop_processes(self) -> None:
         for process in reversed(list(self._processes.values())):
             process.stop()
         self._processes.clear()
-        if self._owns_directory:
-            shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> Cluster:
         return self.start()
@@ -361,8 +379,7 @@ class Cluster:
         return [
             f"--kubeconfig={self.kubeconfig}",
             "--leader-elect=false",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={self._ports['kcm']}",
+            "--secure-port=0",  # nothing reads its health endpoints; a port bound is a port to race for
             f"--controllers={','.join(KCM_CONTROLLERS)}",
             f"--service-account-private-key-file={self.pki.sa_private}",
             f"--root-ca-file={self.pki.ca_cert}",
@@ -387,8 +404,7 @@ class Cluster:
         )
         return [
             f"--config={config}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={self._ports['scheduler']}",
+            "--secure-port=0",
             "--v=1",
         ]
 
@@ -400,7 +416,6 @@ class Cluster:
             f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}=fake",
             f"--cidr={POD_CIDR}",
             "--node-ip=10.0.0.1",
-            f"--server-address=127.0.0.1:{self._ports['kwok']}",
         ]
 
     # ----- readiness -------------------------------------------------------------------------

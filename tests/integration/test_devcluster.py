@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ import pytest
 from kubernetes import client
 
 from devcluster import Cluster, Settings, sim
+from devcluster.ports import free_port
 
 POD_TIMEOUT = 60.0
 
@@ -156,6 +158,23 @@ def test_a_second_cluster_coexists_and_leaves_no_process_after_stop(cluster: Clu
         assert len(pids) == 6
         assert json.loads(second.kubectl("get", "nodes", "-o", "json").stdout)["items"]
     assert _pids_alive(pids) == []
+
+
+def test_a_port_bound_by_another_process_before_the_apiserver_is_chosen_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race CI lost once: a port free when chosen, bound by someone else before the child binds it."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        picks = iter([free_port(), free_port(), taken])  # etcd, etcd-peer, apiserver
+        monkeypatch.setattr("devcluster.cluster.free_port", lambda: next(picks, None) or free_port())
+        with Cluster(Settings(nodes=1)) as started:
+            assert not started.server.endswith(f":{taken}")
+            log = (started.directory / "logs" / "kube-apiserver.log").read_text()
+            assert f"127.0.0.1:{taken}: bind: address already in use" in log
+            assert json.loads(started.kubectl("get", "nodes", "-o", "json").stdout)["items"]
 
 
 @pytest.mark.timeout(300)
