@@ -173,6 +173,7 @@ def taskset_scenario(
             "latency_create_to_all_pods_s": sorted(round(v, 4) for v in to_all_created),
             "latency_last_exit_to_final_s": sorted(round(v, 4) for v in exit_to_final),
             "pods_created_per_second": per_second(pod_added, started),
+            "tasksets_added_per_second": per_second(sorted(t.added for t in tasksets), started),
             "tasksets_final_per_second": per_second(finals, started),
         },
         "correctness": {"errors": errors[:50], "error_count": len(errors)},
