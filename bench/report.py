@@ -47,6 +47,17 @@ def rate(times: Sequence[float]) -> float | None:
     return round((len(times) - 1) / (max(times) - min(times)), 1)
 
 
+def cores_between(process: Sequence[tuple[float, float, int]], span: Sequence[float]) -> float | None:
+    """The controller's CPU seconds per second between the first and last of ``span`` (the Pods'
+    creation window), from the samples inside it: near 1.0 means its GIL, not the API server, set the pace."""
+    if len(span) < 2:
+        return None
+    inside = [p for p in process if span[0] <= p[0] <= span[-1]]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    return round((inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0]), 2)
+
+
 def per_second(times: Sequence[float], origin: float) -> list[int]:
     if not times:
         return []
@@ -135,6 +146,7 @@ def taskset_scenario(
         "pod_creation_rate_including_retries": rate(pod_added),
         "controller": {
             "cpu_seconds": round(cpu, 2),
+            "cores_while_creating": cores_between(process, first_added[:1] + first_added[-1:]),
             "cpu_seconds_per_1000_pods": round(cpu / len(pods) * 1000, 2) if pods else None,
             "peak_rss_mib": round(peak_rss, 1),
         },
