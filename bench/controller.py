@@ -20,6 +20,7 @@ from devcluster import Cluster, free_port
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
+ALL_CORES = "all cores"  # the machine's busy CPU seconds, in ``Sampler.cpu``
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
@@ -28,6 +29,24 @@ def cpu_seconds(pid: int) -> float:
     stat = Path(f"/proc/{pid}/stat").read_text()
     fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def cpu_by_process(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each named process (a process that is gone is left out)."""
+    found = {}
+    for name, pid in pids.items():
+        try:
+            found[name] = cpu_seconds(pid)
+        except OSError:
+            continue
+    return found
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores have spent busy since boot (/proc/stat: every column but idle and iowait)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields)
+    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS
 
 
 def memory_kib(pid: int) -> dict[str, int]:
@@ -42,11 +61,14 @@ def memory_kib(pid: int) -> dict[str, int]:
 
 @dataclass
 class Sampler:
-    """Samples CPU seconds and RSS of a process every ``interval`` seconds on a thread."""
+    """Samples CPU seconds and RSS of a process, and the CPU seconds of ``processes`` and of the whole
+    machine (``ALL_CORES``), every ``interval`` seconds on a thread."""
 
     pid: int
+    processes: dict[str, int] = field(default_factory=dict)
     interval: float = 0.25
     series: list[tuple[float, float, int]] = field(default_factory=list)  # (monotonic, cpu s, rss KiB)
+    cpu: list[tuple[float, dict[str, float]]] = field(default_factory=list)  # (monotonic, CPU s by name)
     hwm_kib: int = 0  # VmHWM: the kernel's own peak RSS over the process's life
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -70,6 +92,7 @@ class Sampler:
             point = (time.monotonic(), cpu_seconds(self.pid), memory.get("VmRSS", 0))
         except OSError:  # the process is gone
             return self.series[-1] if self.series else (time.monotonic(), 0.0, 0)
+        self.cpu.append((point[0], {**cpu_by_process(self.processes), ALL_CORES: machine_busy_seconds()}))
         self.hwm_kib = max(self.hwm_kib, memory.get("VmHWM", 0))
         self.series.append(point)
         return point

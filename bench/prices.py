@@ -21,8 +21,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from bench.controller import cpu_by_process
 from bench.kube import Api
-from bench.run import cpu_by_process, install_crd
+from bench.run import install_crd
 from bench.scenarios import raw_pod, taskset
 from devcluster import Cluster, Settings
 from taskset import constants as c

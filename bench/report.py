@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.controller import Samples, by_labels, total
+from bench.controller import ALL_CORES, Samples, by_labels, total
 from bench.recorder import PodRecord, TaskSetRecord
 
 BEGIN = "<!-- BEGIN GENERATED: python -m bench rewrites this section -->"
@@ -47,15 +47,38 @@ def rate(times: Sequence[float]) -> float | None:
     return round((len(times) - 1) / (max(times) - min(times)), 1)
 
 
-def cores_between(process: Sequence[tuple[float, float, int]], span: Sequence[float]) -> float | None:
-    """The controller's CPU seconds per second between the first and last of ``span`` (the Pods'
-    creation window), from the samples inside it: near 1.0 means its GIL, not the API server, set the pace."""
-    if len(span) < 2:
-        return None
-    inside = [p for p in process if span[0] <= p[0] <= span[-1]]
+def cores_between(
+    samples: Sequence[tuple[float, dict[str, float]]], span: Sequence[float]
+) -> dict[str, float] | None:
+    """CPU seconds per second of each name, from the samples (time, CPU seconds by name) inside ``span``."""
+    inside = [p for p in samples if len(span) >= 2 and span[0] <= p[0] <= span[-1]]
     if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
         return None
-    return round((inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0]), 2)
+    (start, first), (end, last) = inside[0], inside[-1]
+    return {name: (last[name] - first[name]) / (end - start) for name in last if name in first}
+
+
+def creation_window(
+    added: Sequence[float], samples: Sequence[tuple[float, dict[str, float]]]
+) -> dict[str, Any]:
+    """What the machine spent while Pods were being created (first to last ADDED). With every core busy
+    in both windows, a scenario's rate over its raw reference's is the inverse ratio of their CPU ms per
+    Pod: how much besides the Pods themselves (the controller, the TaskSets' own requests) shares the
+    cores."""
+    span = sorted(added)
+    cores = cores_between(samples, span) or {}
+    seconds = span[-1] - span[0] if len(span) >= 2 else 0.0
+    per_pod = (
+        {name: round(c * seconds / (len(span) - 1) * 1000, 2) for name, c in cores.items()} if seconds else {}
+    )
+    busy = cores.get(ALL_CORES)
+    return {
+        "seconds": round(seconds, 2),
+        "machine_busy_cores": round(busy, 2) if busy is not None else None,
+        "machine_cpu_ms_per_pod": per_pod.pop(ALL_CORES, None),
+        "controller_cores": round(cores["controller"], 2) if "controller" in cores else None,
+        "cpu_ms_per_pod_by_process": per_pod,
+    }
 
 
 def per_second(times: Sequence[float], origin: float) -> list[int]:
@@ -146,7 +169,6 @@ def taskset_scenario(
         "pod_creation_rate_including_retries": rate(pod_added),
         "controller": {
             "cpu_seconds": round(cpu, 2),
-            "cores_while_creating": cores_between(process, first_added[:1] + first_added[-1:]),
             "cpu_seconds_per_1000_pods": round(cpu / len(pods) * 1000, 2) if pods else None,
             "peak_rss_mib": round(peak_rss, 1),
         },
@@ -346,7 +368,19 @@ def table(results: dict[str, Any]) -> str:
         f"whole run {results.get('wall_seconds')} s; controller lifetime peak RSS (VmHWM) "
         f"{results.get('controller', {}).get('peak_rss_mib_lifetime')} MiB."
     )
-    return head + "\n\n" + "\n".join(rows) + "\n\n" + memory_line(scenarios) + cpu_table(scenarios)
+    return (
+        head
+        + "\n\n"
+        + "\n".join(rows)
+        + "\n\n"
+        + memory_line(scenarios)
+        + cpu_table(scenarios)
+        + _spaced(window_table(scenarios))
+    )
+
+
+def _spaced(section: str) -> str:
+    return "\n" + section if section else ""
 
 
 def memory_line(scenarios: dict[str, Any]) -> str:
@@ -385,6 +419,37 @@ def cpu_table(scenarios: dict[str, Any]) -> str:
         used, pods = s.get("cpu_seconds_by_process", {}), s["pods_created"]
         cells = [_fmt(round(used[n] / pods * 1000, 2)) if n in used and pods else "-" for n in names]
         rows.append(f"| {scenario} | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def window_table(scenarios: dict[str, Any]) -> str:
+    """The CPU ms per Pod in each creation window, the machine's and each process's; for burst and large,
+    also their paired raw reference's divided by theirs: the rate ratio to expect when both windows keep
+    every core busy."""
+    windows = {name: s["creation_window"] for name, s in scenarios.items() if s.get("creation_window")}
+    if not windows:
+        return ""
+    names = sorted({n for w in windows.values() for n in w.get("cpu_ms_per_pod_by_process", {})})
+    rows = [
+        "Creation windows (first to last Pod created): busy cores, and CPU ms per Pod of the machine "
+        "and of each process:",
+        "",
+        "| scenario | seconds | busy cores | all | " + " | ".join(names) + " | paired raw's all ÷ this |",
+        "|---|---|---|---|" + "---|" * len(names) + "---|",
+    ]
+    for name, w in windows.items():
+        reference = windows.get(paired_reference(name), {})
+        expected = (
+            round(reference["machine_cpu_ms_per_pod"] / w["machine_cpu_ms_per_pod"], 2)
+            if reference.get("machine_cpu_ms_per_pod") and w["machine_cpu_ms_per_pod"]
+            else None
+        )
+        by_process = w.get("cpu_ms_per_pod_by_process", {})
+        cells = [_fmt(by_process.get(n)) for n in names]
+        rows.append(
+            f"| {name} | {_fmt(w['seconds'])} | {_fmt(w['machine_busy_cores'])} "
+            f"| {_fmt(w['machine_cpu_ms_per_pod'])} | " + " | ".join(cells) + f" | {_fmt(expected)} |"
+        )
     return "\n".join(rows) + "\n"
 
 

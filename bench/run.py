@@ -19,7 +19,7 @@ from typing import Any
 
 from bench import report
 from bench.churn import SUSPECT_LISTS, churn_check, ending_passes
-from bench.controller import Controller, Sampler, cpu_seconds, diff, error_lines
+from bench.controller import Controller, Sampler, cpu_by_process, diff, error_lines
 from bench.kube import Api, ApiError
 from bench.profile import Profiler
 from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, TaskSetRecord, wait_until
@@ -110,7 +110,7 @@ class Bench:
         self.scale = scale
         self.seed = seed
         self.workers = workers
-        self.sampler = Sampler(controller.pid)
+        self.sampler = Sampler(controller.pid, processes=self.processes())
         self.profile_dir = profile_dir
 
     def processes(self) -> dict[str, int]:
@@ -211,6 +211,7 @@ class Bench:
         errors.extend(error_lines(log)[:20])
         result["correctness"]["duplicates"] = recorder.duplicates
         result["cpu_seconds_by_process"] = cpu_used
+        result["creation_window"] = self.creation_window([p.added for p in pods if p.replica_attempt == 0])
         if profile is not None:
             result["profile"] = profile
         if scenario == "churn":
@@ -256,6 +257,9 @@ class Bench:
             "pods": [pod_evidence(p, started) for p in pods if p.taskset in statuses],
             "controller_log": path.name,
         }
+
+    def creation_window(self, added: list[float]) -> dict[str, float | None]:
+        return report.creation_window(added, self.sampler.cpu)
 
     def creating(self, path: str, errors: list[str]) -> Callable[[dict[str, Any]], None]:
         """A create at ``path`` for ``submit``'s threads: an API error is recorded, not raised."""
@@ -378,6 +382,7 @@ class Bench:
         )
         result["correctness"] = {"errors": errors[:20], "duplicates": recorder.duplicates, "ok": not errors}
         result["cpu_seconds_by_process"] = cpu_used  # the create phase only
+        result["creation_window"] = self.creation_window([p.added for p in pods])
         self.drop(namespace)
         return result
 
@@ -395,17 +400,6 @@ class Bench:
         profiler = Profiler(self.controller.pid, self.profile_dir / f"profile-{scenario}.txt")
         profiler.start()
         return profiler
-
-
-def cpu_by_process(pids: dict[str, int]) -> dict[str, float]:
-    """CPU seconds so far of each named process (a process that is gone is left out)."""
-    found = {}
-    for name, pid in pids.items():
-        try:
-            found[name] = cpu_seconds(pid)
-        except OSError:
-            continue
-    return found
 
 
 def cpu_difference(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:

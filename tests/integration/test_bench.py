@@ -43,6 +43,8 @@ def test_the_benchmark_runs_and_judges_every_scenario_correct(tmp_path: Path) ->
     assert burst["final_states"] == {"Succeeded": 40}
     assert burst["status_writes"]["by_result"] == {"success": burst["status_writes"]["total"]}
     assert burst["throughput_ratio"]["raw-unlimited"] > 0
+    for window in (burst["creation_window"], scenarios["raw-before-burst"]["creation_window"]):
+        assert window["machine_cpu_ms_per_pod"] > 0 and window["machine_busy_cores"] > 0
     # --repeat 2: burst ran twice, each time after its own raw reference, and both runs were correct.
     [pair] = results["repeats"]["burst"]
     assert (pair["raw"]["pods_created"], pair["scenario"]["pods_created"]) == (200, 200)
