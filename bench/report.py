@@ -368,19 +368,8 @@ def table(results: dict[str, Any]) -> str:
         f"whole run {results.get('wall_seconds')} s; controller lifetime peak RSS (VmHWM) "
         f"{results.get('controller', {}).get('peak_rss_mib_lifetime')} MiB."
     )
-    return (
-        head
-        + "\n\n"
-        + "\n".join(rows)
-        + "\n\n"
-        + memory_line(scenarios)
-        + cpu_table(scenarios)
-        + _spaced(window_table(scenarios))
-    )
-
-
-def _spaced(section: str) -> str:
-    return "\n" + section if section else ""
+    tables = memory_line(scenarios) + cpu_table(scenarios) + window_table(scenarios)
+    return head + "\n\n" + "\n".join(rows) + "\n\n" + tables
 
 
 def memory_line(scenarios: dict[str, Any]) -> str:
@@ -431,6 +420,7 @@ def window_table(scenarios: dict[str, Any]) -> str:
         return ""
     names = sorted({n for w in windows.values() for n in w.get("cpu_ms_per_pod_by_process", {})})
     rows = [
+        "",
         "Creation windows (first to last Pod created): busy cores, and CPU ms per Pod of the machine "
         "and of each process:",
         "",

@@ -258,7 +258,7 @@ class Bench:
             "controller_log": path.name,
         }
 
-    def creation_window(self, added: list[float]) -> dict[str, float | None]:
+    def creation_window(self, added: list[float]) -> dict[str, Any]:
         return report.creation_window(added, self.sampler.cpu)
 
     def creating(self, path: str, errors: list[str]) -> Callable[[dict[str, Any]], None]:

@@ -55,9 +55,9 @@ def test_the_window_table_sets_each_scenario_beside_its_paired_reference() -> No
         {"raw-before-burst": scenario(16.0), "burst": scenario(25.0), "steady": scenario(None), "cache": {}}
     ).splitlines()
     assert (
-        rows[2] == "| scenario | seconds | busy cores | all | controller | etcd | paired raw's all ÷ this |"
+        rows[3] == "| scenario | seconds | busy cores | all | controller | etcd | paired raw's all ÷ this |"
     )
-    assert rows[4:] == [
+    assert rows[5:] == [
         "| raw-before-burst | 10 | 2 | 16 | 4 | 1.5 | - |",
         "| burst | 10 | 2 | 25 | 4 | 1.5 | 0.64 |",
         "| steady | 10 | 2 | - | 4 | 1.5 | - |",
