@@ -22,7 +22,7 @@ COPY manifests/crd/ manifests/crd/
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv --without-pip /opt/taskset \
  && python -m pip --python /opt/taskset/bin/python install --only-binary=:all: /wheels/*.whl \
- && /opt/taskset/bin/python -c "import taskset.main as m; assert m.CRD_MANIFEST.is_file(), m.CRD_MANIFEST"
+ && /opt/taskset/bin/python -c "import taskset.daemon.main as m; assert m.CRD_MANIFEST.is_file(), m.CRD_MANIFEST"
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="taskset-controller" \

@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.recorder import PodRecord
 from bench.scenarios import WORKERS_PER_TASKSET
-from taskset.constants import ReplicaPhase
+from taskset.api.constants import ReplicaPhase
 
 SUSPECT_LISTS = (
     "retried_but_not_failed",

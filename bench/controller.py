@@ -107,7 +107,7 @@ class Sampler:
 
 
 class Controller:
-    """``python -m taskset.main`` against the cluster, with its log in the cluster's log directory."""
+    """``python -m taskset.daemon.main`` against the cluster, with its log in the cluster's log directory."""
 
     def __init__(self, cluster: Cluster, workers: int, qps: float, burst: int) -> None:
         self.metrics_port = free_port()
@@ -116,7 +116,7 @@ class Controller:
         self.argv = [
             sys.executable,
             "-m",
-            "taskset.main",
+            "taskset.daemon.main",
             f"--kubeconfig={cluster.kubeconfig}",
             f"--qps={qps:g}",
             f"--burst={burst}",

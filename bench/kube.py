@@ -1,7 +1,7 @@
 """A small, fast API client for the benchmark driver: urllib3 + orjson, no models, no client-side limits.
 Kept apart from the controller's own client on purpose: the harness must not share code paths with what
 it measures. (The raw reference client limits itself with the controller's own token bucket,
-``taskset.kube.RateLimiter``, so both obey the same QPS/burst semantics.)
+``taskset.runtime.kube.RateLimiter``, so both obey the same QPS/burst semantics.)
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from bench.kube import Api
 from bench.run import install_crd
 from bench.scenarios import raw_pod, taskset
 from devcluster import Cluster, Settings
-from taskset import constants as c
+from taskset.api import constants as c
 
 NAMESPACE = "prices"
 SETTLE = 1.5  # seconds for the work a request sets off elsewhere (scheduler, kwok, GC) to be done

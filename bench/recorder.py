@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.kube import Api, RawObject
-from taskset import constants as c
+from taskset.api import constants as c
 
 TASKSETS_PATH = f"/apis/{c.GROUP}/{c.VERSION}/namespaces/{{ns}}/{c.PLURAL}"
 PODS_PATH = "/api/v1/namespaces/{ns}/pods"

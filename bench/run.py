@@ -34,8 +34,8 @@ from bench.scenarios import (
     taskset,
 )
 from devcluster import Cluster, Settings
-from taskset import constants as c
-from taskset.kube import RateLimiter
+from taskset.api import constants as c
+from taskset.runtime.kube import RateLimiter
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "manifests" / "crd" / "tasksets.octopus.openi.pcl.cn.yaml"

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from devcluster import sim
-from taskset import constants as c
-from taskset.pods import PodIdentity, build_pod
+from taskset.api import constants as c
+from taskset.objects.pods import PodIdentity, build_pod
 
 RUN_SECONDS = 5.0
 WORKERS_PER_TASKSET = 4

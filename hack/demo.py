@@ -2,7 +2,7 @@
 embedded control plane (no cluster needed).
 
 It starts etcd, kube-apiserver, the scheduler, the controller-manager and kwok's simulated nodes on
-loopback, runs the real daemon (`python -m taskset.main --kubeconfig ...`, which registers the CRD),
+loopback, runs the real daemon (`python -m taskset.daemon.main --kubeconfig ...`, which registers the CRD),
 applies `tests/examples/readme-zh-quickstart.yaml` unchanged except for simulation annotations (each
 container's `sleep N; exit K` becomes "run N/10 s, then exit K"), prints the TaskSet's progress live,
 and cleans everything up. Exit status 0 means the TaskSet ended Succeeded, as the README promises.
@@ -67,7 +67,7 @@ def main() -> int:
                 [
                     sys.executable,
                     "-m",
-                    "taskset.main",
+                    "taskset.daemon.main",
                     f"--kubeconfig={cluster.kubeconfig}",
                     "--metrics-bind-address=127.0.0.1:0",
                     "--health-probe-bind-address=127.0.0.1:0",

@@ -18,7 +18,7 @@ build downloads into ``$(go env GOMODCACHE)``), turned into a structural schema:
 * the template's ``metadata`` keeps only what a Pod template can meaningfully carry.
 
 The rest of the schema (spec section 2.2, Appendix A, decisions D1-D7) is written out below. Its messages
-and bounds come from ``taskset.constants``, so the CRD and the controller's own validation cannot drift.
+and bounds come from ``taskset.api.constants``, so the CRD and the controller's own validation cannot drift.
 Output is deterministic: the same inputs give the same bytes.
 """
 
@@ -37,7 +37,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from taskset import constants as c  # noqa: E402  (after the sys.path tweak, so the script runs from anywhere)
+from taskset.api import constants as c  # noqa: E402  (after the sys.path tweak, so the script runs from anywhere)
 
 OUTPUT = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
 KUBERNETES_VERSION_FILE = ROOT / "devcluster" / "go" / "kubernetes" / "VERSION"

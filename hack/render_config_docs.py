@@ -6,8 +6,8 @@ it is stale (``tests/unit/test_docs.py`` runs the same comparison).
 Sections, each between ``<!-- BEGIN GENERATED: <name> -->`` and ``<!-- END GENERATED: <name> -->``:
 
 * ``settings``: every flag, environment variable and config-file key with its default, from
-  ``taskset.config.SETTINGS`` and the defaults of ``taskset.config.Config``;
-* ``metrics``: the metrics table and its notes, copied from the docstring of ``taskset.metrics``.
+  ``taskset.daemon.config.SETTINGS`` and the defaults of ``taskset.daemon.config.Config``;
+* ``metrics``: the metrics table and its notes, copied from the docstring of ``taskset.daemon.metrics``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pathlib import Path
 if not __package__:  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import taskset.metrics
-from taskset.config import SETTINGS, Config
+import taskset.daemon.metrics
+from taskset.daemon.config import SETTINGS, Config
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "deployment.md"
@@ -62,8 +62,8 @@ def settings_table() -> str:
 
 
 def metrics_table() -> str:
-    """The table of ``taskset.metrics`` and its numbered notes, as written in the module docstring."""
-    doc = taskset.metrics.__doc__ or ""
+    """The table of ``taskset.daemon.metrics`` and its numbered notes, as written in the module docstring."""
+    doc = taskset.daemon.metrics.__doc__ or ""
     lines = doc.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| Name |"))
     end = start

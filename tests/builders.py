@@ -17,7 +17,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from taskset.constants import API_VERSION, KIND
+from taskset.api.constants import API_VERSION, KIND
 
 # (retry, maxRetryCount, delay) or the raw dict; None leaves retryPolicy out.
 RetrySpec = tuple[bool, int, int] | dict[str, Any] | None

@@ -21,7 +21,7 @@ from typing import Any, Final
 from devcluster import Cluster
 from informers.kube import KubeListerWatcher
 from informers.listwatch import ApiError, ListOptions, Resource, TransportError, WatchTarget
-from taskset import constants as c
+from taskset.api import constants as c
 from tests.chaos.invariants import (
     Lifetime,
     Outcome,

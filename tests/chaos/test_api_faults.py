@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from devcluster import Cluster
-from taskset.metrics import NO_RESPONSE_CODE
+from taskset.daemon.metrics import NO_RESPONSE_CODE
 from tests.chaos import run
 from tests.chaos.history import History
 from tests.chaos.invariants import FINAL_STATES

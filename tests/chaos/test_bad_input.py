@@ -27,8 +27,8 @@ import pytest
 from kubernetes import client
 
 from devcluster import Cluster, sim
-from taskset import constants as c
-from taskset.controller import Controller
+from taskset.api import constants as c
+from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.harness import eventually
 

@@ -43,7 +43,7 @@ from typing import Any, Final
 import pytest
 
 from devcluster import Cluster, Settings
-from taskset import constants as c
+from taskset.api import constants as c
 from tests.chaos import run
 from tests.chaos.history import History
 from tests.chaos.workload import Planned, workload

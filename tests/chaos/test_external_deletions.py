@@ -57,7 +57,7 @@ import pytest
 from kubernetes import client
 
 from devcluster import Cluster, sim
-from taskset import constants as c
+from taskset.api import constants as c
 from tests.builders import TaskSetBuilder, pod_template
 from tests.chaos.history import History
 from tests.chaos.run import CATCH_UP

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from devcluster import Cluster, sim
-from taskset import constants as c
-from taskset.controller import Controller
+from taskset.api import constants as c
+from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.conftest import start_controller
 from tests.integration.harness import (

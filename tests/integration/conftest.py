@@ -17,8 +17,8 @@ import pytest
 import structlog
 
 from devcluster import Cluster, Settings
-from taskset import constants as c
-from taskset.controller import Controller, ControllerSettings
+from taskset.api import constants as c
+from taskset.runtime.controller import Controller, ControllerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"

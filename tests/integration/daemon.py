@@ -1,4 +1,4 @@
-"""The real controller process (``python -m taskset.main``) for tests that need one: restarts, SIGKILL,
+"""The real controller process (``python -m taskset.daemon.main``) for tests that need one: restarts, SIGKILL,
 log records on stdout, configuration handling."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Daemon:
         argv = [
             sys.executable,
             "-m",
-            "taskset.main",
+            "taskset.daemon.main",
             f"--kubeconfig={self.cluster.kubeconfig}",
             f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
             f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",

@@ -20,7 +20,7 @@ from typing import Any, cast
 from kubernetes import client, watch
 
 from devcluster import Cluster, sim
-from taskset import constants as c
+from taskset.api import constants as c
 
 FINAL_TIMEOUT = 180.0  # spec 14.0: final(ts) waits 180 s
 POLL = 0.2

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from devcluster import Cluster
-from taskset import constants as c
+from taskset.api import constants as c
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.conftest import install_crd
 

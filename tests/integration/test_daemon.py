@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from devcluster import Cluster, free_port
-from taskset.crd import CRDRegistrationError, ensure_crd
-from taskset.kube import KubeClient
+from taskset.daemon.crd import CRDRegistrationError, ensure_crd
+from taskset.runtime.kube import KubeClient
 
 pytestmark = pytest.mark.integration
 
@@ -93,7 +93,7 @@ def start_daemon(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[C
         command = argv or [
             sys.executable,
             "-m",
-            "taskset.main",
+            "taskset.daemon.main",
             "--kubeconfig",
             str(cluster.kubeconfig),
             "--metrics-bind-address",
@@ -204,15 +204,15 @@ def test_startup_settings_are_logged(
 STUCK_CONTROLLER = textwrap.dedent(
     """
     import sys, threading
-    import taskset.controller
+    import taskset.daemon.wiring
 
     class Stuck:
         def start(self): pass
         def has_synced(self): return True
         def stop(self, timeout): threading.Event().wait()
 
-    taskset.controller.build_controller = lambda **kwargs: Stuck()
-    from taskset.main import main
+    taskset.daemon.wiring.build_controller = lambda **kwargs: Stuck()
+    from taskset.daemon.main import main
     sys.exit(main(sys.argv[1:]))
     """
 )

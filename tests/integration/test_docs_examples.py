@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from devcluster import Cluster
-from taskset import constants as c
+from taskset.api import constants as c
 
 pytestmark = pytest.mark.integration
 

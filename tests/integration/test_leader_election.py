@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from devcluster import Cluster, sim
-from taskset.leader import JITTER_FACTOR
+from taskset.daemon.leader import JITTER_FACTOR
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.daemon import Daemon
 from tests.integration.harness import TaskSets, eventually, never_overlapping, recording

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from devcluster import Cluster, sim
-from taskset import constants as c
+from taskset.api import constants as c
 from tests.builders import TaskSetBuilder, pod_template
 from tests.docs import Rule, documented_rbac_rules
 from tests.integration.daemon import Daemon

@@ -1,5 +1,5 @@
 """manifests/grafana-dashboard.json is valid JSON that Grafana can import, every series it queries is
-exported by the controller (taskset/metrics.py, the workqueue metrics, the process collectors), and it
+exported by the controller (taskset/daemon/metrics.py, the workqueue metrics, the process collectors), and it
 covers what an operator looks at first."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from taskset.metrics import ControllerMetrics, new_registry, workqueue_metrics_provider
+from taskset.daemon.metrics import ControllerMetrics, new_registry, workqueue_metrics_provider
 
 pytestmark = pytest.mark.unit
 

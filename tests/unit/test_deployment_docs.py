@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from taskset.config import SETTINGS
+from taskset.daemon.config import SETTINGS
 
 pytestmark = pytest.mark.unit
 
@@ -49,7 +49,7 @@ def test_every_flag_env_var_and_file_key_is_in_the_guide() -> None:
 def test_every_metric_family_of_the_code_is_in_the_guide() -> None:
     from prometheus_client import CollectorRegistry  # noqa: PLC0415
 
-    from taskset.metrics import ControllerMetrics  # noqa: PLC0415
+    from taskset.daemon.metrics import ControllerMetrics  # noqa: PLC0415
 
     registry = CollectorRegistry()
     metrics = ControllerMetrics(registry=registry)

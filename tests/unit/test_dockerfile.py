@@ -96,7 +96,7 @@ def test_the_entry_point_is_the_console_script() -> None:
     setup = configparser.ConfigParser()
     setup.read(ROOT / "setup.cfg")
     scripts = setup["options.entry_points"]["console_scripts"]
-    assert "taskset-controller = taskset.main:main" in scripts
+    assert "taskset-controller = taskset.daemon.main:main" in scripts
     assert not FINAL.args("CMD")
 
 

@@ -1,5 +1,7 @@
-"""The package layering of DESIGN.md, checked on the source: cmd -> taskset -> (informers, workqueue,
-statemachine) -> clock, and the kubernetes package only behind the two adapters."""
+"""The package layering of docs/design.md, checked on the source: cmd -> taskset -> (informers, workqueue,
+statemachine) -> clock, and the kubernetes package only behind the two adapters. Inside ``taskset`` the
+rooms stack the same way (``TASKSET_LAYERS``), integrations never import each other, and no module
+imports itself back through a circle."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ("taskset", "informers", "workqueue", "statemachine", "clock", "devcluster")
 # Only the adapters speak to the kubernetes package; everything else uses plain dicts (DESIGN 2).
-KUBERNETES_ADAPTERS = {"informers/kube.py", "taskset/kube.py", "devcluster/cluster.py"}
+KUBERNETES_ADAPTERS = {"informers/kube.py", "taskset/runtime/kube.py", "devcluster/cluster.py"}
 
 
 def imports(path: Path) -> set[str]:
@@ -23,6 +25,18 @@ def imports(path: Path) -> set[str]:
             found.add(node.module.split(".")[0])
         elif isinstance(node, ast.ImportFrom) and node.level > 0:
             found.add(path.relative_to(ROOT).parts[0])  # relative: its own package
+    return found
+
+
+def dotted_imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, fully dotted (``from a.b import c`` gives ``a.b`` and ``a.b.c``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
     return found
 
 
@@ -69,3 +83,83 @@ def test_cmd_is_not_an_importable_package() -> None:
     """An importable top-level ``cmd`` would shadow the standard library's ``cmd`` (which pdb imports)."""
     assert not (ROOT / "cmd" / "__init__.py").exists()
     assert (ROOT / "cmd" / "taskset-controller").exists()
+
+
+# The rooms of ``taskset``, lowest first: a room imports only rooms at or below its own. Integrations sit
+# above the objects they build with and below the decisions that ask them; the runtime carries decisions
+# out; the daemon wires the runtime into a process.
+TASKSET_LAYERS: tuple[str, ...] = ("api", "objects", "integrations", "decide", "runtime", "daemon")
+# What every integration may share: the seam's own types. The registry names them all, by design.
+INTEGRATION_SHARED = {"taskset.integrations", "taskset.integrations.base"}
+
+
+def taskset_room(dotted: str) -> str | None:
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "taskset" and parts[1] in TASKSET_LAYERS else None
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_every_taskset_module_lives_in_a_room() -> None:
+    loose = [
+        str(path.relative_to(ROOT))
+        for path in modules("taskset")
+        if taskset_room(module_name(path)) is None and path.name != "__init__.py"
+    ]
+    assert loose == []
+
+
+@pytest.mark.parametrize("room", TASKSET_LAYERS)
+def test_a_taskset_room_imports_only_the_rooms_below_it(room: str) -> None:
+    allowed = set(TASKSET_LAYERS[: TASKSET_LAYERS.index(room) + 1])
+    offending = {
+        str(path.relative_to(ROOT)): sorted(
+            name for name in dotted_imports(path) if (taskset_room(name) or room) not in allowed
+        )
+        for path in sorted((ROOT / "taskset" / room).rglob("*.py"))
+    }
+    assert {path: names for path, names in offending.items() if names} == {}
+
+
+def test_integrations_never_import_each_other() -> None:
+    """Each integration sees the seam (``base``) and the rooms below it, never another integration: one
+    can be removed, or a new one added, without reading the others (the registry alone names them all)."""
+    folder = ROOT / "taskset" / "integrations"
+    offending = {
+        path.name: sorted(
+            name
+            for name in dotted_imports(path)
+            if name.startswith("taskset.integrations")
+            and name not in INTEGRATION_SHARED | {module_name(path)}
+        )
+        for path in sorted(folder.glob("*.py"))
+        if path.name != "__init__.py"
+    }
+    assert {name: found for name, found in offending.items() if found} == {}
+
+
+def test_the_taskset_package_has_no_import_cycles() -> None:
+    names = {module_name(path): path for path in modules("taskset")}
+    graph = {
+        name: {other for other in dotted_imports(path) if other in names and other != name}
+        for name, path in names.items()
+    }
+    cycles: list[list[str]] = []
+
+    def visit(node: str, trail: list[str], done: set[str]) -> None:
+        if node in trail:
+            cycles.append([*trail[trail.index(node) :], node])
+            return
+        if node in done:
+            return
+        for other in sorted(graph[node]):
+            visit(other, [*trail, node], done)
+        done.add(node)
+
+    done: set[str] = set()
+    for name in sorted(graph):
+        visit(name, [], done)
+    assert cycles == []

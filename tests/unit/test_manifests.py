@@ -71,7 +71,7 @@ def test_the_namespaced_role_is_the_cluster_role_without_the_crd_rules() -> None
 
 
 def test_the_lease_rules_name_the_default_lease() -> None:
-    from taskset.config import Config  # noqa: PLC0415
+    from taskset.daemon.config import Config  # noqa: PLC0415
 
     lease_role = named(load(BASE / "leader-election-rbac.yaml"), "Role")
     named_rules = [r for r in lease_role["rules"] if r.get("resourceNames")]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from devcluster import Cluster
-from taskset.controller import Controller
+from taskset.runtime.controller import Controller
 from tests.integration.harness import Recorder, TaskSets
 
 

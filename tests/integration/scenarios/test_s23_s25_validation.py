@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 
 from devcluster import Cluster
-from taskset import constants as c
+from taskset.api import constants as c
 from tests.builders import TaskSetBuilder
 from tests.integration.harness import Recorder, TaskSets, exits, replica
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from taskset.controller import Controller
+from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder
 from tests.integration.harness import Recorder, TaskSets, eventually, exits, role_status
 

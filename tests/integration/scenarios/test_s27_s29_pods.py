@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from taskset import constants as c
+from taskset.api import constants as c
 from tests.builders import TaskSetBuilder
 from tests.integration.harness import PodFacts, Recorder, TaskSets, eventually, exits, replica
 

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client, watch
 
 from devcluster import Cluster
-from taskset import constants as c
+from taskset.api import constants as c
 from tests.builders import TaskSetBuilder
 from tests.integration.daemon import Daemon
 from tests.integration.harness import (
@@ -107,7 +107,7 @@ def test_s37_controller_restart_during_a_retry_delay(
 
 
 def _seconds_between(start: str, end: str) -> float:
-    from taskset.status import parse_time  # noqa: PLC0415
+    from taskset.api.status import parse_time  # noqa: PLC0415
 
     a, b = parse_time(start), parse_time(end)
     assert a is not None and b is not None

@@ -12,7 +12,7 @@ import pytest
 import structlog
 
 from devcluster import Cluster
-from taskset.controller import Controller, ControllerSettings
+from taskset.runtime.controller import Controller, ControllerSettings
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.harness import (
     ReconcileOutcomes,

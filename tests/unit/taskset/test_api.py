@@ -10,7 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taskset.api import (
+from taskset.api.constants import (
+    MAX_REPLICAS,
+    MAX_RETRY_COUNT,
+    MAX_RETRY_DELAY_SECONDS,
+    MAX_ROLES,
+    ReplicaPhase,
+    RoleEvent,
+    RolePhase,
+    TaskSetAction,
+)
+from taskset.api.spec import (
     DEFAULT_EVENT_POLICIES,
     IMPLICIT_FAILURE_POLICY,
     NO_RETRY,
@@ -27,17 +37,7 @@ from taskset.api import (
     parse_taskset,
     pod_name,
 )
-from taskset.constants import (
-    MAX_REPLICAS,
-    MAX_RETRY_COUNT,
-    MAX_RETRY_DELAY_SECONDS,
-    MAX_ROLES,
-    ReplicaPhase,
-    RoleEvent,
-    RolePhase,
-    TaskSetAction,
-)
-from taskset.status import ReplicaStatus, RoleStatus, TaskSetStatus
+from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
 from tests.builders import TaskSetBuilder, pod_template
 
 pytestmark = pytest.mark.unit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from taskset import constants as c
+from taskset.api import constants as c
 
 pytestmark = pytest.mark.unit
 

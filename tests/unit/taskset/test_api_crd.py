@@ -1,5 +1,5 @@
-"""The committed CRD is the generator's output, is a structural schema, and agrees with taskset.constants
-and taskset.api on every bound, enum and message it shares with them."""
+"""The committed CRD is the generator's output, is a structural schema, and agrees with taskset.api.constants
+and taskset.api.spec on every bound, enum and message it shares with them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from taskset import constants as c
+from taskset.api import constants as c
 
 pytestmark = pytest.mark.unit
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from taskset.constants import ReplicaPhase as P
-from taskset.constants import TaskSetPhase as T
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import TaskSetPhase as T
 from taskset.decide import CreateControlUnit, CreatePod, DeletePod
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import World, decide_once

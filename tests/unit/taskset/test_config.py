@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from taskset.config import SETTINGS, Config, ConfigError, HelpRequested, load_config, pod_action_threads
+from taskset.daemon.config import SETTINGS, Config, ConfigError, HelpRequested, load_config
+from taskset.runtime.controller import pod_action_threads
 
 FILE = "/etc/taskset/config.yaml"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from taskset.config import Config, ConfigError, load_config
+from taskset.daemon.config import Config, ConfigError, load_config
 
 pytestmark = pytest.mark.unit
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from clock import FakeClock
-from taskset.constants import ReplicaPhase as P
-from taskset.constants import TaskSetPhase as T
-from taskset.reconciler import EXPECTATIONS_TTL, Reconciler
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import TaskSetPhase as T
+from taskset.runtime.reconciler import EXPECTATIONS_TTL, Reconciler
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import Caches, RecordingClient, World, cached_taskset, reconciler_over
 

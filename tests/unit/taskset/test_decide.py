@@ -16,11 +16,19 @@ from typing import Any
 
 import pytest
 
-from taskset.api import RawReplicaStatus, RawRoleStatus, RawTaskSetStatus, RawTerminatedInfo, parse_taskset
-from taskset.constants import ReplicaPhase as P
-from taskset.constants import RolePhase as R
-from taskset.constants import State
-from taskset.constants import TaskSetPhase as T
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import RolePhase as R
+from taskset.api.constants import State
+from taskset.api.constants import TaskSetPhase as T
+from taskset.api.spec import (
+    RawReplicaStatus,
+    RawRoleStatus,
+    RawTaskSetStatus,
+    RawTerminatedInfo,
+    parse_taskset,
+)
+from taskset.api.status import TaskSetStatus, TerminatedInfo
+from taskset.api.views import Observed, control_unit_view, pod_view
 from taskset.decide import (
     ActionResult,
     CreateControlUnit,
@@ -35,8 +43,6 @@ from taskset.decide import (
     apply_result,
     decide,
 )
-from taskset.observe import Observed, control_unit_view, pod_view
-from taskset.status import TaskSetStatus, TerminatedInfo
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import (
     PodBuilder,

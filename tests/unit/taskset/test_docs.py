@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 
 from statemachine import render_mermaid
-from taskset.machines import MACHINES
+from taskset.decide.machines import MACHINES
 
 pytestmark = pytest.mark.unit
 

@@ -12,7 +12,7 @@ from typing import Any
 import structlog
 
 from clock import FakeClock
-from taskset.events import DEDUP_SECONDS, SENDERS, EventRecorder, EventTarget, sender_of
+from taskset.runtime.events import DEDUP_SECONDS, SENDERS, EventRecorder, EventTarget, sender_of
 
 
 class SendingClient:

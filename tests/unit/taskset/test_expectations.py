@@ -10,7 +10,7 @@ import pytest
 
 from clock import FakeClock
 from informers import Store
-from taskset.reconciler import (
+from taskset.runtime.reconciler import (
     EXPECTATIONS_TTL,
     Reconciler,
 )

@@ -27,13 +27,13 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from taskset.api import ParsedTaskSet, ValidationFailure, parse_taskset
-from taskset.constants import ANNOTATION_REPLICA_ATTEMPT_ID as REPLICA_ATTEMPT
+from taskset.api.constants import ANNOTATION_REPLICA_ATTEMPT_ID as REPLICA_ATTEMPT
+from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset
+from taskset.api.status import TaskSetStatus
+from taskset.api.views import Observed, PodView, control_unit_view, pod_view, slim_pod, slim_taskset
 from taskset.decide import ActionResult, ResultKind, TaskSetRef, apply_result, decide
-from taskset.observe import Observed, PodView, control_unit_view, pod_view, slim_pod, slim_taskset
-from taskset.pods import PodIdentity, build_pod
-from taskset.reconciler import taskset_index
-from taskset.status import TaskSetStatus
+from taskset.objects.pods import PodIdentity, build_pod
+from taskset.runtime.reconciler import taskset_index
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.test_properties import (
     CU_CURRENT,

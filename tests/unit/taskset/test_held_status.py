@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 
 from clock import FakeClock
-from taskset.constants import EventReason
-from taskset.constants import ReplicaPhase as P
-from taskset.constants import TaskSetPhase as T
+from taskset.api.constants import EventReason
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import TaskSetPhase as T
+from taskset.api.status import TaskSetStatus
 from taskset.decide import Event, Plan
-from taskset.kube import KubeError
-from taskset.reconciler import HOLD_LIMIT, Reconciler
-from taskset.status import TaskSetStatus
+from taskset.runtime.kube import KubeError
+from taskset.runtime.reconciler import HOLD_LIMIT, Reconciler
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import (
     Caches,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from taskset.kube import KubeError
+from taskset.runtime.kube import KubeError
 
 pytestmark = pytest.mark.unit
 

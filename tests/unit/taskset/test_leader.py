@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from clock import FakeClock
-from taskset.kube import KubeError, Response
-from taskset.leader import (
+from taskset.daemon.leader import (
     SERVICE_ACCOUNT_NAMESPACE_FILE,
     LeaderElector,
     LeaseRecord,
@@ -33,6 +32,7 @@ from taskset.leader import (
     round_expired,
     timing_errors,
 )
+from taskset.runtime.kube import KubeError, Response
 
 pytestmark = pytest.mark.unit
 
@@ -480,7 +480,7 @@ def test_health_fails_only_for_a_leader_long_past_its_lease() -> None:
 def test_the_leader_metrics_follow_controller_runtime() -> None:
     from prometheus_client import CollectorRegistry  # noqa: PLC0415
 
-    from taskset.metrics import ControllerMetrics  # noqa: PLC0415
+    from taskset.daemon.metrics import ControllerMetrics  # noqa: PLC0415
 
     registry = CollectorRegistry()
     metrics = ControllerMetrics(registry=registry)

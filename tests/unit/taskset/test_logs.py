@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import structlog
 
-from taskset.logs import BASE_KEYS, configure_logging, get_logger
+from taskset.daemon.logs import BASE_KEYS, configure_logging, get_logger
 
 
 class _Lines:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import threading
 
-from taskset.constants import ReplicaPhase as P
-from taskset.constants import TaskSetPhase as T
-from taskset.controlunit import build_control_unit
-from taskset.kube import KubeError
-from taskset.reconciler import Reconciler
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import TaskSetPhase as T
+from taskset.objects.controlunit import build_control_unit
+from taskset.runtime.kube import KubeError
+from taskset.runtime.reconciler import Reconciler
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import RecordingClient, World, cached_taskset, reconciler_over
 

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from statemachine import Machine, UndeclaredTransitionError
-from taskset.constants import ReplicaPhase as P
-from taskset.constants import RolePhase as R
-from taskset.constants import TaskSetPhase as T
-from taskset.machines import (
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import RolePhase as R
+from taskset.api.constants import TaskSetPhase as T
+from taskset.api.views import PodClass
+from taskset.decide.machines import (
     MACHINES,
     REPLICA_MACHINE,
     ROLE_MACHINE,
@@ -24,7 +25,6 @@ from taskset.machines import (
     RoleFacts,
     TaskSetFacts,
 )
-from taskset.observe import PodClass
 
 pytestmark = pytest.mark.unit
 

@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry, enable_created_metrics, generat
 from prometheus_client.parser import text_string_to_metric_families
 
 from devcluster.ports import free_port
-from taskset.http import BindAddress, ObservabilityServer, parse_bind_address
-from taskset.metrics import (
+from taskset.daemon.http import BindAddress, ObservabilityServer, parse_bind_address
+from taskset.daemon.metrics import (
     RECONCILE_BUCKETS,
     REQUEST_BUCKETS,
     ControllerMetrics,

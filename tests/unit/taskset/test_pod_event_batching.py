@@ -13,8 +13,8 @@ import pytest
 
 from clock import FakeClock
 from informers import DeletedFinalStateUnknown, EventHandler
-from taskset.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET
-from taskset.controller import POD_EVENT_BATCH, Controller, ControllerSettings
+from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET
+from taskset.runtime.controller import POD_EVENT_BATCH, Controller, ControllerSettings
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
 

@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from taskset.api import ParsedTaskSet, parse_taskset
-from taskset.controlunit import MAX_SNAPSHOT_BYTES, SNAPSHOT_KEY, build_control_unit, parse_snapshot
-from taskset.pods import PodIdentity, build_pod
+from taskset.api.spec import ParsedTaskSet, parse_taskset
+from taskset.objects.controlunit import MAX_SNAPSHOT_BYTES, SNAPSHOT_KEY, build_control_unit, parse_snapshot
+from taskset.objects.pods import PodIdentity, build_pod
 from tests.builders import TaskSetBuilder, pod_template
 
 pytestmark = pytest.mark.unit

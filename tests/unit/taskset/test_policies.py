@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from taskset.api import (
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import RoleEvent, RolePhase, State, TaskSetAction
+from taskset.api.spec import (
     DEFAULT_EVENT_POLICIES,
     IMPLICIT_FAILURE_POLICY,
     EventPolicy,
@@ -17,9 +19,8 @@ from taskset.api import (
     Role,
     parse_taskset,
 )
-from taskset.constants import ReplicaPhase as P
-from taskset.constants import RoleEvent, RolePhase, State, TaskSetAction
-from taskset.policies import (
+from taskset.api.status import ReplicaStatus, RoleStatus, TerminatedInfo
+from taskset.decide.policies import (
     Outcome,
     attempt_outcome,
     replica_may_retry,
@@ -28,7 +29,6 @@ from taskset.policies import (
     role_verdict,
     taskset_retry_decision,
 )
-from taskset.status import ReplicaStatus, RoleStatus, TerminatedInfo
 from tests.builders import EventPolicySpec, TaskSetBuilder
 
 pytestmark = pytest.mark.unit

@@ -22,8 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from statemachine import Machine, UndeclaredTransitionError
-from taskset.api import ParseResult, parse_taskset
-from taskset.constants import QueryKey, ReplicaPhase, RolePhase, State, TaskSetPhase
+from taskset.api.constants import QueryKey, ReplicaPhase, RolePhase, State, TaskSetPhase
+from taskset.api.spec import ParseResult, parse_taskset
+from taskset.api.status import Condition, ReplicaStatus, RoleStatus, TaskSetStatus, TerminatedInfo
+from taskset.api.views import ControlUnitView, Observed, PodView, control_unit_view, pod_view
 from taskset.decide import (
     ActionResult,
     CreateControlUnit,
@@ -36,9 +38,7 @@ from taskset.decide import (
     apply_result,
     decide,
 )
-from taskset.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE
-from taskset.observe import ControlUnitView, Observed, PodView, control_unit_view, pod_view
-from taskset.status import Condition, ReplicaStatus, RoleStatus, TaskSetStatus, TerminatedInfo
+from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import PodBuilder, control_unit
 

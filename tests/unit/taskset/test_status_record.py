@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 
-from taskset.constants import ReplicaPhase as P
+from taskset.api.constants import ReplicaPhase as P
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import RecordingClient, World, cached_taskset, reconciler_over, show_created
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import orjson
 
-from taskset.constants import ReplicaPhase
-from taskset.status import ReplicaStatus, RoleStatus, TaskSetStatus, TerminatedInfo
+from taskset.api.constants import ReplicaPhase
+from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus, TerminatedInfo
 
 ETCD_REQUEST_LIMIT = 1_572_864  # bytes: etcd's default --max-request-bytes
 WELL_UNDER = ETCD_REQUEST_LIMIT // 2

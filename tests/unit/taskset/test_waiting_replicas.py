@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 
-from taskset.constants import ConditionType, State
-from taskset.constants import EventReason as E
-from taskset.constants import ReplicaPhase as P
-from taskset.constants import TaskSetPhase as T
+from taskset.api.constants import ConditionType, State
+from taskset.api.constants import EventReason as E
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import TaskSetPhase as T
+from taskset.api.status import Condition, TaskSetStatus
+from taskset.api.views import pod_view
 from taskset.decide import (
     WAIT_MESSAGE_MAX,
     WAITING_SUMMARY_MAX,
@@ -28,8 +30,6 @@ from taskset.decide import (
     pod_wait,
     waiting_summary,
 )
-from taskset.observe import pod_view
-from taskset.status import Condition, TaskSetStatus
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import World, replica
 

@@ -18,9 +18,10 @@ import structlog
 
 from clock import Clock
 from informers import Store
-from taskset.api import ParsedTaskSet, parse_taskset
-from taskset.constants import TaskSetPhase
-from taskset.controlunit import build_control_unit
+from taskset.api.constants import TaskSetPhase
+from taskset.api.spec import ParsedTaskSet, parse_taskset
+from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
+from taskset.api.views import Observed, control_unit_view, pod_view
 from taskset.decide import (
     ActionResult,
     CreateControlUnit,
@@ -34,11 +35,10 @@ from taskset.decide import (
     apply_result,
     decide,
 )
-from taskset.kube import KubeError
-from taskset.observe import Observed, control_unit_view, pod_view
-from taskset.pods import PodIdentity, build_pod
-from taskset.reconciler import OWNER_INDEX, POD_INDEX, Reconciler, controller_uid_index, taskset_index
-from taskset.status import ReplicaStatus, RoleStatus, TaskSetStatus
+from taskset.objects.controlunit import build_control_unit
+from taskset.objects.pods import PodIdentity, build_pod
+from taskset.runtime.kube import KubeError
+from taskset.runtime.reconciler import OWNER_INDEX, POD_INDEX, Reconciler, controller_uid_index, taskset_index
 
 _uids = itertools.count(1)
 

@@ -23,9 +23,10 @@ import cachetools
 
 from clock import Clock, RealClock
 from informers import Store
-from taskset.api import ParseResult, control_unit_name, parse_taskset
-from taskset.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LOGGER_NAME
-from taskset.controlunit import SNAPSHOT_KEY, build_control_unit
+from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LOGGER_NAME
+from taskset.api.spec import ParseResult, control_unit_name, parse_taskset
+from taskset.api.status import TaskSetStatus
+from taskset.api.views import ControlUnitView, Observed, control_unit_view, pod_view, slim_pod
 from taskset.decide import (
     ActionResult,
     CreateControlUnit,
@@ -41,11 +42,10 @@ from taskset.decide import (
     apply_result,
     decide,
 )
-from taskset.events import EventRecorder, EventTarget
-from taskset.kube import KubeClient, KubeError, core_path, taskset_path
-from taskset.observe import ControlUnitView, Observed, control_unit_view, pod_view, slim_pod
-from taskset.pods import PodIdentity, build_pod
-from taskset.status import TaskSetStatus
+from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
+from taskset.objects.pods import PodIdentity, build_pod
+from taskset.runtime.events import EventRecorder, EventTarget
+from taskset.runtime.kube import KubeClient, KubeError, core_path, taskset_path
 
 POD_INDEX: Final = "taskset"  # pods and ControlUnits by "<namespace>/<TaskSet annotation>"
 OWNER_INDEX: Final = "controller-uid"  # ControlUnits by their controlling owner's UID
@@ -72,7 +72,7 @@ def controller_uid_index(obj: Mapping[str, Any]) -> list[str]:
 
 
 class ReconcileMetrics(Protocol):
-    """What the reconciler reports; ``taskset.metrics.ControllerMetrics`` implements it."""
+    """What the reconciler reports; ``taskset.daemon.metrics.ControllerMetrics`` implements it."""
 
     def observe_status_write(self, result: str) -> None: ...
 

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any
 
 from informers import strip_managed_fields
-from taskset.constants import (
+from taskset.api.constants import (
     ANNOTATION_REPLICA_ATTEMPT_ID,
     ANNOTATION_TASKSET,
     ANNOTATION_TASKSET_UID,

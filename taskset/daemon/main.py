@@ -10,7 +10,7 @@ get ``--shutdown-grace-period`` seconds to finish, then the informers stop, and 
 if the controller did not stop in time). A second signal exits 1 at once. A signal during startup (for
 example while waiting for the CRD) ends it promptly with exit code 0.
 
-Leader election (``--leader-elect``, ``taskset.leader``): every replica registers the CRD (idempotent),
+Leader election (``--leader-elect``, ``taskset.daemon.leader``): every replica registers the CRD (idempotent),
 starts its informers and so keeps warm caches; only the replica holding the Lease starts the workers, so
 no reconcile runs before the lease is held. Readiness is the same for leader and standby, as in
 controller-runtime: caches synced. (Tying it to leadership would keep a standby out of the metrics
@@ -37,15 +37,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
 
-from taskset import events
-from taskset.config import PROG, Config, ConfigError, HelpRequested, load_config, pod_action_threads
-from taskset.constants import CRD_NAME
-from taskset.crd import CRDRegistrationError, ensure_crd
-from taskset.http import ObservabilityServer, parse_bind_address
-from taskset.kube import ApiClient, KubeClient, build_api_client
-from taskset.leader import LeaderElector, Timings, in_cluster_namespace, new_identity
-from taskset.logs import configure_logging, get_logger
-from taskset.metrics import ControllerMetrics, new_registry
+from taskset.api.constants import CRD_NAME
+from taskset.daemon.config import PROG, Config, ConfigError, HelpRequested, load_config
+from taskset.daemon.crd import CRDRegistrationError, ensure_crd
+from taskset.daemon.http import ObservabilityServer, parse_bind_address
+from taskset.daemon.leader import LeaderElector, Timings, in_cluster_namespace, new_identity
+from taskset.daemon.logs import configure_logging, get_logger
+from taskset.daemon.metrics import ControllerMetrics, new_registry
+from taskset.runtime import events
+from taskset.runtime.controller import pod_action_threads
+from taskset.runtime.kube import ApiClient, KubeClient, build_api_client
 
 __all__ = ["CRD_MANIFEST", "EXIT_CONFIG", "EXIT_FAILURE", "EXIT_LEADERSHIP_LOST", "EXIT_OK", "main"]
 
@@ -54,7 +55,7 @@ EXIT_FAILURE: Final = 1
 EXIT_CONFIG: Final = 2  # the usual code for a usage error (argparse, Go's flag package)
 EXIT_LEADERSHIP_LOST: Final = 3  # the lease was lost: stop at once and let the Deployment restart us
 
-CRD_MANIFEST: Final = Path(__file__).resolve().parents[1] / "manifests" / "crd" / f"{CRD_NAME}.yaml"
+CRD_MANIFEST: Final = Path(__file__).resolve().parents[2] / "manifests" / "crd" / f"{CRD_NAME}.yaml"
 # Connections beyond one per worker and one per pod-action thread (``config.pod_action_threads``):
 # three informer watches, the event senders, the leader elector and two spares. Fewer
 # than the threads using the client and urllib3 discards connections and opens new ones (a TLS handshake
@@ -69,7 +70,7 @@ LEADER_HEALTH_TOLERANCE: Final = 20.0
 
 
 class Controller(Protocol):
-    """What ``taskset.controller.build_controller`` returns."""
+    """What ``taskset.daemon.wiring.build_controller`` returns."""
 
     def start(self) -> None:
         """Start informers and workers without blocking."""
@@ -201,7 +202,7 @@ class _Daemon:
                 log.error("CRD registration failed", error=str(err))
                 return EXIT_FAILURE
             log.info("CRD registered", crd=CRD_NAME, action=action)
-        from taskset.controller import build_controller  # noqa: PLC0415  (keeps --help and config errors fast)
+        from taskset.daemon.wiring import build_controller  # noqa: PLC0415  (keeps --help and config errors fast)
 
         metrics = ControllerMetrics(registry=registry, workers=config.workers)
         if config.leader_elect:

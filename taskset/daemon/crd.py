@@ -12,7 +12,8 @@
 
 Verbs used are get, create and update on ``customresourcedefinitions``: exactly what the least-privilege
 ClusterRole grants (spec 9.3, Appendix B), which server-side apply (patch) would exceed. Requests are raw
-JSON through ``taskset.kube.KubeClient``; nothing is turned into generated models (the manifest is ~200 KB).
+JSON through ``taskset.runtime.kube.KubeClient``; nothing is turned into generated models (the
+manifest is ~200 KB).
 
 The original polls every 10 s for up to 70 s; this polls every second (a CRD is usually Established
 within one), with the same 70 s default limit.
@@ -28,7 +29,7 @@ from typing import Any, Final
 
 import yaml
 
-from taskset.kube import KubeClient, KubeError
+from taskset.runtime.kube import KubeClient, KubeError
 
 __all__ = ["CRDRegistrationError", "ensure_crd"]
 

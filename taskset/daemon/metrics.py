@@ -70,7 +70,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from taskset.constants import ReplicaPhase, State, TaskSetPhase
+from taskset.api.constants import ReplicaPhase, State, TaskSetPhase
 from workqueue import PrometheusMetricsProvider
 
 __all__ = [
@@ -368,7 +368,7 @@ class ControllerMetrics:
         """Report every request sent through ``api_client.rest_client.request`` (a ``kubernetes`` client).
 
         That is the path of ``call_api``: the informers' lists and watches and the CRD registration.
-        ``taskset.kube.KubeClient`` writes through the connection pool directly and reports to
+        ``taskset.runtime.kube.KubeClient`` writes through the connection pool directly and reports to
         ``observe_request`` itself, so nothing is counted twice. A watch is timed to its response headers,
         as client-go does, not over the life of the stream. Call once per client, before it is shared.
         """

@@ -17,18 +17,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from taskset import policies
-from taskset.api import (
-    ParsedTaskSet,
-    ParseResult,
-    RetryPolicy,
-    Role,
-    TaskSetSpec,
-    ValidationFailure,
-    control_unit_name,
-    pod_name,
-)
-from taskset.constants import (
+from taskset.api.constants import (
     KIND,
     LOG_MSG_POD_ASSIGNED,
     LOG_MSG_POD_COMPLETED,
@@ -47,26 +36,17 @@ from taskset.constants import (
     State,
     TaskSetPhase,
 )
-from taskset.controlunit import parse_snapshot
-from taskset.machines import (
-    REPLICA_MACHINE,
-    ROLE_MACHINE,
-    TASKSET_MACHINE,
-    ControlUnitClass,
-    ReplicaFacts,
-    RoleFacts,
-    TaskSetFacts,
+from taskset.api.spec import (
+    ParsedTaskSet,
+    ParseResult,
+    RetryPolicy,
+    Role,
+    TaskSetSpec,
+    ValidationFailure,
+    control_unit_name,
+    pod_name,
 )
-from taskset.observe import (
-    POD_PHASE_UNKNOWN,
-    Observed,
-    PodClass,
-    PodView,
-    classify_pod,
-    control_unit_view,
-    pod_view,
-)
-from taskset.status import (
+from taskset.api.status import (
     AttemptResult,
     ReplicaStatus,
     RoleStatus,
@@ -75,6 +55,26 @@ from taskset.status import (
     seconds_since,
     stamp,
 )
+from taskset.api.views import (
+    POD_PHASE_UNKNOWN,
+    Observed,
+    PodClass,
+    PodView,
+    classify_pod,
+    control_unit_view,
+    pod_view,
+)
+from taskset.decide import policies
+from taskset.decide.machines import (
+    REPLICA_MACHINE,
+    ROLE_MACHINE,
+    TASKSET_MACHINE,
+    ControlUnitClass,
+    ReplicaFacts,
+    RoleFacts,
+    TaskSetFacts,
+)
+from taskset.objects.controlunit import parse_snapshot
 
 P = ReplicaPhase
 T = TaskSetPhase
@@ -1179,7 +1179,7 @@ def _pod_history(ctx: _Pass, replica: ReplicaStatus, msg: str) -> LogRecord:
 
 
 def _epoch(value: str | None) -> float | None:
-    from taskset.status import parse_time  # noqa: PLC0415
+    from taskset.api.status import parse_time  # noqa: PLC0415
 
     moment = parse_time(value)
     return None if moment is None else moment.timestamp()

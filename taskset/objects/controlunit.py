@@ -11,8 +11,8 @@ from typing import Any, Final
 
 import orjson
 
-from taskset.api import ParsedTaskSet, TaskSetSpec, parse_taskset
-from taskset.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, API_VERSION, KIND, LABEL_TASKSET
+from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, API_VERSION, KIND, LABEL_TASKSET
+from taskset.api.spec import ParsedTaskSet, TaskSetSpec, parse_taskset
 
 SNAPSHOT_KEY: Final = "spec.json"
 # ConfigMaps hold at most 1 MiB; a larger spec runs without a snapshot (the live spec is used instead).

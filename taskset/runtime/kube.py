@@ -22,7 +22,7 @@ from kubernetes import config as kube_config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
 
-from taskset.constants import GROUP, PLURAL, VERSION
+from taskset.api.constants import GROUP, PLURAL, VERSION
 
 __all__ = [
     "ApiClient",

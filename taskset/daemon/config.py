@@ -40,9 +40,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
-from taskset.constants import DNS1123_LABEL_PATTERN, LOGGER_NAME
-from taskset.http import parse_bind_address
-from taskset.leader import (
+from taskset.api.constants import DNS1123_LABEL_PATTERN, LOGGER_NAME
+from taskset.daemon.http import parse_bind_address
+from taskset.daemon.leader import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_LEASE_NAME,
     DEFAULT_RENEW_DEADLINE,
@@ -59,28 +59,16 @@ __all__ = [
     "HelpRequested",
     "Setting",
     "load_config",
-    "pod_action_threads",
 ]
 
 PROG: Final = "taskset-controller"
 DEFAULT_WORKERS: Final = 10  # O's default, also what it used for values below 1
-# Pod creates and deletes in flight at once, over all passes (at least one per worker). A pass sends
-# its Pod requests together, so a 2,000-replica role is bound by this: with one per worker (10) the
-# large benchmark created Pods at 0.82-0.84x the rate of a bare client with 10 threads, with 40 at
-# 1.07-1.28x (issue 7). Client-go's Job and ReplicaSet controllers likewise send a sync's creates at
-# once, in growing batches.
-POD_ACTIONS_IN_FLIGHT: Final = 40
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 _LOG_LEVEL_ALIASES: Final = {"warn": "warning"}  # zap's spelling, which the original's users know
 # The original's controllerName key: accepted and ignored, the name is always TaskSetController (9.1).
 IGNORED_FILE_KEY: Final = "controllerName"
 # Values longer than this are cut in error messages, which must stay one line.
 _SHOWN_VALUE_MAX: Final = 60
-
-
-def pod_action_threads(workers: int) -> int:
-    """Threads sending the passes' Pod creates and deletes (``POD_ACTIONS_IN_FLIGHT``)."""
-    return max(POD_ACTIONS_IN_FLIGHT, workers)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +115,7 @@ class Config:
     """Seconds in-flight reconciles get to finish after the first SIGTERM/SIGINT."""
 
     leader_elect: bool = False
-    """Run workers only while holding a Lease, so that several replicas can run (``taskset.leader``).
+    """Run workers only while holding a Lease, so that several replicas can run (``taskset.daemon.leader``).
     Off by default, for a single local process; the Deployment turns it on."""
 
     leader_elect_lease_duration: float = DEFAULT_LEASE_DURATION

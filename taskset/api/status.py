@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from taskset.constants import (
+from taskset.api.constants import (
     ConditionStatus,
     ConditionType,
     ReplicaPhase,

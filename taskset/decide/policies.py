@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from taskset.api import RetryPolicy, Role
-from taskset.constants import ReplicaPhase, RoleEvent, RolePhase, State, TaskSetAction
-from taskset.status import ReplicaStatus, RoleStatus
+from taskset.api.constants import ReplicaPhase, RoleEvent, RolePhase, State, TaskSetAction
+from taskset.api.spec import RetryPolicy, Role
+from taskset.api.status import ReplicaStatus, RoleStatus
 
 
 @dataclass(frozen=True)

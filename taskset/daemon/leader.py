@@ -2,7 +2,7 @@
 
 Two or more replicas of the controller run at once; only the one holding the Lease runs workers. The
 algorithm is client-go's ``tools/leaderelection`` (``tryAcquireOrRenew``, ``renew``, ``release``), written
-anew over raw JSON through ``taskset.kube.KubeClient``:
+anew over raw JSON through ``taskset.runtime.kube.KubeClient``:
 
 * **Expiry is judged on the local clock.** A candidate never compares the Lease's ``renewTime`` with its
   own wall clock: it notes *when it last saw the record change* (monotonic) and treats the Lease as
@@ -43,7 +43,7 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from clock import Clock, RealClock
-from taskset.kube import KubeError, Response
+from taskset.runtime.kube import KubeError, Response
 
 __all__ = [
     "DEFAULT_LEASE_DURATION",
@@ -241,7 +241,7 @@ def in_cluster_namespace(read_text: Callable[[str], str]) -> str:
 
 # ----- the elector ---------------------------------------------------------------------------------------
 class Requester(Protocol):
-    """``taskset.kube.KubeClient.request``: what the elector needs of the client."""
+    """``taskset.runtime.kube.KubeClient.request``: what the elector needs of the client."""
 
     def request(
         self,
@@ -256,7 +256,7 @@ class Requester(Protocol):
 
 
 class LeaderMetrics(Protocol):
-    """``taskset.metrics.ControllerMetrics``' leader election series."""
+    """``taskset.daemon.metrics.ControllerMetrics``' leader election series."""
 
     def set_leader(self, name: str, leading: bool) -> None: ...
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from statemachine import Machine, Transition
-from taskset.constants import ReplicaPhase as P
-from taskset.constants import RolePhase as R
-from taskset.constants import TaskSetPhase as T
-from taskset.observe import PodClass
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import RolePhase as R
+from taskset.api.constants import TaskSetPhase as T
+from taskset.api.views import PodClass
 
 # ----------------------------------------------------------------------------------------------------
 # Replica

@@ -24,9 +24,15 @@ from typing import Any, Final
 import cachetools
 
 from clock import Clock, RealClock
-from taskset.constants import API_VERSION, EVENT_SOURCE_COMPONENT, EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, KIND
-from taskset.kube import KubeClient, KubeError, core_path
-from taskset.status import stamp
+from taskset.api.constants import (
+    API_VERSION,
+    EVENT_SOURCE_COMPONENT,
+    EVENT_TYPE_NORMAL,
+    EVENT_TYPE_WARNING,
+    KIND,
+)
+from taskset.api.status import stamp
+from taskset.runtime.kube import KubeClient, KubeError, core_path
 
 BUFFER: Final = 10_000  # events waiting to be sent (all senders); beyond this they are dropped
 SENDERS: Final = 4

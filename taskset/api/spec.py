@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NotRequired, TypedDict
 
-from taskset.constants import (
+from taskset.api.constants import (
     CONTROL_UNIT_NAME_FORMAT,
     DNS1123_LABEL_MAX_LENGTH,
     MAX_REPLICAS,

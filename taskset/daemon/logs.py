@@ -11,7 +11,7 @@ Key         Value
 ``level``   lower case: ``debug``, ``info``, ``warn``, ``error``, ``critical``. ``warn`` is zap's
             spelling, which the original wrote and existing log queries match
 ``ts``      Unix epoch seconds, float
-``caller``  ``<dotted module>:<line>`` of the call, e.g. ``taskset.reconciler:212``
+``caller``  ``<dotted module>:<line>`` of the call, e.g. ``taskset.runtime.reconciler:212``
 ``msg``     the event text (structlog's ``event``)
 ==========  ==========================================================================================
 
@@ -41,7 +41,7 @@ import orjson
 import structlog
 from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
 
-from taskset.constants import LOGGER_NAME
+from taskset.api.constants import LOGGER_NAME
 
 __all__ = ["BASE_KEYS", "configure_logging", "get_logger"]
 
@@ -64,7 +64,7 @@ def _add_caller(logger: WrappedLogger, method_name: str, event_dict: EventDict) 
     """``caller`` = ``module:line``, from the stack for structlog events or from the stdlib record."""
     module = event_dict.pop("qual_module", None)
     line = event_dict.pop("lineno", None)
-    if module == "__main__":  # run with `python -m taskset.main`: name the module, not the role
+    if module == "__main__":  # run with `python -m taskset.daemon.main`: name the module, not the role
         module = _main_module_name()
     record: logging.LogRecord | None = event_dict.get("_record")  # only foreign stdlib records have one
     if record is not None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from taskset.constants import (
+from taskset.api.constants import (
     ANNOTATION_CONTROL_UNIT_UID,
     ANNOTATION_NAMESPACE,
     ANNOTATION_REPLICA_ATTEMPT_ID,

@@ -1,0 +1,41 @@
+"""How the daemon assembles the controller: its settings from the ``Config``, its metrics on the
+process's Prometheus registry. Wiring belongs to the process, not to the runtime it wires."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taskset.daemon.metrics import ControllerMetrics, workqueue_metrics_provider
+from taskset.runtime.controller import CONTROLLER_NAME, Controller, ControllerSettings
+
+
+def build_controller(
+    *, config: Any, api_client: Any, registry: Any, logger: Any, metrics: Any = None
+) -> Controller:
+    """The controller as the daemon runs it, from its ``Config`` and a Prometheus registry.
+
+    ``metrics``: a ``ControllerMetrics`` on ``registry`` to use (the daemon shares it with leader
+    election); by default one is made here.
+    """
+    if metrics is None:
+        metrics = ControllerMetrics(registry=registry, workers=config.workers)
+    metrics.instrument_api_client(api_client)  # counts the informers' lists and watches too
+    settings = ControllerSettings(
+        workers=config.workers,
+        namespace=config.namespace or None,
+        qps=config.qps,
+        burst=config.burst,
+        cache_creation_timeout=config.cache_creation_timeout,
+    )
+    controller = Controller(
+        api_client=api_client,
+        settings=settings,
+        logger=logger,
+        queue_metrics=workqueue_metrics_provider(registry),
+        reconcile_metrics=metrics,
+        worker_metrics=metrics,
+        request_observer=metrics.observe_request,
+    )
+    metrics.init_controller(CONTROLLER_NAME, workers=settings.workers)
+    metrics.count_tasksets_with(controller.tasksets_by_state)
+    return controller
