@@ -23,6 +23,7 @@ from typing import Any
 
 from devcluster import sim
 from taskset.api import constants as c
+from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.pods import PodIdentity, build_pod
 
 RUN_SECONDS = 5.0
@@ -122,7 +123,7 @@ def raw_pod(name: str, namespace: str, unit: dict[str, Any]) -> dict[str, Any]:
         taskset_attempt=0,
         replica_attempt=0,
     )
-    pod = build_pod(template, identity)
+    pod = build_pod(template, identity, (identity_decoration(identity),))
     labels = pod["metadata"]["labels"]
     labels[RAW_LABEL] = labels.pop(c.LABEL_TASKSET)
     return pod

@@ -27,7 +27,7 @@ cache); deep-copy it before building a Pod.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NotRequired, TypedDict
 
@@ -266,6 +266,9 @@ class TaskSetSpec:
     roles: tuple[Role, ...]  # spec order: status order and event-policy scan order
     queue: str | None = None  # reserved, ignored (spec 2.2)
     priority: int | None = None  # reserved, ignored (spec 2.2)
+    # The spec as given, for integrations that read their own part of it (taskset.integrations.base).
+    # Shared with the caller: do not mutate.
+    raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
 
     def role(self, name: str) -> Role | None:
         return next((role for role in self.roles if role.name == name), None)
@@ -577,6 +580,7 @@ def _parse(obj: object) -> ParsedTaskSet:
             roles=roles,
             queue=queue,
             priority=priority,
+            raw=spec,
         ),
     )
 
@@ -597,9 +601,27 @@ def _outline(obj: object) -> tuple[RoleOutline, ...]:
     return tuple(outlines)
 
 
-def parse_taskset(obj: object) -> ParseResult:
-    """Parse, default and validate a raw TaskSet. Total: never raises, whatever ``obj`` is."""
+@dataclass(frozen=True)
+class CheckFailure:
+    """Why an integration finds its part of a spec invalid: the JSON path and the message."""
+
+    field: str
+    message: str
+
+
+# An integration's check of its own part of a spec (``Integration.check``): None when it is valid.
+SpecCheck = Callable[[Mapping[str, Any]], CheckFailure | None]
+
+
+def parse_taskset(obj: object, checks: Sequence[SpecCheck] = ()) -> ParseResult:
+    """Parse, default and validate a raw TaskSet, then run ``checks`` (the integrations') over its spec
+    in order. Total: never raises, whatever ``obj`` is."""
     try:
-        return _parse(obj)
+        parsed = _parse(obj)
     except _InvalidError as invalid:
         return ValidationFailure(message=invalid.message, field=invalid.path, roles=_outline(obj))
+    for check in checks:
+        failure = check(parsed.spec.raw)
+        if failure is not None:
+            return ValidationFailure(message=failure.message, field=failure.field, roles=_outline(obj))
+    return parsed

@@ -1,8 +1,10 @@
 """The Pod of one replica attempt, built from the role's template (spec 3.2 as amended by D1).
 
-Everything the template says passes through (schedulerName, PodGroup annotations, affinity, ...)
-except what identifies the replica, which the controller owns: name, namespace, the controlling owner,
-the identity labels/annotations, and the six environment variables prepended to every container.
+Everything the template says passes through (schedulerName, PodGroup annotations, affinity, ...: the
+seed's kube-batch example relies on it) except what identifies the replica, which the controller owns:
+name, namespace, the controlling owner, the identity labels and annotations. What integrations add (the
+seed's six environment variables are the first, ``taskset.integrations.identity_env``) comes in as
+``PodDecoration``s, decided beforehand; this module only applies them (``taskset.objects.decorations``).
 
 The cached TaskSet is never touched: what differs from the template (the metadata, the spec's top level,
 each container) is a new object, and the rest is shared with the template, since the Pod is only
@@ -11,7 +13,7 @@ serialised. A deep copy per Pod cost more than the rest of building it (issue 7:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,14 +27,15 @@ from taskset.api.constants import (
     ANNOTATION_TASKSET_UID,
     DEFAULT_RESTART_POLICY,
     DEFAULT_TERMINATION_MESSAGE_POLICY,
-    ENV_TASKROLE_NAME,
-    ENV_TASKROLE_REPLICA_ATTEMPT_ID,
-    ENV_TASKROLE_REPLICA_INDEX,
-    ENV_TASKSET_ATTEMPT_ID,
-    ENV_TASKSET_NAME,
-    ENV_TASKSET_NAMESPACE,
     LABEL_ROLE,
     LABEL_TASKSET,
+)
+from taskset.objects.decorations import (
+    PodDecoration,
+    container_env,
+    container_mounts,
+    decorate_metadata,
+    decorate_spec,
 )
 
 
@@ -52,29 +55,21 @@ class PodIdentity:
     replica_attempt: int
 
 
-def _env(identity: PodIdentity) -> list[dict[str, str]]:
-    values = (
-        (ENV_TASKSET_NAMESPACE, identity.namespace),
-        (ENV_TASKSET_NAME, identity.taskset),
-        (ENV_TASKROLE_NAME, identity.role),
-        (ENV_TASKROLE_REPLICA_INDEX, str(identity.index)),
-        (ENV_TASKSET_ATTEMPT_ID, str(identity.taskset_attempt)),
-        (ENV_TASKROLE_REPLICA_ATTEMPT_ID, str(identity.replica_attempt)),
-    )
-    return [{"name": name, "value": value} for name, value in values]
-
-
 def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def build_pod(template: Mapping[str, Any], identity: PodIdentity) -> dict[str, Any]:
-    """The Pod to create for ``identity`` from the role's PodTemplateSpec (it shares the template's
-    unchanged parts: serialise it, do not change it)."""
+def build_pod(
+    template: Mapping[str, Any], identity: PodIdentity, decorations: Sequence[PodDecoration] = ()
+) -> dict[str, Any]:
+    """The Pod to create for ``identity`` from the role's PodTemplateSpec and the integrations'
+    ``decorations`` (it shares the template's unchanged parts: serialise it, do not change it)."""
     metadata = dict(_dict(template.get("metadata")))
     spec = dict(_dict(template.get("spec")))
     for key in ("name", "namespace", "generateName", "uid", "resourceVersion", "creationTimestamp"):
         metadata.pop(key, None)
+    decorate_metadata(metadata, decorations)
+    decorate_spec(spec, decorations)
     metadata["name"] = identity.name
     metadata["namespace"] = identity.namespace
     metadata["labels"] = {
@@ -104,21 +99,27 @@ def build_pod(template: Mapping[str, Any], identity: PodIdentity) -> dict[str, A
         }
     )
     metadata["ownerReferences"] = owners
-    env = _env(identity)
+    env, mounts = container_env(decorations), container_mounts(decorations)
     for key in ("initContainers", "containers"):
         containers = spec.get(key)
         if isinstance(containers, list):
-            spec[key] = [_with_identity(c, env) if isinstance(c, dict) else c for c in containers]
+            spec[key] = [_decorated(c, env, mounts) if isinstance(c, dict) else c for c in containers]
     if not spec.get("restartPolicy"):
         spec["restartPolicy"] = DEFAULT_RESTART_POLICY  # W-12
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def _with_identity(container: dict[str, Any], env: list[dict[str, str]]) -> dict[str, Any]:
-    """A container of the template with the identity variables first in its env."""
+def _decorated(
+    container: dict[str, Any], env: list[dict[str, str]], mounts: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A container of the template with the decorations' variables first in its env and their mounts
+    after its own."""
     container = dict(container)
     own = container.get("env") or []
-    if isinstance(own, list):  # anything else is left for the API server to reject by name
+    if env and isinstance(own, list):  # anything else is left for the API server to reject by name
         container["env"] = [*(dict(var) for var in env), *own]
+    own_mounts = container.get("volumeMounts") or []
+    if mounts and isinstance(own_mounts, list):
+        container["volumeMounts"] = [*own_mounts, *(dict(m) for m in mounts)]
     container.setdefault("terminationMessagePolicy", DEFAULT_TERMINATION_MESSAGE_POLICY)
     return container

@@ -42,6 +42,7 @@ from taskset.decide import (
     apply_result,
     decide,
 )
+from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
 from taskset.objects.pods import PodIdentity, build_pod
 from taskset.runtime.events import EventRecorder, EventTarget
@@ -351,7 +352,7 @@ class Reconciler:
             taskset_attempt=intent.taskset_attempt,
             replica_attempt=intent.replica_attempt,
         )
-        return build_pod(role.template, identity)
+        return build_pod(role.template, identity, (identity_decoration(identity),))
 
     def _failure(self, namespace: str, intent: Intent, err: KubeError) -> ActionResult:
         if err.not_found:

@@ -32,6 +32,7 @@ from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed, PodView, control_unit_view, pod_view, slim_pod, slim_taskset
 from taskset.decide import ActionResult, ResultKind, TaskSetRef, apply_result, decide
+from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.pods import PodIdentity, build_pod
 from taskset.runtime.reconciler import taskset_index
 from tests.builders import TaskSetBuilder
@@ -279,7 +280,7 @@ def test_views_of_arbitrary_pods_and_configmaps_never_raise(
     )
 )
 def test_build_pod_from_an_arbitrary_template_keeps_the_identity(template: dict[str, Any]) -> None:
-    pod = build_pod(template, IDENTITY)
+    pod = build_pod(template, IDENTITY, (identity_decoration(IDENTITY),))
     assert pod["metadata"]["name"] == IDENTITY.name
     assert pod["metadata"]["namespace"] == IDENTITY.namespace
     owner = pod["metadata"]["ownerReferences"][-1]

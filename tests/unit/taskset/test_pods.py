@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from taskset.api.spec import ParsedTaskSet, parse_taskset
+from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.controlunit import MAX_SNAPSHOT_BYTES, SNAPSHOT_KEY, build_control_unit, parse_snapshot
 from taskset.objects.pods import PodIdentity, build_pod
 from tests.builders import TaskSetBuilder, pod_template
@@ -76,18 +77,18 @@ def containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_s27_identity_name_and_kind() -> None:
-    pod = build_pod(s27_template(), identity())
+    pod = build_pod(s27_template(), identity(), (identity_decoration(identity()),))
     assert (pod["apiVersion"], pod["kind"]) == ("v1", "Pod")
     assert (pod["metadata"]["name"], pod["metadata"]["namespace"]) == ("podshape-r-1", "ns1")
 
 
 def test_s27_labels_keep_the_templates_and_add_the_selectors() -> None:
-    pod = build_pod(s27_template(), identity())
+    pod = build_pod(s27_template(), identity(), (identity_decoration(identity()),))
     assert pod["metadata"]["labels"] == {"app": "demo", "TaskSet": "podshape", "PodTaskRole": "r"}
 
 
 def test_s27_annotations_keep_the_templates_and_add_the_identity_with_d1_attempt_ids() -> None:
-    pod = build_pod(s27_template(), identity())
+    pod = build_pod(s27_template(), identity(), (identity_decoration(identity()),))
     assert pod["metadata"]["annotations"] == {
         "scheduling.k8s.io/group-name": "pg1",
         "note": "keep",
@@ -102,7 +103,7 @@ def test_s27_annotations_keep_the_templates_and_add_the_identity_with_d1_attempt
 
 
 def test_s27_exactly_one_controller_owner_the_control_unit() -> None:
-    pod = build_pod(s27_template(), identity())
+    pod = build_pod(s27_template(), identity(), (identity_decoration(identity()),))
     assert pod["metadata"]["ownerReferences"] == [
         {
             "apiVersion": "v1",
@@ -116,7 +117,7 @@ def test_s27_exactly_one_controller_owner_the_control_unit() -> None:
 
 
 def test_s27_six_variables_lead_the_env_of_every_container_and_init_container() -> None:
-    pod = build_pod(s27_template(), identity())
+    pod = build_pod(s27_template(), identity(), (identity_decoration(identity()),))
     envs = {c["name"]: c["env"] for c in containers(pod)}
     assert envs == {
         "init": INJECTED,
@@ -126,7 +127,7 @@ def test_s27_six_variables_lead_the_env_of_every_container_and_init_container() 
 
 
 def test_s27_termination_message_policy_and_restart_policy_defaults() -> None:
-    pod = build_pod(s27_template(), identity())
+    pod = build_pod(s27_template(), identity(), (identity_decoration(identity()),))
     assert {c["name"]: c["terminationMessagePolicy"] for c in containers(pod)} == {
         "init": "FallbackToLogsOnError",
         "main": "FallbackToLogsOnError",
@@ -151,7 +152,7 @@ def test_d1_the_name_is_stable_and_the_attempt_ids_are_carried(
     taskset_attempt: int, replica_attempt: int
 ) -> None:
     who = identity(2, taskset_attempt=taskset_attempt, replica_attempt=replica_attempt)
-    pod = build_pod(pod_template(), who)
+    pod = build_pod(pod_template(), who, (identity_decoration(who),))
     assert pod["metadata"]["name"] == "podshape-r-2"
     annotations = pod["metadata"]["annotations"]
     assert (annotations["TaskSetAttemptID"], annotations["ReplicaAttemptID"]) == (
@@ -177,7 +178,7 @@ def test_the_template_cannot_override_the_identity() -> None:
     template = pod_template(labels={"TaskSet": "evil", "PodTaskRole": "evil", "keep": "me"})
     template["metadata"]["annotations"] = {"CID": "evil", "TSUID": "evil", "ReplicaAttemptID": "9"}
     template["metadata"] |= {"name": "evil", "namespace": "evil", "generateName": "evil-"}
-    pod = build_pod(template, identity())
+    pod = build_pod(template, identity(), (identity_decoration(identity()),))
     meta = pod["metadata"]
     assert (meta["name"], meta["namespace"], "generateName" in meta) == ("podshape-r-1", "ns1", False)
     assert meta["labels"] == {"TaskSet": "podshape", "PodTaskRole": "r", "keep": "me"}
@@ -189,7 +190,7 @@ def test_template_owner_references_are_kept_and_the_control_unit_is_appended() -
     extra = {"apiVersion": "v1", "kind": "Secret", "name": "s", "uid": "secret-uid"}
     template = pod_template()
     template["metadata"] = {"ownerReferences": [extra]}
-    pod = build_pod(template, identity())
+    pod = build_pod(template, identity(), (identity_decoration(identity()),))
     owners = pod["metadata"]["ownerReferences"]
     assert owners[0] == extra
     assert [o["uid"] for o in owners if o.get("controller") is True] == [CU_UID]
@@ -206,14 +207,17 @@ def test_template_owner_references_are_kept_and_the_control_unit_is_appended() -
 )
 def test_restart_policy(template_policy: str | None, expected: str) -> None:
     template = pod_template(restart_policy=template_policy)
-    assert build_pod(template, identity())["spec"]["restartPolicy"] == expected
+    assert (
+        build_pod(template, identity(), (identity_decoration(identity()),))["spec"]["restartPolicy"]
+        == expected
+    )
 
 
 def test_an_explicit_termination_message_policy_is_kept() -> None:
     template = pod_template()
     template["spec"]["containers"][0]["terminationMessagePolicy"] = "File"
     template["spec"]["initContainers"] = [{"name": "i", "image": "busybox"}]
-    pod = build_pod(template, identity())
+    pod = build_pod(template, identity(), (identity_decoration(identity()),))
     assert pod["spec"]["containers"][0]["terminationMessagePolicy"] == "File"
     assert pod["spec"]["initContainers"][0]["terminationMessagePolicy"] == "FallbackToLogsOnError"
 
@@ -239,7 +243,7 @@ def test_the_rest_of_the_template_passes_through_unchanged() -> None:
         "volumeMounts": [{"name": "data", "mountPath": "/data"}],
     }
     template = {"spec": {**passthrough, "restartPolicy": "Never", "containers": [container]}}
-    pod = build_pod(template, identity())
+    pod = build_pod(template, identity(), (identity_decoration(identity()),))
     spec = pod["spec"]
     assert {key: spec[key] for key in passthrough} == passthrough
     assert {k: v for k, v in spec["containers"][0].items() if k in container} == container
@@ -249,8 +253,8 @@ def test_the_rest_of_the_template_passes_through_unchanged() -> None:
 def test_the_template_is_never_mutated() -> None:
     template = s27_template()
     before = copy.deepcopy(template)
-    first = build_pod(template, identity(0))
-    second = build_pod(template, identity(1))
+    first = build_pod(template, identity(0), (identity_decoration(identity(0)),))
+    second = build_pod(template, identity(1), (identity_decoration(identity(1)),))
     assert template == before
     first["spec"]["containers"][0]["env"].append({"name": "LATE", "value": "1"})
     first["metadata"]["labels"]["late"] = "1"
@@ -266,7 +270,7 @@ def test_the_parsed_roles_template_is_never_mutated() -> None:
     parsed = parse_taskset(obj)
     assert isinstance(parsed, ParsedTaskSet)
     before = copy.deepcopy(dict(parsed.spec.roles[0].template))
-    build_pod(parsed.spec.roles[0].template, identity())
+    build_pod(parsed.spec.roles[0].template, identity(), (identity_decoration(identity()),))
     assert dict(parsed.spec.roles[0].template) == before
 
 
@@ -279,7 +283,7 @@ def test_the_parsed_roles_template_is_never_mutated() -> None:
     ],
 )
 def test_a_sparse_template_still_gives_a_pod(template: dict[str, Any]) -> None:
-    pod = build_pod(template, identity())
+    pod = build_pod(template, identity(), (identity_decoration(identity()),))
     assert pod["metadata"]["name"] == "podshape-r-1"
     assert pod["spec"]["restartPolicy"] == "Never"
     assert len(pod["metadata"]["ownerReferences"]) == 1

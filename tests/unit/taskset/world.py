@@ -35,6 +35,7 @@ from taskset.decide import (
     apply_result,
     decide,
 )
+from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.controlunit import build_control_unit
 from taskset.objects.pods import PodIdentity, build_pod
 from taskset.runtime.kube import KubeError
@@ -151,7 +152,7 @@ class World:
                 intent.taskset_attempt,
                 intent.replica_attempt,
             )
-            pod = build_pod(role.template, identity)
+            pod = build_pod(role.template, identity, (identity_decoration(identity),))
             pod["metadata"]["uid"] = new_uid()
             pod["status"] = {"phase": "Pending"}
             self.pods[intent.name] = pod

@@ -1,0 +1,15 @@
+"""The registry of integrations: which are built in, in the order their hooks are asked.
+
+Order matters only where two integrations add the same thing (the first one's environment variables
+come first in every container; see ``taskset.objects.decorations``). A controller may be built with
+more (``Controller(integrations=...)``); tests register one of their own that way.
+"""
+
+from __future__ import annotations
+
+from taskset.integrations.base import Attempt, CheckFailure, Integration
+from taskset.integrations.identity_env import IdentityEnv
+
+BUILT_IN: tuple[Integration, ...] = (IdentityEnv(),)
+
+__all__ = ["BUILT_IN", "Attempt", "CheckFailure", "Integration"]

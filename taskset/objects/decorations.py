@@ -1,0 +1,87 @@
+"""What an integration may add to one replica's Pod, and how additions meet the template.
+
+A decoration only adds: it never removes what the template says and never touches what identifies the
+replica (name, namespace, the controlling owner, the identity labels and annotations), which
+``build_pod`` sets last so that no integration, and no template, can forge them. Where a decoration and
+the template name the same thing, the rule is written once here:
+
+* env: the decorations' variables come first in every container, in registration order; a variable the
+  user set in the template comes later and so wins (the kubelet keeps the last of duplicate names);
+* labels, annotations, nodeSelector: the decoration's value wins over the template's for the same key;
+* volumes: added after the template's; mounts are added to every container after its own;
+* tolerations and scheduling gates: appended;
+* hostname, subdomain, schedulerName: set when the template leaves them empty.
+
+Values are plain JSON-shaped data, so a decision can carry them to the reconciler without any I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+EnvVar = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class PodDecoration:
+    """One integration's additions to one replica's Pod (see the module docstring for precedence)."""
+
+    env: tuple[EnvVar, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    hostname: str | None = None
+    subdomain: str | None = None
+    volumes: tuple[Mapping[str, Any], ...] = ()
+    volume_mounts: tuple[Mapping[str, Any], ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    scheduling_gates: tuple[str, ...] = ()
+    scheduler_name: str | None = None
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def decorate_metadata(metadata: dict[str, Any], decorations: Sequence[PodDecoration]) -> None:
+    """Labels and annotations of ``decorations`` over the template's (``metadata`` is already a copy)."""
+    labels = {key: value for d in decorations for key, value in d.labels.items()}
+    annotations = {key: value for d in decorations for key, value in d.annotations.items()}
+    if labels:
+        metadata["labels"] = {**_dict(metadata.get("labels")), **labels}
+    if annotations:
+        metadata["annotations"] = {**_dict(metadata.get("annotations")), **annotations}
+
+
+def decorate_spec(spec: dict[str, Any], decorations: Sequence[PodDecoration]) -> None:
+    """The Pod-level fields of ``decorations`` over the template's (``spec`` is already a copy)."""
+    for d in decorations:
+        named = (("hostname", d.hostname), ("subdomain", d.subdomain), ("schedulerName", d.scheduler_name))
+        for key, value in named:
+            if value and not spec.get(key):
+                spec[key] = value
+        if d.node_selector:
+            spec["nodeSelector"] = {**_dict(spec.get("nodeSelector")), **d.node_selector}
+        if d.volumes:
+            spec["volumes"] = [*_list(spec.get("volumes")), *(dict(v) for v in d.volumes)]
+        if d.tolerations:
+            spec["tolerations"] = [*_list(spec.get("tolerations")), *(dict(t) for t in d.tolerations)]
+        if d.scheduling_gates:
+            gates = [{"name": name} for name in d.scheduling_gates]
+            spec["schedulingGates"] = [*_list(spec.get("schedulingGates")), *gates]
+
+
+def container_env(decorations: Sequence[PodDecoration]) -> list[dict[str, str]]:
+    """The variables every container gets in front of its own, in registration order."""
+    return [{"name": name, "value": value} for d in decorations for name, value in d.env]
+
+
+def container_mounts(decorations: Sequence[PodDecoration]) -> list[dict[str, Any]]:
+    """The volume mounts every container gets after its own."""
+    return [dict(mount) for d in decorations for mount in d.volume_mounts]

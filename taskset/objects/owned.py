@@ -1,0 +1,110 @@
+"""Objects a TaskSet owns besides its Pods: the ControlUnit of each attempt, and whatever an integration
+asks for (a headless Service, a hostfile ConfigMap, a PodGroup, a Kueue Workload).
+
+Each is described as data, ``OwnedObject``: where it lives in the API (``ObjectKind``), its name, what
+it belongs to (``Scope``: the TaskSet itself, or the current attempt) and its body. ``manifest`` turns
+that into the object to create, adding what the controller owns about it: name, namespace, the
+controlling owner (the TaskSet, or the attempt's ControlUnit, so the garbage collector takes it away
+with its owner), and the TaskSet label and annotations the controller's caches select and route by,
+as on its Pods. Label and annotations only narrow what is cached and which TaskSet looks again; what
+the TaskSet owns is decided by the controlling owner's UID.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, API_VERSION, KIND, LABEL_TASKSET
+
+
+@dataclass(frozen=True)
+class ObjectKind:
+    """Where a kind of object lives in the API; ``group`` is empty for the core group."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> str:
+        """A short unique name of the kind, for maps and metrics: ``configmaps``, ``services``, ..."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+CONFIGMAPS = ObjectKind(group="", version="v1", plural="configmaps", kind="ConfigMap")
+
+
+class Scope(StrEnum):
+    """What an owned object belongs to, and so when it goes away."""
+
+    TASKSET = "TaskSet"  # as long as the TaskSet, owned by it: a Service keeps its name across attempts
+    ATTEMPT = "Attempt"  # lives as long as one attempt: owned by that attempt's ControlUnit
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The object that controls an owned object: the TaskSet, or one attempt's ControlUnit."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+
+def taskset_owner(name: str, uid: str) -> Owner:
+    return Owner(API_VERSION, KIND, name, uid)
+
+
+def control_unit_owner(name: str, uid: str) -> Owner:
+    return Owner(CONFIGMAPS.api_version, CONFIGMAPS.kind, name, uid)
+
+
+@dataclass(frozen=True)
+class OwnedObject:
+    """One object an integration wants while its scope lasts. ``body`` holds everything but the
+    metadata the controller sets (``manifest``); its own ``metadata`` may carry labels and annotations."""
+
+    kind: ObjectKind
+    name: str
+    scope: Scope
+    body: Mapping[str, Any]
+    integration: str  # which integration asked for it: named in the status when it cannot be made
+
+
+def manifest(obj: OwnedObject, *, taskset: str, namespace: str, owner: Owner) -> dict[str, Any]:
+    """The object to create for ``obj``, controlled by ``owner``."""
+    own = obj.body.get("metadata")
+    own_meta: Mapping[str, Any] = own if isinstance(own, Mapping) else {}
+    labels = own_meta.get("labels")
+    annotations = own_meta.get("annotations")
+    metadata: dict[str, Any] = {
+        "name": obj.name,
+        "namespace": namespace,
+        "labels": {**(labels if isinstance(labels, Mapping) else {}), LABEL_TASKSET: taskset},
+        "ownerReferences": [
+            {
+                "apiVersion": owner.api_version,
+                "kind": owner.kind,
+                "name": owner.name,
+                "uid": owner.uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+    metadata["annotations"] = {
+        **(annotations if isinstance(annotations, Mapping) else {}),
+        ANNOTATION_TASKSET: taskset,
+        ANNOTATION_NAMESPACE: namespace,
+    }
+    rest = {key: value for key, value in obj.body.items() if key != "metadata"}
+    return {"apiVersion": obj.kind.api_version, "kind": obj.kind.kind, "metadata": metadata, **rest}
