@@ -93,6 +93,13 @@ class ReconcileResult:
 
 
 class Reconciler:
+    """The passes of every TaskSet; the work queue hands a key to one worker at a time.
+
+    Its memory is three thread-safe collaborators, each with its invariants and its lock in its own
+    module: ``_records`` (records.py), ``_expectations`` (expectations.py) and ``_created_units``
+    (created_units.py, under the expectations' lock, since an add event concerns both at once).
+    """
+
     def __init__(
         self,
         *,

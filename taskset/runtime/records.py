@@ -39,11 +39,11 @@ class Record:
 class StatusRecords(Mapping[str, Record]):
     """Records by TaskSet key, read as a mapping.
 
-    ``_records`` is guarded by ``_lock``, which only keeps the map whole across the workers. A record's
-    fields are changed without it: the work queue never gives one key to two workers at once, so only
-    the pass of that TaskSet touches its record. A key's record is replaced whole (a write, a live
-    read) rather than edited when its UID changes, so a TaskSet re-created under the same name starts
-    fresh (W-16).
+    ``_records`` is guarded by ``_lock``, which only keeps the map whole across the workers; it is a lock
+    of its own because nothing reads a record together with the expectations or the created ControlUnits.
+    A record's fields change without it: the work queue never gives one key to two workers at once, so
+    only the pass of that TaskSet touches its record. Invariant: a record is of the TaskSet with its UID;
+    one re-created under the same name gets a new record from a live read, never the old one's (W-16).
     """
 
     def __init__(self, clock: Clock) -> None:
