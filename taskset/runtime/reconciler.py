@@ -1,22 +1,19 @@
 """One reconcile of one TaskSet: observe (caches only) -> decide (pure) -> act -> one status write -> events.
 
 Level-triggered and restartable at any line: everything needed to continue is in the TaskSet's status
-or derivable from the cached Pods and ControlUnit. The in-memory *record* of the last status written
-(keyed by UID, spec 4.2/W-16) only shields a pass from a cache that has not caught up with our own
-write yet; a fresh process rebuilds it from the object. It may also *hold* the pass's status unwritten
-when its only news is requests in flight (``_hold``): the next pass, which their watch events bring,
-builds on it and writes it; lost, it is redone from the persisted status by adoption or a repeated
-delete. *Expectations* (the Job controller's ControllerExpectations) hold off a pass until the cache
-has seen the creates and deletes of the last one, so a lagging cache never causes a duplicate action.
+or derivable from the cached Pods and ControlUnit. What the reconciler keeps in memory lives in three
+collaborators, each in its own module with its invariants: the *records* of the last status written or
+held (records.py), the *expectations* that hold off a pass until the caches show the last one's creates
+and deletes (expectations.py), and the *created ControlUnits* the cache has not shown yet
+(created_units.py). Each only spares a request or a wait; a fresh process rebuilds all from the objects.
 """
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import cachetools
@@ -26,7 +23,7 @@ from informers import Store
 from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LOGGER_NAME
 from taskset.api.spec import ParseResult, control_unit_name, parse_taskset
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import ControlUnitView, Observed, control_unit_view, pod_view, slim_pod
+from taskset.api.views import Observed, control_unit_view, pod_view, slim_pod
 from taskset.decide import (
     ActionResult,
     CreateControlUnit,
@@ -45,15 +42,15 @@ from taskset.decide import (
 from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
 from taskset.objects.pods import PodIdentity, build_pod
+from taskset.runtime.created_units import CreatedUnits
 from taskset.runtime.events import EventRecorder, EventTarget
+from taskset.runtime.expectations import Expectations
 from taskset.runtime.kube import KubeClient, KubeError, core_path, taskset_path
+from taskset.runtime.records import Record, StatusRecords
 
 POD_INDEX: Final = "taskset"  # pods and ControlUnits by "<namespace>/<TaskSet annotation>"
 OWNER_INDEX: Final = "controller-uid"  # ControlUnits by their controlling owner's UID
-EXPECTATIONS_TTL: Final = 15.0  # seconds to trust our own creates/deletes before the cache shows them
-OBSERVED_CREATIONS: Final = 65536  # UIDs of Pods and ControlUnits whose add event came within the TTL
 PARSE_CACHE_SIZE: Final = 4096  # parsed specs by (uid, generation): parsing big specs every pass is waste
-HOLD_LIMIT: Final = 10.0  # seconds a held status may wait for news before it is written anyway
 
 
 def taskset_index(obj: Mapping[str, Any]) -> list[str]:
@@ -96,40 +93,14 @@ class ReconcileResult:
     error: str | None = None  # set -> requeue with per-key backoff
 
 
-@dataclass
-class _Record:
-    uid: str
-    status: dict[str, Any] | None  # the last status written or read live; None: nothing written yet
-    resource_version: str
-    # A status decided but not written, because it only adds requests in flight (Plan.only_requests_in_
-    # flight); the next pass builds on it. ``held_since``: clock time it was first held.
-    held: dict[str, Any] | None = None
-    held_since: float = 0.0
-
-    @property
-    def latest(self) -> dict[str, Any] | None:
-        return self.held if self.held is not None else self.status
-
-
-@dataclass(frozen=True)
-class _CreatedUnit:
-    """A ControlUnit this process created, as the create's response showed it (see ``_created_units``)."""
-
-    uid: str
-    view: ControlUnitView
-    deadline: float  # clock time after which the cache's silence counts as the object's absence
-
-
-@dataclass
-class _Expected:
-    """Objects a pass created or deleted that the cache has not shown yet, by store key."""
-
-    deadline: float
-    creates: dict[str, str] = field(default_factory=dict)  # key -> uid that must appear
-    deletes: dict[str, str] = field(default_factory=dict)  # key -> uid that must disappear
-
-
 class Reconciler:
+    """The passes of every TaskSet; the work queue hands a key to one worker at a time.
+
+    Its memory is three thread-safe collaborators, each with its invariants and its lock in its own
+    module: ``_records`` (records.py), ``_expectations`` (expectations.py) and ``_created_units``
+    (created_units.py, under the expectations' lock, since an add event concerns both at once).
+    """
+
     def __init__(
         self,
         *,
@@ -158,20 +129,11 @@ class Reconciler:
         self._settings = settings
         self._clock = clock or RealClock()
         self._metrics: ReconcileMetrics = metrics or _NoMetrics()
-        self._lock = threading.Lock()
-        self._records: dict[str, _Record] = {}  # key -> last status we wrote; guarded by _lock
-        self._expected: dict[str, _Expected] = {}  # guarded by _lock
-        # UIDs whose add event the caches delivered (guarded by _lock): a create is observed even when its
-        # object is gone again by the next pass (a retry Pod the same pass's TaskSet end deleted).
-        self._observed: cachetools.TTLCache[str, bool] = cachetools.TTLCache(
-            OBSERVED_CREATIONS, EXPECTATIONS_TTL, timer=self._clock.now
+        self._records = StatusRecords(self._clock)
+        self._expectations = Expectations((pods, units), self._clock)
+        self._created_units = CreatedUnits(
+            self._expectations, self._clock, timeout=settings.cache_creation_timeout
         )
-        # ControlUnits created by this process whose add event has not come yet, by store key (guarded
-        # by _lock). A pass that created one has gone on to T5 on the create's word (decide.py,
-        # _go_on_with_created_unit), so until the cache shows it the next passes see it here, as
-        # client-go's MutationCache overlays a controller's own writes on its informer's cache. Kept
-        # until the add event, our own delete, or as long as T4 waits for an unseen ControlUnit.
-        self._created_units: dict[str, _CreatedUnit] = {}
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
@@ -183,7 +145,7 @@ class Reconciler:
             self._forget(key)
             return ReconcileResult()
         meta = obj["metadata"]
-        waiting = self._unsatisfied_expectations(key)
+        waiting = self._expectations.seconds_to_wait(key)
         if waiting is not None:
             return ReconcileResult(requeue_after=waiting)
         ref = TaskSetRef(
@@ -217,8 +179,7 @@ class Reconciler:
                 error = self._write_status(key, obj, record, plan, persist=True)
                 if error is not None:
                     return ReconcileResult(error=error)
-                with self._lock:
-                    record = self._records.get(key, record)
+                record = self._records.get(key, record)
                 self._emit(ref, plan)
                 plan.events.clear()
                 plan.records.clear()
@@ -250,7 +211,7 @@ class Reconciler:
         unit_key = f"{ref.namespace}/{unit_name}"
         unit = self._units.get_by_key(unit_key)
         unit_view = (
-            control_unit_view(unit, SNAPSHOT_KEY) if unit is not None else self._created_unit(unit_key)
+            control_unit_view(unit, SNAPSHOT_KEY) if unit is not None else self._created_units.get(unit_key)
         )
         others = tuple(
             control_unit_view(u, SNAPSHOT_KEY)
@@ -266,15 +227,6 @@ class Reconciler:
             pods=pods,
             other_control_units=others,
         )
-
-    def _created_unit(self, store_key: str) -> ControlUnitView | None:
-        """The ControlUnit this process created under ``store_key``, while the cache has yet to show it."""
-        with self._lock:
-            created = self._created_units.get(store_key)
-            if created is not None and created.deadline <= self._clock.now():
-                del self._created_units[store_key]
-                return None
-        return created.view if created is not None else None
 
     # ----- act ------------------------------------------------------------------------------------------
     def _act_all(
@@ -324,17 +276,15 @@ class Reconciler:
         except KubeError as err:
             result = self._failure(ns, intent, err)
         if isinstance(intent, DeleteControlUnit) and result.kind in (ResultKind.OK, ResultKind.NOT_FOUND):
-            with self._lock:  # gone or going: the cache's word on it is the one to wait for now
-                self._created_units.pop(f"{ns}/{intent.name}", None)
+            self._created_units.forget(f"{ns}/{intent.name}")  # gone or going: the cache's word counts now
         self._metrics.observe_action(type(intent).__name__, result.kind.value)
         return result
 
     def _remember_created_unit(self, store_key: str, created: Mapping[str, Any]) -> None:
-        deadline = self._clock.now() + self._settings.cache_creation_timeout
-        entry = _CreatedUnit(created["metadata"]["uid"], control_unit_view(created, SNAPSHOT_KEY), deadline)
-        with self._lock:
-            if entry.uid not in self._observed:  # its add event may have beaten the response
-                self._created_units[store_key] = entry
+        """Overlay the ControlUnit the create's response shows until the cache shows it (created_units.py)."""
+        self._created_units.remember(
+            store_key, created["metadata"]["uid"], control_unit_view(created, SNAPSHOT_KEY)
+        )
 
     def _pod(self, obj: Mapping[str, Any], plan: Plan, intent: CreatePod) -> dict[str, Any]:
         assert plan.spec is not None
@@ -378,81 +328,34 @@ class Reconciler:
         uid = meta.get("uid")
         if uid:
             store_key = f"{meta.get('namespace')}/{meta.get('name')}"
-            with self._lock:
-                self._observed[str(uid)] = True
-                created = self._created_units.get(store_key)
-                if created is not None and created.uid == uid:
-                    del self._created_units[store_key]
+            self._created_units.creation_observed(store_key, str(uid))  # and the expectations, atomically
 
     def _expect(
         self, key: str, *, create: tuple[str, str] | None = None, delete: tuple[str, str] | None = None
     ) -> None:
-        with self._lock:
-            expected = self._expected.setdefault(key, _Expected(deadline=0.0))
-            expected.deadline = self._clock.now() + EXPECTATIONS_TTL
-            if create:
-                expected.creates[create[0]] = create[1]
-            if delete:
-                expected.deletes[delete[0]] = delete[1]
-
-    def _unsatisfied_expectations(self, key: str) -> float | None:
-        """Seconds to wait for the cache to show our last actions, or None when it does (or TTL passed)."""
-        with self._lock:
-            expected = self._expected.get(key)
-            if expected is None:
-                return None
-            remaining = expected.deadline - self._clock.now()
-            for store_key, uid in list(expected.creates.items()):
-                if uid in self._observed or self._seen(store_key, uid):
-                    del expected.creates[store_key]
-            for store_key, uid in list(expected.deletes.items()):
-                if not self._seen(store_key, uid, alive=True):
-                    del expected.deletes[store_key]
-            if remaining <= 0 or not (expected.creates or expected.deletes):
-                del self._expected[key]
-                return None
-            return remaining
-
-    def _seen(self, store_key: str, uid: str, *, alive: bool = False) -> bool:
-        """Whether the cache shows the object with this UID (``alive``: and not yet being deleted, since a
-        graceful deletion can take the whole grace period and must not hold the TaskSet up meanwhile)."""
-        for store in (self._pods, self._units):
-            obj = store.get_by_key(store_key)
-            if obj is not None and obj["metadata"].get("uid") == uid:
-                return not (alive and obj["metadata"].get("deletionTimestamp"))
-        return False
+        """Have the next pass of ``key`` wait for the caches to show an accepted ``(store key, uid)``."""
+        if create:
+            self._expectations.expect_create(key, *create)
+        if delete:
+            self._expectations.expect_delete(key, *delete)
 
     # ----- status ---------------------------------------------------------------------------------------
-    def _record(self, key: str, obj: Mapping[str, Any]) -> _Record | None:
+    def _record(self, key: str, obj: Mapping[str, Any]) -> Record | None:
         """The status this pass builds on: the last one we wrote, or the live object's.
 
         Never the cached object's alone: after a restart the cache may be a moment behind the last
         status written before it, and acting on an older status repeats actions (a retry counted twice).
         So the first pass of a TaskSet (and the first after a conflict) reads it from the API server.
         """
-        uid = obj["metadata"].get("uid", "")
-        with self._lock:
-            record = self._records.get(key)
-        if record is not None and record.uid == uid:
-            status = obj.get("status")
-            if status is not record.status and status == record.status:
-                # The cache caught up with our write, and may be newer (a spec edit): use its version,
-                # and its copy of the status, so that a 2,000-replica status is kept once, not twice,
-                # and the next pass over the same object compares nothing.
-                record.status = status
-                record.resource_version = obj["metadata"]["resourceVersion"]
-            return record
-        meta = obj["metadata"]
-        live = self._client.get(taskset_path(meta["namespace"], meta["name"]), resource="tasksets")
-        if live is None or live["metadata"].get("uid") != uid:
-            return None
-        record = _Record(uid, live.get("status"), live["metadata"]["resourceVersion"])
-        with self._lock:
-            self._records[key] = record  # re-created under the same name: a fresh record (W-16)
+        record = self._records.known(key, obj)
+        if record is None:
+            meta = obj["metadata"]
+            live = self._client.get(taskset_path(meta["namespace"], meta["name"]), resource="tasksets")
+            record = self._records.read(key, meta.get("uid", ""), live)  # re-created: a fresh record (W-16)
         return record
 
     def _write_status(
-        self, key: str, obj: Mapping[str, Any], record: _Record, plan: Plan, *, persist: bool = False
+        self, key: str, obj: Mapping[str, Any], record: Record, plan: Plan, *, persist: bool = False
     ) -> str | None:
         """Write the plan's status unless it is what the API server has, or may be held (``persist``:
         it may not, since an object this pass deletes is the evidence for it)."""
@@ -461,8 +364,11 @@ class Reconciler:
         if new == base:
             record.held = None
             return None
-        if not persist and self._hold(record, new, plan):
-            return None
+        if not persist:
+            held_for = self._records.hold(record, new, only_requests_in_flight=plan.only_requests_in_flight)
+            if held_for is not None:
+                plan.requeue(held_for)
+                return None
         meta = obj["metadata"]
         version = record.resource_version
         for _ in range(2):
@@ -480,28 +386,9 @@ class Reconciler:
                 version = fresh
                 continue
             self._metrics.observe_status_write("success")
-            with self._lock:
-                self._records[key] = _Record(meta.get("uid", ""), new, written["metadata"]["resourceVersion"])
+            self._records.written(key, meta.get("uid", ""), new, written["metadata"]["resourceVersion"])
             return None
         return "status write kept conflicting"
-
-    def _hold(self, record: _Record, new: dict[str, Any], plan: Plan) -> bool:
-        """Whether to leave ``new`` unwritten for now: a status whose only news is requests in flight
-        waits for the pass their watch events bring, and so on while each pass adds only such news,
-        for at most ``HOLD_LIMIT`` seconds from the first."""
-        now = self._clock.now()
-        if record.held is not None:
-            waited = now - record.held_since
-            if waited >= HOLD_LIMIT or (new != record.held and not plan.only_requests_in_flight):
-                return False
-            record.held = new
-            plan.requeue(HOLD_LIMIT - waited)
-            return True
-        if not plan.only_requests_in_flight:
-            return False
-        record.held, record.held_since = new, now
-        plan.requeue(HOLD_LIMIT)
-        return True
 
     def _refetch_version(self, meta: Mapping[str, Any], base: object) -> str | None:
         """After a 409: the live object's version if its status is still what we based the pass on."""
@@ -514,9 +401,9 @@ class Reconciler:
         return str(live["metadata"]["resourceVersion"])
 
     def _forget(self, key: str) -> None:
-        with self._lock:
-            self._records.pop(key, None)
-            self._expected.pop(key, None)
+        """Start ``key`` over from the live object: it is gone, or someone else wrote its status."""
+        self._records.forget(key)
+        self._expectations.forget(key)
 
     # ----- report ---------------------------------------------------------------------------------------
     def _emit(self, ref: TaskSetRef, plan: Plan) -> None:

@@ -14,7 +14,8 @@ import pytest
 from clock import FakeClock
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
-from taskset.runtime.reconciler import EXPECTATIONS_TTL, Reconciler
+from taskset.runtime.expectations import EXPECTATIONS_TTL
+from taskset.runtime.reconciler import Reconciler
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import Caches, RecordingClient, World, cached_taskset, reconciler_over
 

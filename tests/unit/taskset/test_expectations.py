@@ -10,10 +10,8 @@ import pytest
 
 from clock import FakeClock
 from informers import Store
-from taskset.runtime.reconciler import (
-    EXPECTATIONS_TTL,
-    Reconciler,
-)
+from taskset.runtime.expectations import EXPECTATIONS_TTL
+from taskset.runtime.reconciler import Reconciler
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import (
     RecordingClient,

@@ -14,7 +14,8 @@ from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import TaskSetStatus
 from taskset.decide import Event, Plan
 from taskset.runtime.kube import KubeError
-from taskset.runtime.reconciler import HOLD_LIMIT, Reconciler
+from taskset.runtime.reconciler import Reconciler
+from taskset.runtime.records import HOLD_LIMIT
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import (
     Caches,
