@@ -1,4 +1,4 @@
-"""decide() and apply_result(), one pass at a time: validation (2.4), the unobserved-object timeouts
+"""decide() and Pass.fold(), one pass at a time: validation (2.4), the unobserved-object timeouts
 (S57, W-4), the frozen role outcome (S58, W-6), stopping (W-5), both retry levels (7), deletion (W-10),
 action results (D1, W-1, W-14, W-24), conditions and states (2.5.1, 5.4, W-9), the status shape (2.5)
 and idempotence.
@@ -28,7 +28,7 @@ from taskset.api.spec import (
     parse_taskset,
 )
 from taskset.api.status import TaskSetStatus, TerminatedInfo
-from taskset.api.views import Observed, control_unit_view, pod_view
+from taskset.api.views import ControlUnitView, Observed, control_unit_view, pod_view
 from taskset.decide import (
     ActionResult,
     CreateControlUnit,
@@ -36,11 +36,11 @@ from taskset.decide import (
     DeleteControlUnit,
     DeletePod,
     Intent,
+    Pass,
     Plan,
     ResultKind,
     Settings,
     TaskSetRef,
-    apply_result,
     decide,
 )
 from tests.builders import TaskSetBuilder
@@ -52,8 +52,10 @@ from tests.unit.taskset.world import (
     control_unit_ready,
     decide_once,
     execute,
+    pass_once,
     replica,
     role_status,
+    view_of,
 )
 
 pytestmark = pytest.mark.unit
@@ -267,10 +269,10 @@ def test_the_first_pass_validates_and_asks_for_the_control_unit() -> None:
 def test_the_control_unit_create_result_moves_the_taskset_on_to_its_pods() -> None:
     """T3, then T5 on the create's response (R MAY chain): the Pods' creates join the same pass."""
     world = World(TaskSetBuilder("job").role("a", replicas=2).role("b").obj())
-    plan = decide_once(world)
-    apply_result(
-        plan, plan.intents[0], ActionResult(ResultKind.OK, control_unit("c-job-0", "cu-1", world.ref.uid))
-    )
+    step = pass_once(world)
+    plan = step.plan
+    unit = control_unit("c-job-0", "cu-1", world.ref.uid)
+    step.fold(plan.intents[0], ActionResult(ResultKind.OK, view_of(plan.intents[0], unit)))
     assert plan.status.control_unit_uid == "cu-1"
     assert transitions(plan)[-2:] == [
         "Pre:TaskSetAttemptPending,Next:TaskSetAttemptCreationRequested",
@@ -296,9 +298,10 @@ def test_the_control_unit_create_result_moves_the_taskset_on_to_its_pods() -> No
 )
 def test_only_a_control_unit_created_by_the_pass_chains_on_to_the_pods(result: ResultKind, phase: T) -> None:
     world = single()
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     unit = control_unit("c-job-0", "cu-1", world.ref.uid) if result == ResultKind.EXISTS else None
-    apply_result(plan, plan.intents[0], ActionResult(result, unit, "no"))
+    step.fold(plan.intents[0], ActionResult(result, view_of(plan.intents[0], unit), "no"))
     assert plan.status.phase == phase
     assert creates(plan) == [CreateControlUnit("c-job-0")]
 
@@ -376,11 +379,12 @@ def test_s57_a_pod_never_observed_ends_the_replica_attempt_with_a_delete_by_name
     replica(world, "r").phase = P.ATTEMPT_CREATION_REQUESTED
     del world.pods["job-r-0"]
     world.tick(3600)
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     rep = plan.status.roles[0].replicas[0]
     assert rep.phase == P.ATTEMPT_DELETION_PENDING
     assert plan.intents == [DeletePod("job-r-0", uid, 0, 0, advances=True, seen=False)]
-    apply_result(plan, plan.intents[0], ActionResult(ResultKind.NOT_FOUND))
+    step.fold(plan.intents[0], ActionResult(ResultKind.NOT_FOUND))
     assert plan.status.roles[0].replicas[0].phase == P.ATTEMPT_DELETION_REQUESTED
     world.status = plan.status
     after = decide_once(world)
@@ -394,9 +398,10 @@ def test_s57_a_pod_the_cache_never_showed_counts_as_gone_only_after_a_not_found(
     replica(world, "r").phase = P.ATTEMPT_CREATION_REQUESTED
     del world.pods["job-r-0"]  # it exists server-side but never reached the cache
     world.tick(3600)
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     assert [type(i) for i in plan.intents] == [DeletePod]
-    apply_result(plan, plan.intents[0], ActionResult(ResultKind.OK))  # accepted: the Pod is terminating
+    step.fold(plan.intents[0], ActionResult(ResultKind.OK))  # accepted: the Pod is terminating
     world.status = plan.status
     after = decide_once(world)  # the cache still does not show it
     rep = after.status.roles[0].replicas[0]
@@ -526,7 +531,8 @@ def cleaning_world(stop: Stop) -> World:
 def test_w5_a_stopped_replica_of_a_cleaning_role(stop: Stop) -> None:
     world = cleaning_world(stop)
     uid = replica(world, "r", 1).pod_uid
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     rep = plan.status.roles[0].replicas[1]
     assert (rep.phase, rep.stopped, rep.total_retried_count) == (stop.after, True, 0)
     seen = stop.pod is not None  # a Pod the cache never showed is deleted until NotFound (8.6)
@@ -536,7 +542,7 @@ def test_w5_a_stopped_replica_of_a_cleaning_role(stop: Stop) -> None:
         assert rep.phase_message == "Replica is stopped by parent TaskRole"
         assert plan.status.roles[0].phase == R.COMPLETED
     # whatever the phase, the replica ends completed, stopped and never retried
-    execute(world, plan)
+    execute(world, step)
     for name, pod in list(world.pods.items()):  # the kubelet finishes what was terminating
         if "deletionTimestamp" in pod["metadata"]:
             del world.pods[name]
@@ -637,7 +643,8 @@ def test_a_replica_retry_starts_a_new_attempt_under_the_same_name() -> None:
     before = copy.deepcopy(replica(world, "r"))
     assert before.pod_name == "job-r-0" and before.terminated_info == TerminatedInfo(1, "", 0, "Error")
     world.tick(30)
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     rep = plan.status.roles[0].replicas[0]
     assert (rep.phase, rep.total_retried_count, rep.stopped) == (P.ATTEMPT_PENDING, 1, False)
     assert rep.phase_message == "TaskRole replica is going to retry"
@@ -666,7 +673,7 @@ def test_a_replica_retry_starts_a_new_attempt_under_the_same_name() -> None:
     )
     # written before the Pod fields were cleared
     assert (fields["ContainerExitCode"], fields["PodIP"], fields["PodHostIP"]) == (1, "10.0.1.1", "10.0.0.1")
-    execute(world, plan)
+    execute(world, step)
     new_pod = world.pods["job-r-0"]
     assert new_pod["metadata"]["annotations"]["ReplicaAttemptID"] == "1"
     assert uid_of(new_pod) != before.pod_uid
@@ -874,13 +881,14 @@ def test_w10_a_taskset_waiting_for_its_retry_completes_failed_when_deleted() -> 
 # ----- action results: Pod creates (P1, D1, W-1, W-14, W-24) ------------------------------------------------
 
 
-def pending_replica(**role: Any) -> tuple[World, Plan, CreatePod]:
+def pending_replica(**role: Any) -> tuple[World, Pass, CreatePod]:
     """A pass that asks for replica r/0's Pod, with the result not yet folded in."""
     world = control_unit_ready(single(**role))
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     intent = plan.intents[0]
     assert isinstance(intent, CreatePod)
-    return world, plan, intent
+    return world, step, intent
 
 
 def our_pod(world: World, *, attempt: int = 0, uid: str = "pod-ours") -> dict[str, Any]:
@@ -895,10 +903,11 @@ def our_pod(world: World, *, attempt: int = 0, uid: str = "pod-ours") -> dict[st
 
 
 def test_pod_create_ok_records_the_pod() -> None:
-    world, plan, intent = pending_replica()
+    world, step, intent = pending_replica()
+    plan = step.plan
     pod = our_pod(world)
     pod["status"] = {"phase": "Pending", "podIP": "", "hostIP": ""}
-    apply_result(plan, intent, ActionResult(ResultKind.OK, pod))
+    step.fold(intent, ActionResult(ResultKind.OK, view_of(intent, pod)))
     rep = plan.status.roles[0].replicas[0]
     assert (rep.phase, rep.pod_name, rep.pod_uid) == (P.ATTEMPT_CREATION_REQUESTED, "job-r-0", "pod-ours")
     assert rep.phase_message == "TaskRole replica is going to start"
@@ -906,19 +915,21 @@ def test_pod_create_ok_records_the_pod() -> None:
 
 
 def test_pod_create_already_exists_adopts_this_attempts_pod() -> None:
-    world, plan, intent = pending_replica()
-    apply_result(plan, intent, ActionResult(ResultKind.EXISTS, our_pod(world, uid="pod-lost")))
+    world, step, intent = pending_replica()
+    plan = step.plan
+    step.fold(intent, ActionResult(ResultKind.EXISTS, view_of(intent, our_pod(world, uid="pod-lost"))))
     rep = plan.status.roles[0].replicas[0]
     assert (rep.phase, rep.pod_name, rep.pod_uid) == (P.ATTEMPT_CREATION_REQUESTED, "job-r-0", "pod-lost")
     assert "PodNameConflict" not in reasons(plan)
 
 
 def test_pod_create_already_exists_waits_for_a_previous_attempts_pod() -> None:
-    world, plan, intent = pending_replica()
+    world, step, intent = pending_replica()
+    plan = step.plan
     previous = (
         PodBuilder("job-r-0").uid("old").controlled_by("cu-old").taskset(world.ref.uid).attempt(0).obj()
     )
-    apply_result(plan, intent, ActionResult(ResultKind.EXISTS, previous))
+    step.fold(intent, ActionResult(ResultKind.EXISTS, view_of(intent, previous)))
     rep = plan.status.roles[0].replicas[0]
     assert (rep.phase, rep.pod_uid, rep.pod_reason) == (P.ATTEMPT_PENDING, None, "")
     assert "PodNameConflict" not in reasons(plan)
@@ -926,9 +937,10 @@ def test_pod_create_already_exists_waits_for_a_previous_attempts_pod() -> None:
 
 
 def test_pod_create_already_exists_with_a_foreign_pod_is_a_name_conflict() -> None:
-    _, plan, intent = pending_replica()
+    _, step, intent = pending_replica()
+    plan = step.plan
     foreign = PodBuilder("job-r-0").uid("foreign").controlled_by(None).taskset(None).obj()
-    apply_result(plan, intent, ActionResult(ResultKind.EXISTS, foreign))
+    step.fold(intent, ActionResult(ResultKind.EXISTS, view_of(intent, foreign)))
     rep = plan.status.roles[0].replicas[0]
     assert (rep.phase, rep.pod_reason) == (P.ATTEMPT_COMPLETED, "PodNameConflict")
     assert (rep.pod_name, rep.pod_uid, rep.terminated_info) == ("", None, None)
@@ -937,8 +949,9 @@ def test_pod_create_already_exists_with_a_foreign_pod_is_a_name_conflict() -> No
 
 
 def test_pod_create_invalid_ends_the_attempt_as_failed() -> None:
-    _, plan, intent = pending_replica()
-    apply_result(plan, intent, ActionResult(ResultKind.INVALID, message="spec.containers: Required value"))
+    _, step, intent = pending_replica()
+    plan = step.plan
+    step.fold(intent, ActionResult(ResultKind.INVALID, message="spec.containers: Required value"))
     rep = plan.status.roles[0].replicas[0]
     assert (rep.phase, rep.pod_reason) == (P.ATTEMPT_COMPLETED, "PodCreationFailed")
     assert rep.phase_message == "spec.containers: Required value"
@@ -948,8 +961,9 @@ def test_pod_create_invalid_ends_the_attempt_as_failed() -> None:
 
 
 def test_pod_create_transient_error_stays_and_backs_off() -> None:
-    _, plan, intent = pending_replica()
-    apply_result(plan, intent, ActionResult(ResultKind.ERROR, message="exceeded quota"))
+    _, step, intent = pending_replica()
+    plan = step.plan
+    step.fold(intent, ActionResult(ResultKind.ERROR, message="exceeded quota"))
     rep = plan.status.roles[0].replicas[0]
     assert (rep.phase, rep.pod_reason, rep.pod_uid) == (P.ATTEMPT_PENDING, "", None)
     assert plan.backoff
@@ -957,8 +971,9 @@ def test_pod_create_transient_error_stays_and_backs_off() -> None:
 
 
 def test_pod_create_already_exists_for_a_pod_gone_again_tries_once_more() -> None:
-    _, plan, intent = pending_replica()
-    apply_result(plan, intent, ActionResult(ResultKind.EXISTS, None))
+    _, step, intent = pending_replica()
+    plan = step.plan
+    step.fold(intent, ActionResult(ResultKind.EXISTS, None))
     assert plan.status.roles[0].replicas[0].phase == P.ATTEMPT_PENDING
     assert plan.requeue_after == 0
 
@@ -1018,33 +1033,37 @@ def test_s50_conf2_a_foreign_pod_that_stays_uses_up_every_replica_attempt() -> N
 # ----- action results: ControlUnit creates and deletes (T3, T10, W-24) --------------------------------------
 
 
-def creating_unit() -> tuple[World, Plan, CreateControlUnit]:
+def creating_unit() -> tuple[World, Pass, CreateControlUnit]:
     world = single()
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     intent = plan.intents[0]
     assert isinstance(intent, CreateControlUnit)
-    return world, plan, intent
+    return world, step, intent
 
 
 def test_control_unit_create_already_exists_adopts_ours() -> None:
-    world, plan, intent = creating_unit()
-    apply_result(
-        plan, intent, ActionResult(ResultKind.EXISTS, control_unit("c-job-0", "cu-lost", world.ref.uid))
-    )
+    world, step, intent = creating_unit()
+    plan = step.plan
+    unit = control_unit("c-job-0", "cu-lost", world.ref.uid)
+    step.fold(intent, ActionResult(ResultKind.EXISTS, view_of(intent, unit)))
     assert (plan.status.phase, plan.status.control_unit_uid) == (T.ATTEMPT_CREATION_REQUESTED, "cu-lost")
 
 
 def test_control_unit_create_already_exists_waits_for_ours_going_away() -> None:
-    world, plan, intent = creating_unit()
+    world, step, intent = creating_unit()
+    plan = step.plan
     unit = control_unit("c-job-0", "cu-old", world.ref.uid, deleting=True)
-    apply_result(plan, intent, ActionResult(ResultKind.EXISTS, unit))
+    step.fold(intent, ActionResult(ResultKind.EXISTS, view_of(intent, unit)))
     assert (plan.status.phase, plan.status.control_unit_uid) == (T.ATTEMPT_PENDING, None)
     assert plan.requeue_after == 10
 
 
 def test_s56_control_unit_create_already_exists_foreign_is_a_name_conflict() -> None:
-    _, plan, intent = creating_unit()
-    apply_result(plan, intent, ActionResult(ResultKind.EXISTS, control_unit("c-job-0", "cu-foreign", None)))
+    _, step, intent = creating_unit()
+    plan = step.plan
+    unit = control_unit("c-job-0", "cu-foreign", None)
+    step.fold(intent, ActionResult(ResultKind.EXISTS, view_of(intent, unit)))
     assert plan.status.phase == T.ATTEMPT_COMPLETED
     assert plan.status.phase_message == "ControlUnit name conflict: c-job-0"
     assert plan.status.control_unit_uid is None
@@ -1076,28 +1095,31 @@ def test_s56_with_a_retry_delay_the_next_attempt_uses_the_next_name() -> None:
 
 
 def test_control_unit_create_invalid_fails_the_attempt() -> None:
-    _, plan, intent = creating_unit()
-    apply_result(plan, intent, ActionResult(ResultKind.INVALID, message="bad"))
+    _, step, intent = creating_unit()
+    plan = step.plan
+    step.fold(intent, ActionResult(ResultKind.INVALID, message="bad"))
     assert plan.status.phase == T.ATTEMPT_COMPLETED
     assert ("ControlUnitCreationFailed", "bad") in events(plan)
 
 
 def test_control_unit_create_transient_error_stays_and_backs_off() -> None:
-    _, plan, intent = creating_unit()
-    apply_result(plan, intent, ActionResult(ResultKind.ERROR, message="etcd timeout"))
+    _, step, intent = creating_unit()
+    plan = step.plan
+    step.fold(intent, ActionResult(ResultKind.ERROR, message="etcd timeout"))
     assert (plan.status.phase, plan.status.control_unit_uid) == (T.ATTEMPT_PENDING, None)
     assert plan.backoff
     assert ("ControlUnitCreationFailed", "etcd timeout") in events(plan)
 
 
-def ending_attempt() -> tuple[World, Plan, DeleteControlUnit]:
+def ending_attempt() -> tuple[World, Pass, DeleteControlUnit]:
     world = running(single())
     world.exit("job-r-0", 0)
     world.reconcile()
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     intent = next(i for i in plan.intents if isinstance(i, DeleteControlUnit))
     assert plan.status.phase == T.ATTEMPT_DELETION_PENDING
-    return world, plan, intent
+    return world, step, intent
 
 
 @pytest.mark.parametrize(
@@ -1113,9 +1135,10 @@ def ending_attempt() -> tuple[World, Plan, DeleteControlUnit]:
     ],
 )
 def test_t10_control_unit_delete_results(kind: ResultKind, phase: T, backoff: bool) -> None:
-    world, plan, intent = ending_attempt()
+    world, step, intent = ending_attempt()
+    plan = step.plan
     assert intent == DeleteControlUnit("c-job-0", unit_uid(world), advances=True)
-    apply_result(plan, intent, ActionResult(kind))
+    step.fold(intent, ActionResult(kind))
     assert (plan.status.phase, plan.backoff) == (phase, backoff)
 
 
@@ -1134,11 +1157,12 @@ def test_t10_control_unit_delete_results(kind: ResultKind, phase: T, backoff: bo
 def test_p9_pod_delete_results(kind: ResultKind, phase: P, backoff: bool) -> None:
     world = running(single())
     world.exit("job-r-0", 1)
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     intent = plan.intents[0]
     assert intent == DeletePod("job-r-0", pod_uid(world, "job-r-0"), 0, 0, advances=True)
     assert plan.status.roles[0].replicas[0].phase == P.ATTEMPT_DELETION_PENDING
-    apply_result(plan, intent, ActionResult(kind))
+    step.fold(intent, ActionResult(kind))
     assert (plan.status.roles[0].replicas[0].phase, plan.backoff) == (phase, backoff)
 
 
@@ -1314,7 +1338,8 @@ def test_pod_information_is_captured_while_the_pod_is_observed() -> None:
         "startTime": "2026-01-01T00:00:03Z",
     }
     world.pods["job-r-0"]["status"] = assign
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     rep = plan.status.roles[0].replicas[0]
     assert (rep.phase, rep.pod_ip, rep.pod_host_ip, rep.start_at) == (
         P.ATTEMPT_ASSIGNED,
@@ -1325,7 +1350,7 @@ def test_pod_information_is_captured_while_the_pod_is_observed() -> None:
     assert [r.msg for r in plan.records if r.fields.get("QueryKey") == "PodHistory"] == [
         "TaskRole replica is assigned to node"
     ]
-    execute(world, plan)
+    execute(world, step)
     world.pods["job-r-0"]["status"] = (
         PodBuilder("x").exited(3, message="boom").reason("Evicted").obj()["status"]
     )
@@ -1677,8 +1702,8 @@ def test_decide_is_a_pure_function_of_its_inputs(reach: Callable[[World], None])
     recorded = copy.deepcopy(world.status)
     observed = world.observed()
     live = parse_taskset(world.taskset)
-    one = decide(world.ref, live, world.status, observed, world.now)
-    two = decide(world.ref, live, world.status, observed, world.now)
+    one = decide(world.ref, live, world.status, observed, world.now).plan
+    two = decide(world.ref, live, world.status, observed, world.now).plan
     assert one.status.to_json() == two.status.to_json()
     assert (one.intents, one.events, one.records, one.requeue_after) == (
         two.intents,
@@ -1699,15 +1724,16 @@ def test_deciding_again_on_the_same_snapshot_after_the_results_changes_nothing(
     reach(world)
     observed = world.observed()
     live = parse_taskset(world.taskset)
-    first = decide(world.ref, live, world.status, observed, world.now)
+    step = decide(world.ref, live, world.status, observed, world.now)
+    first = step.plan
     for intent in first.intents:
         result = world._execute(intent, first)
-        apply_result(first, intent, result)
+        step.fold(intent, result)
         if isinstance(intent, CreateControlUnit) and result.kind == ResultKind.OK:
             # The reconciler shows a ControlUnit it created until its cache does (its created-units overlay).
-            assert result.obj is not None
-            observed = replace(observed, control_unit=control_unit_view(result.obj, "spec.json"))
-    second = decide(world.ref, live, first.status, observed, world.now)
+            assert isinstance(result.view, ControlUnitView)
+            observed = replace(observed, control_unit=result.view)
+    second = decide(world.ref, live, first.status, observed, world.now).plan
     assert second.status.to_json() == first.status.to_json()
     assert (second.intents, second.events) == ([], [])
 
@@ -1744,4 +1770,4 @@ def test_a_taskset_ref_and_settings_are_plain_values() -> None:
     assert pod_view(PodBuilder("job-r-0").obj()).phase == "Pending"
     assert decide(
         ref, parse_taskset(TaskSetBuilder("job").obj()), None, Observed(None), START
-    ).status.phase == (T.ATTEMPT_PENDING)
+    ).plan.status.phase == (T.ATTEMPT_PENDING)
