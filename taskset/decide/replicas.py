@@ -193,9 +193,10 @@ def _conflict_message(ctx: PassContext, at: ReplicaAt) -> str:
 
 
 def _delete_pod(ctx: PassContext, at: ReplicaAt) -> bool:
-    """Delete the replica's Pod (UID precondition); the delete's result moves the replica. A recorded
-    Pod the cache does not show (P2's timeout, or just vanished) is deleted by name and UID anyway:
-    the cache's silence proves nothing, and only the API server's answer does (spec 8.6)."""
+    """Delete the replica's Pod (UID precondition); the delete's result moves the replica.
+
+    A recorded Pod the cache does not show (P2's timeout, or just vanished) is deleted by name and UID
+    anyway: the cache's silence proves nothing, and only the API server's answer does (spec 8.6)."""
     pod, replica = at.pod, at.replica
     if replica.pod_uid and (pod is None or (pod.uid == replica.pod_uid and not pod.deleting)):
         name = replica.pod_name or pod_name(ctx.ref.name, at.role.name, replica.index)
