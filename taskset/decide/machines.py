@@ -1,9 +1,11 @@
 """The three machines of spec 5 as tables: TaskSet attempt, role and replica.
 
 Guards read frozen *facts* computed from the recorded status and the observed snapshot; each row names
-the spec's row (T*, R*, P*) so logs, tests and diagrams speak the spec's language. What a row *does*
-(bookkeeping, API intents) lives in ``taskset.decide``; which row fires is decided here. Row order is the
-spec's first-match order, R's corrections folded in.
+the spec's row (T*, R*, P*) so logs, tests and diagrams speak the spec's language. Which row fires is
+decided here; what a row *does* (bookkeeping, API intents, how it waits, its message) is its entry in
+the row table of its level, keyed by the same label (``TASKSET_ROWS`` in ``taskset.decide.attempt``,
+``ROLE_ROWS`` in ``roles``, ``REPLICA_ROWS`` in ``replicas``). Row order is the spec's first-match order,
+R's corrections folded in.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from informers import Store
 from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LOGGER_NAME
 from taskset.api.spec import ParseResult, control_unit_name, parse_taskset
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import Observed, control_unit_view, pod_view, slim_pod
+from taskset.api.views import Observed, control_unit_view, pod_view
 from taskset.decide import (
     ActionResult,
     CreateControlUnit,
@@ -36,7 +36,6 @@ from taskset.decide import (
     ResultKind,
     Settings,
     TaskSetRef,
-    apply_result,
     decide,
 )
 from taskset.integrations.identity_env import identity_decoration
@@ -163,9 +162,10 @@ class Reconciler:
             return ReconcileResult(requeue_after=self._settings.cache_wait_requeue)
         recorded = TaskSetStatus.from_json(record.latest)
         now = self._clock.wall()
-        plan = decide(
+        pass_ = decide(
             ref, self._parse(obj), recorded, self._observe(ref, recorded), now, settings=self._settings
         )
+        plan = pass_.plan
         persisted = False
         done = 0
         while done < len(plan.intents):  # results may add intents (a chain that goes on, decide.py)
@@ -186,7 +186,7 @@ class Reconciler:
                 plan.moves.clear()
                 persisted = True
             for intent, result in zip(batch, self._act_all(key, obj, plan, batch), strict=True):
-                apply_result(plan, intent, result)
+                pass_.fold(intent, result)
         error = self._write_status(key, obj, record, plan)
         if error is not None:
             return ReconcileResult(error=error)
@@ -253,7 +253,7 @@ class Reconciler:
                 )
                 self._expect(key, create=(f"{ns}/{intent.name}", created["metadata"]["uid"]))
                 self._remember_created_unit(f"{ns}/{intent.name}", created)
-                result = ActionResult(ResultKind.OK, created)
+                result = ActionResult(ResultKind.OK, control_unit_view(created, SNAPSHOT_KEY))
             elif isinstance(intent, DeleteControlUnit):
                 self._client.delete(
                     core_path(ns, "configmaps", intent.name),
@@ -267,8 +267,8 @@ class Reconciler:
                     core_path(ns, "pods"), self._pod(obj, plan, intent), resource="pods"
                 )
                 self._expect(key, create=(f"{ns}/{intent.name}", pod["metadata"]["uid"]))
-                # Slim at once: a pass of a 2,000-replica role holds every response until it ends.
-                result = ActionResult(ResultKind.OK, slim_pod(pod))
+                # A view at once: a pass of a 2,000-replica role holds every result until it ends.
+                result = ActionResult(ResultKind.OK, pod_view(pod))
             else:
                 self._client.delete(core_path(ns, "pods", intent.name), uid=intent.uid, resource="pods")
                 self._expect(key, delete=(f"{ns}/{intent.name}", intent.uid))
@@ -313,7 +313,10 @@ class Reconciler:
                 live = self._client.get(core_path(namespace, plural, intent.name), resource=plural)
             except KubeError as read_err:
                 return ActionResult(ResultKind.ERROR, message=str(read_err))
-            return ActionResult(ResultKind.EXISTS, live, err.message)
+            if live is None:
+                return ActionResult(ResultKind.EXISTS, message=err.message)
+            view = pod_view(live) if plural == "pods" else control_unit_view(live, SNAPSHOT_KEY)
+            return ActionResult(ResultKind.EXISTS, view, err.message)
         if err.conflict:
             return ActionResult(ResultKind.CONFLICT, message=err.message)
         if err.invalid and isinstance(intent, CreatePod | CreateControlUnit):

@@ -16,9 +16,9 @@ to a phase, a deletion is injected, and what follows is checked against the spec
   seen gone, message ``ControlUnit was deleted externally``) or T12 (seen lingering with a
   deletionTimestamp, which Foreground and Orphan deletion allow but Background never does). With Orphan
   and no retry the Pods run on, ownerless and untouched; a retry deletes them first (row P0) and, since
-  the fix this suite found (W-11, ``taskset.decide._earlier_attempt_alive``), starts no Pod of the next
-  attempt until every Pod of the previous one is gone: the slow-termination cases hold one old Pod with a
-  finalizer for SLOW seconds to make that window certain;
+  the fix this suite found (W-11, ``taskset.decide.replicas._earlier_attempt_alive``), starts no Pod of
+  the next attempt until every Pod of the previous one is gone: the slow-termination cases hold one old
+  Pod with a finalizer for SLOW seconds to make that window certain;
 * the TaskSet with each propagation policy, section 8.4: it disappears and no retry starts (W-10). With
   Foreground and Background its ControlUnit and Pods go too. With Orphan the garbage collector strips the
   ControlUnit's owner reference only: the ControlUnit stays, its Pods with it (they are its dependents,

@@ -11,6 +11,7 @@ from types import ModuleType
 import pytest
 
 from statemachine import render_mermaid
+from taskset.decide import ROWS
 from taskset.decide.machines import MACHINES
 
 pytestmark = pytest.mark.unit
@@ -47,6 +48,20 @@ def test_the_document_lists_every_row_of_every_table() -> None:
         for row in machine.transitions:
             sources = ", ".join(f"`{source}`" for source in row.sources)
             assert f"| {row.label} | {sources} |" in text, (machine.name, row.label)
+
+
+def test_the_document_shows_what_each_row_does_and_the_message_it_writes() -> None:
+    """From the row tables: an effect's (or wait's) docstring, a fixed message's text, a computed one's
+    docstring, so "what does T3 do, what does it write" is answered in the document."""
+    lines = {line.split(" | ")[0]: line for line in DOC.read_text().splitlines() if line.startswith("| ")}
+    for machine in MACHINES:
+        for label, row in ROWS[machine.name].items():
+            line = lines[f"| {label}"]
+            for function in (row.effect, row.wait, row.message if callable(row.message) else None):
+                if function is not None:
+                    assert (function.__doc__ or "").split(".")[0].split("\n")[0] in line, (label, line)
+            if isinstance(row.message, str):
+                assert f'"{row.message}"' in line, (label, line)
 
 
 def test_check_mode_passes_on_the_committed_file_and_fails_on_a_stale_one(

@@ -31,7 +31,7 @@ from taskset.api.constants import ANNOTATION_REPLICA_ATTEMPT_ID as REPLICA_ATTEM
 from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed, PodView, control_unit_view, pod_view, slim_pod, slim_taskset
-from taskset.decide import ActionResult, ResultKind, TaskSetRef, apply_result, decide
+from taskset.decide import ActionResult, ResultKind, TaskSetRef, decide
 from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.pods import PodIdentity, build_pod
 from taskset.runtime.reconciler import taskset_index
@@ -46,7 +46,7 @@ from tests.unit.taskset.test_properties import (
     recorded_statuses,
     taskset_objects,
 )
-from tests.unit.taskset.world import PodBuilder, control_unit
+from tests.unit.taskset.world import PodBuilder, control_unit, view_of
 
 RECORDED_POD = Path(__file__).resolve().parents[3] / "bench" / "data" / "pod.json"
 
@@ -319,15 +319,18 @@ def hostile_scenes(draw: st.DrawFn) -> Scene:
 def test_decide_on_hostile_input_is_total_and_moves_along_declared_edges(
     scene: Scene, data: st.DataObject
 ) -> None:
-    plan = decide(scene.ref, scene.live, scene.recorded, scene.observed, scene.now)
+    step = decide(scene.ref, scene.live, scene.recorded, scene.observed, scene.now)
+    plan = step.plan
     check_plan(scene, plan, round_trip=False)
     for intent in list(plan.intents):
         result = ActionResult(
             kind=data.draw(st.sampled_from(list(ResultKind))),
-            obj=data.draw(st.one_of(st.none(), JSON_OBJECTS, mutated(valid_pod(intent.name)))),
+            view=view_of(
+                intent, data.draw(st.one_of(st.none(), JSON_OBJECTS, mutated(valid_pod(intent.name))))
+            ),
             message=data.draw(TEXT),
         )
-        apply_result(plan, intent, result)
+        step.fold(intent, result)
     check_plan(scene, plan, round_trip=False)
 
 

@@ -35,12 +35,11 @@ from taskset.decide import (
     Plan,
     ResultKind,
     TaskSetRef,
-    apply_result,
     decide,
 )
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.world import PodBuilder, control_unit
+from tests.unit.taskset.world import PodBuilder, control_unit, view_of
 
 pytestmark = pytest.mark.unit
 
@@ -371,7 +370,7 @@ def check_plan(scene: Scene, plan: Plan, *, round_trip: bool = True) -> None:
 @PROPERTY
 @given(scene=scenes())
 def test_s55_decide_is_total_and_moves_only_along_declared_edges(scene: Scene) -> None:
-    plan = decide(scene.ref, scene.live, scene.recorded, scene.observed, scene.now)
+    plan = decide(scene.ref, scene.live, scene.recorded, scene.observed, scene.now).plan
     check_plan(scene, plan)
     if scene.ref.deleting:  # W-10
         assert not [i for i in plan.intents if isinstance(i, CreateControlUnit | CreatePod)]
@@ -400,7 +399,7 @@ def results_for(intent: Intent) -> st.SearchStrategy[ActionResult]:
     return st.builds(
         ActionResult,
         kind=st.sampled_from(list(ResultKind)),
-        obj=st.sampled_from(objects),
+        view=st.sampled_from(objects).map(lambda obj: view_of(intent, obj)),
         message=st.sampled_from(["", "boom"]),
     )
 
@@ -408,9 +407,10 @@ def results_for(intent: Intent) -> st.SearchStrategy[ActionResult]:
 @settings(PROPERTY, max_examples=150)
 @given(scene=scenes(), data=st.data())
 def test_s55_arbitrary_action_results_fold_in_along_declared_edges(scene: Scene, data: st.DataObject) -> None:
-    plan = decide(scene.ref, scene.live, scene.recorded, scene.observed, scene.now)
+    step = decide(scene.ref, scene.live, scene.recorded, scene.observed, scene.now)
+    plan = step.plan
     for intent in list(plan.intents):
-        apply_result(plan, intent, data.draw(results_for(intent)))
+        step.fold(intent, data.draw(results_for(intent)))
     # No round trip here: an "OK" carrying an object without a UID (which no API server returns) records
     # podUID "" where a read-back gives null.
     check_plan(scene, plan, round_trip=False)
@@ -485,7 +485,7 @@ def test_decide_survives_whatever_the_stored_status_says(raw: dict[str, Any]) ->
     obj = TaskSetBuilder(NAME).uid(TS_UID).role("a", 2).obj()
     recorded = TaskSetStatus.from_json(raw)
     ref = TaskSetRef(NAME, "ns", TS_UID, 1, False)
-    plan = decide(ref, parse_taskset(obj), recorded, Observed(control_unit=None), START)
+    plan = decide(ref, parse_taskset(obj), recorded, Observed(control_unit=None), START).plan
     plan.status.to_json()
 
 
@@ -510,7 +510,7 @@ def test_the_plan_check_notices_a_phase_changed_without_a_record() -> None:
     obj = TaskSetBuilder(NAME).uid(TS_UID).role("a").obj()
     unit = control_unit_view(control_unit(f"c-{NAME}-0", CU_CURRENT, TS_UID), "spec.json")
     scene = Scene(TaskSetRef(NAME, "ns", TS_UID, 1, False), parse_taskset(obj), None, Observed(unit), START)
-    plan = decide(scene.ref, scene.live, scene.recorded, scene.observed, scene.now)
+    plan = decide(scene.ref, scene.live, scene.recorded, scene.observed, scene.now).plan
     check_plan(scene, plan)
     plan.status.roles[0].replicas[0].phase = ReplicaPhase.ATTEMPT_RUNNING
     with pytest.raises(AssertionError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import itertools
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -28,11 +29,13 @@ from taskset.decide import (
     CreatePod,
     DeleteControlUnit,
     DeletePod,
+    Intent,
+    Pass,
     Plan,
     ResultKind,
+    ResultView,
     Settings,
     TaskSetRef,
-    apply_result,
     decide,
 )
 from taskset.integrations.identity_env import identity_decoration
@@ -86,7 +89,7 @@ class World:
         )
 
     def reconcile(self) -> Plan:
-        plan = decide(
+        step = decide(
             self.ref,
             parse_taskset(self.taskset),
             self.status,
@@ -94,8 +97,9 @@ class World:
             self.now,
             settings=self.settings,
         )
+        plan = step.plan
         for intent in plan.intents:
-            apply_result(plan, intent, self._execute(intent, plan))
+            step.fold(intent, self._execute(intent, plan))
         self.status = plan.status
         self.events += [f"{e.reason}: {e.message}" for e in plan.events]
         self.plans.append(plan)
@@ -117,11 +121,11 @@ class World:
     def _execute(self, intent: Any, plan: Plan) -> ActionResult:
         if isinstance(intent, CreateControlUnit):
             if intent.name in self.units:
-                return ActionResult(ResultKind.EXISTS, self.units[intent.name])
+                return ActionResult(ResultKind.EXISTS, view_of(intent, self.units[intent.name]))
             unit = build_control_unit(self.taskset, intent.name)
             unit["metadata"]["uid"] = new_uid()
             self.units[intent.name] = unit
-            return ActionResult(ResultKind.OK, unit)
+            return ActionResult(ResultKind.OK, view_of(intent, unit))
         if isinstance(intent, DeleteControlUnit):
             found = self.units.get(intent.name)
             if found is None:
@@ -135,7 +139,7 @@ class World:
             if self.pods_refused:
                 return ActionResult(ResultKind.ERROR, message="the server is currently unable to handle it")
             if intent.name in self.pods:
-                return ActionResult(ResultKind.EXISTS, self.pods[intent.name])
+                return ActionResult(ResultKind.EXISTS, view_of(intent, self.pods[intent.name]))
             spec = parse_taskset(self.taskset)
             assert isinstance(spec, ParsedTaskSet)
             role = plan.spec.roles[intent.role] if plan.spec else spec.spec.roles[intent.role]
@@ -157,7 +161,7 @@ class World:
             pod["status"] = {"phase": "Pending"}
             self.pods[intent.name] = pod
             self.created_pods.append(pod)
-            return ActionResult(ResultKind.OK, pod)
+            return ActionResult(ResultKind.OK, view_of(intent, pod))
         assert isinstance(intent, DeletePod)
         existing = self.pods.get(intent.name)
         if existing is None:
@@ -211,19 +215,34 @@ class World:
 
 # ----- single passes and hand-made scenes (additive) -----------------------------------------------------
 # A test settles a world into some phase, edits its status, Pods or clock by hand, then looks at exactly
-# one decide() pass (``decide_once``), and optionally carries the plan out (``execute``).
+# one decide() pass (``decide_once``), and optionally carries it out (``pass_once``, then ``execute``).
 
 
-def decide_once(world: World) -> Plan:
+def view_of(intent: Intent, obj: Mapping[str, Any] | None) -> ResultView | None:
+    """What the reconciler hands decide of an action's object: its view, never the raw response."""
+    if isinstance(intent, CreatePod):
+        return None if obj is None else pod_view(obj)
+    if isinstance(intent, CreateControlUnit):
+        return control_unit_view(obj, "spec.json") if obj else None
+    return None  # a delete's answer carries no object
+
+
+def pass_once(world: World) -> Pass:
     """One decide() pass over the world as it stands; no intent is carried out."""
     live = parse_taskset(world.taskset)
     return decide(world.ref, live, world.status, world.observed(), world.now, settings=world.settings)
 
 
-def execute(world: World, plan: Plan) -> None:
-    """Carry out ``plan``'s intents the way ``World.reconcile`` does, and adopt its status."""
+def decide_once(world: World) -> Plan:
+    """The plan of one decide() pass over the world as it stands, for a test that only reads it."""
+    return pass_once(world).plan
+
+
+def execute(world: World, step: Pass) -> None:
+    """Carry out the pass's intents the way ``World.reconcile`` does, and adopt its status."""
+    plan = step.plan
     for intent in plan.intents:
-        apply_result(plan, intent, world._execute(intent, plan))
+        step.fold(intent, world._execute(intent, plan))
     world.status = plan.status
     world.events += [f"{e.reason}: {e.message}" for e in plan.events]
     world.plans.append(plan)
@@ -248,10 +267,11 @@ def adopted_unseen_control_unit(world: World) -> str:
     cache that caught up would."""
     unit = build_control_unit(world.taskset, f"c-{world.ref.name}-0")
     unit["metadata"]["uid"] = new_uid()
-    plan = decide_once(world)
+    step = pass_once(world)
+    plan = step.plan
     intent = plan.intents[0]
     assert isinstance(intent, CreateControlUnit)
-    apply_result(plan, intent, ActionResult(ResultKind.EXISTS, unit))
+    step.fold(intent, ActionResult(ResultKind.EXISTS, view_of(intent, unit)))
     world.status = plan.status
     world.units[intent.name] = unit
     assert plan.status.phase == TaskSetPhase.ATTEMPT_CREATION_REQUESTED

@@ -1,0 +1,168 @@
+"""What every machine level shares: the pass's inputs and plan, the shape of a row, and the helpers
+that record a move or an unhandled situation.
+
+A pass reads (TaskSet ref, live spec, observed views, now, settings) and fills in one ``Plan``. Each
+machine level (attempt, roles, replicas) says what its rows do in one table of ``Row`` s, keyed by
+the labels its machine declares (``taskset.decide.machines``), so a reader finds what a row does,
+how it waits and what message it writes in one place.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from statemachine import Machine
+from taskset.api.constants import EventReason, QueryKey
+from taskset.api.spec import ParseResult, TaskSetSpec, ValidationFailure
+from taskset.api.status import RoleStatus, TaskSetStatus, stamp
+from taskset.api.views import Observed
+from taskset.decide.plan import Event, LogRecord, Plan, Settings, TaskSetRef
+
+
+@dataclass
+class PassContext:
+    """Everything one pass reads, plus the plan it fills in."""
+
+    ref: TaskSetRef
+    live: ParseResult
+    observed: Observed
+    now: datetime
+    settings: Settings
+    plan: Plan
+    # (role, index) of replicas waiting for an action's result: later syncs in this pass leave them be.
+    busy: set[tuple[int, int]] = field(default_factory=set)
+    # UIDs of stray Pods this pass already deletes.
+    deleted: set[str] = field(default_factory=set)
+    # ControlUnit UID -> whether a Pod of an earlier attempt is left (computed once per pass, W-11).
+    earlier_attempt_pods: dict[str | None, bool] = field(default_factory=dict)
+
+    @functools.cached_property
+    def stamp(self) -> str:
+        """``now`` as the API's timestamps write it; once per pass (a pass stamps every move)."""
+        return stamp(self.now)
+
+    @property
+    def status(self) -> TaskSetStatus:
+        return self.plan.status
+
+
+# ----- rows ---------------------------------------------------------------------------------------------
+
+# What a row reads besides the pass: the TaskSet's facts, one role, or one replica with its Pod.
+Scope = TypeVar("Scope")
+
+
+@dataclass(frozen=True)
+class FromResult:
+    """The message of a row taken only on an action's result (``on_result``): the result's own words,
+    which no step can know, so the function that folds the result writes it."""
+
+    doc: str
+
+
+@dataclass(frozen=True)
+class Row(Generic[Scope]):
+    """What one row does once its machine chose it.
+
+    A row that moves the machine runs its ``effect`` (bookkeeping, events, API intents), then writes
+    its ``message`` into the phase it enters: a fixed text, a function of what the row read, or, for a
+    row taken only on an action's result, ``FromResult``. An effect that starts an API action answers
+    False: the move waits for the action's result. A row that keeps the phase runs its ``wait`` (when to
+    look again, what to report while waiting). Every field is optional: a row with none of them moves
+    and keeps the phase's message, or waits doing nothing."""
+
+    effect: Callable[[PassContext, Scope], bool] | None = None
+    message: str | Callable[[PassContext, Scope], str] | FromResult | None = None
+    wait: Callable[[PassContext, Scope], None] | None = None
+
+
+def row_message(row: Row[Scope], ctx: PassContext, scope: Scope, current: str) -> str:
+    """The message a step writes when it takes ``row``; ``current`` (the phase's message) when the row
+    has none of its own."""
+    message = row.message
+    if isinstance(message, str):
+        return message
+    if isinstance(message, FromResult):
+        raise TypeError(f"a step took a row that only an action's result may take: {message.doc}")
+    return current if message is None else message(ctx, scope)
+
+
+def fixed_message(rows: Mapping[str, Row[Any]], label: str) -> str:
+    """The fixed message of the row ``label``, for the results that move the machine along it."""
+    message = rows[label].message
+    if not isinstance(message, str):
+        raise TypeError(f"row {label} has no fixed message")
+    return message
+
+
+def check_rows(machine: Machine[Any, Any], rows: Mapping[str, Row[Any]]) -> None:
+    """Fail at import when a table and its machine disagree: every declared row has exactly one entry
+    (so a step's strict lookup cannot miss), and a row that keeps the phase neither moves nor writes."""
+    declared = {transition.label: transition for transition in machine.transitions}
+    if set(rows) != set(declared):
+        missing, unknown = sorted(set(declared) - set(rows)), sorted(set(rows) - set(declared))
+        raise ValueError(f"{machine.name} rows: missing {missing}, not declared {unknown}")
+    for label, row in rows.items():
+        if declared[label].target is None and (row.effect or row.message):
+            raise ValueError(f"{machine.name} row {label} keeps the phase but has an effect or a message")
+        if declared[label].target is not None and row.wait:
+            raise ValueError(f"{machine.name} row {label} moves but has a wait")
+
+
+# ----- shared helpers -------------------------------------------------------------------------------------
+
+
+def fresh_roles(live: ParseResult, at: str) -> list[RoleStatus]:
+    """A new attempt's role statuses, shaped by the live spec (or by the outline of an illegal one)."""
+    if isinstance(live, ValidationFailure):
+        return [RoleStatus.fresh(outline.name, max(outline.replicas, 0), at) for outline in live.roles]
+    return [RoleStatus.fresh(role.name, role.replicas, at) for role in live.spec.roles]
+
+
+def shape_matches(spec: TaskSetSpec, roles: list[RoleStatus]) -> bool:
+    """Whether the status's roles and replicas are the spec's: a spec edited mid-attempt is not run."""
+    return len(spec.roles) == len(roles) and all(
+        role.name == status.name and role.replicas == len(status.replicas)
+        for role, status in zip(spec.roles, roles, strict=True)
+    )
+
+
+def transition_record(
+    ctx: PassContext, query: QueryKey, source: str, target: str, reason: str, *, msg: str = "", **extra: str
+) -> LogRecord:
+    """A TaskSetPhaseTransition / TaskRoleTransition / ReplicaTransition record (spec 10.2)."""
+    fields = {"QueryKey": str(query), "TaskSet": ctx.ref.name, "Namespace": ctx.ref.namespace, **extra}
+    return LogRecord(msg, {**fields, "PrePhase": source, "NextPhase": target, "Reason": reason})
+
+
+def unhandled(ctx: PassContext, why: str) -> None:
+    """Log a situation no row covers (a bug), and look again later rather than spin."""
+    ctx.plan.records.append(
+        LogRecord(
+            why,
+            {
+                "QueryKey": str(QueryKey.UNHANDLED_SITUATION),
+                "TaskSet": ctx.ref.name,
+                "Namespace": ctx.ref.namespace,
+            },
+            level="error",
+        )
+    )
+    ctx.plan.requeue(ctx.settings.cache_wait_requeue)
+
+
+def next_pass_now(ctx: PassContext) -> None:
+    """A result moved a machine to a state whose next step needs no new watch event (the object is
+    already gone, or was never made): look again at once instead of waiting for a safety-net requeue."""
+    ctx.plan.requeue(0)
+
+
+def transient(ctx: PassContext, reason: EventReason | None, message: str) -> None:
+    """An action failed in a way worth retrying the same request later, with backoff."""
+    ctx.plan.backoff = True
+    if reason is not None:
+        ctx.plan.events.append(Event(reason, message))
