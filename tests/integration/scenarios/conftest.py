@@ -1,15 +1,18 @@
 """Fixtures for the spec's acceptance scenarios (section 14): a controller per test namespace, the API
-helpers and a recorder of everything the namespace shows."""
+helpers, a recorder of everything the namespace shows, and ``run``, the preamble most scenarios share."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from devcluster import Cluster
 from taskset.runtime.controller import Controller
-from tests.integration.harness import Recorder, TaskSets
+from tests.builders import TaskSetBuilder
+from tests.integration.harness import FINAL_TIMEOUT, Recorder, Script, TaskSets
+from tests.integration.scenarios.steps import Run
 
 
 @pytest.fixture
@@ -23,3 +26,20 @@ def recorder(cluster: Cluster, namespace: str) -> Iterator[Recorder]:
     recorder.start()
     yield recorder
     recorder.stop()
+
+
+@pytest.fixture
+def run(ts: TaskSets, recorder: Recorder) -> Run:
+    """Create the TaskSet ``taskset`` describes, its Pods behaving as ``script`` says (when given), and
+    return its status once it is completed (the spec's ``final``)."""
+
+    def run(
+        taskset: TaskSetBuilder, script: Script | None = None, timeout: float = FINAL_TIMEOUT
+    ) -> dict[str, Any]:
+        if script is not None:
+            recorder.script = script
+        obj = taskset.obj()
+        ts.create(obj)
+        return ts.final(obj["metadata"]["name"], timeout=timeout)
+
+    return run

@@ -14,24 +14,23 @@ from tests.integration.harness import (
     run_forever,
     timestamp,
 )
+from tests.integration.scenarios.steps import Run
 
 
-def test_s01_ps_worker_worker_success_ends_the_taskset(ts: TaskSets, recorder: Recorder) -> None:
+def test_s01_ps_worker_worker_success_ends_the_taskset(ts: TaskSets, run: Run) -> None:
     def workload(pod: PodFacts) -> object:
         if pod.role == "ps" or pod.index == 2:
             return run_forever()
         return exits(0, after=3)
 
-    recorder.script = workload  # type: ignore[assignment]
-    ts.create(
+    status = run(
         TaskSetBuilder("psworker")
         .role("ps", 1)
         .role(
             "worker", 3, min_succeeded=2, max_failed=2, event_policy=[("RoleSucceeded", "TaskSetSucceeded")]
-        )
-        .obj()
+        ),
+        script=workload,
     )
-    status = ts.final("psworker")
     assert status["state"] == "Succeeded"
     assert "taskrole(worker) is succeeded" in status["stateMessage"]
     worker = role_status(status, "worker")
@@ -103,10 +102,8 @@ def test_s02_single_role_default_policy_success_with_lifecycle_facts(
     assert (conditions["Running"]["status"], conditions["Running"]["reason"]) == ("False", "Succeeded")
 
 
-def test_s03_single_role_default_policy_failure(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(3)
-    ts.create(TaskSetBuilder("singlefail").role("r", 1).obj())
-    status = ts.final("singlefail")
+def test_s03_single_role_default_policy_failure(ts: TaskSets, recorder: Recorder, run: Run) -> None:
+    status = run(TaskSetBuilder("singlefail").role("r", 1), script=lambda pod: exits(3))
     assert status["state"] == "Failed"
     assert "taskrole(r) is failed" in status["stateMessage"]
     assert replica(status, "r", 0)["terminatedInfo"]["exitCode"] == 3
@@ -134,11 +131,13 @@ def _role_seen(
 
 
 def test_s04_default_policy_one_role_failure_ends_the_taskset_while_another_runs(
-    ts: TaskSets, recorder: Recorder
+    ts: TaskSets, recorder: Recorder, run: Run
 ) -> None:
-    recorder.script = lambda pod: run_forever() if pod.role == "a" else exits(1, after=3)
-    ts.create(TaskSetBuilder("twofail").role("a", 1).role("b", 1).obj())
-    status = ts.final("twofail", timeout=60)
+    status = run(
+        TaskSetBuilder("twofail").role("a", 1).role("b", 1),
+        script=lambda pod: run_forever() if pod.role == "a" else exits(1, after=3),
+        timeout=60,
+    )
     assert status["state"] == "Failed"
     assert "taskrole(b) is failed" in status["stateMessage"]
     assert role_status(status, "b")["state"] == "Failed"
@@ -151,16 +150,14 @@ def test_s04_default_policy_one_role_failure_ends_the_taskset_while_another_runs
 
 
 def test_s05_role_failed_noaction_keeps_running_other_role_success_ends_it(
-    ts: TaskSets, recorder: Recorder
+    recorder: Recorder, run: Run
 ) -> None:
-    recorder.script = lambda pod: exits(0, after=10) if pod.role == "a" else exits(1, after=2)
-    ts.create(
+    status = run(
         TaskSetBuilder("failnoact")
         .role("a", 1, event_policy=[("RoleSucceeded", "TaskSetSucceeded")])
-        .role("b", 1, event_policy=[("RoleFailed", "NoAction")])
-        .obj()
+        .role("b", 1, event_policy=[("RoleFailed", "NoAction")]),
+        script=lambda pod: exits(0, after=10) if pod.role == "a" else exits(1, after=2),
     )
-    status = ts.final("failnoact")
     assert _role_seen(recorder, "failnoact", "b", "TaskRoleCompleted", "Failed"), recorder.history(
         "failnoact"
     )
@@ -169,11 +166,12 @@ def test_s05_role_failed_noaction_keeps_running_other_role_success_ends_it(
 
 
 def test_s06_only_role_fails_under_noaction_taskset_fails_once_all_completed(
-    ts: TaskSets, recorder: Recorder
+    run: Run,
 ) -> None:
-    recorder.script = lambda pod: exits(1)
-    ts.create(TaskSetBuilder("onlynoact").role("r", 1, event_policy=[("RoleFailed", "NoAction")]).obj())
-    status = ts.final("onlynoact")
+    status = run(
+        TaskSetBuilder("onlynoact").role("r", 1, event_policy=[("RoleFailed", "NoAction")]),
+        script=lambda pod: exits(1),
+    )
     assert status["state"] == "Failed"
     assert "all taskrole are completed,but some TaskRole are failed" in status["stateMessage"]
 
@@ -183,10 +181,11 @@ S07_B_SECONDS = 15
 S07_MIN_GAP = 12
 
 
-def test_s07_all_roles_must_succeed_under_default_policy(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(0) if pod.role == "a" else exits(0, after=S07_B_SECONDS)
-    ts.create(TaskSetBuilder("allsucc").role("a", 1).role("b", 1).obj())
-    status = ts.final("allsucc")
+def test_s07_all_roles_must_succeed_under_default_policy(recorder: Recorder, run: Run) -> None:
+    status = run(
+        TaskSetBuilder("allsucc").role("a", 1).role("b", 1),
+        script=lambda pod: exits(0) if pod.role == "a" else exits(0, after=S07_B_SECONDS),
+    )
     seen = _role_seen(recorder, "allsucc", "a", "TaskRoleCompleted", "Succeeded")
     assert seen, recorder.history("allsucc")
     assert status["state"] == "Succeeded"

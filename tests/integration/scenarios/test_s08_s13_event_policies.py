@@ -16,6 +16,7 @@ from tests.integration.harness import (
     role_status,
     run_forever,
 )
+from tests.integration.scenarios.steps import Run
 
 
 def test_s08_role_completed_taskset_completed(ts: TaskSets, recorder: Recorder) -> None:
@@ -45,17 +46,13 @@ def test_s08_role_completed_taskset_completed(ts: TaskSets, recorder: Recorder) 
     assert never_overlapping(log)
 
 
-def test_s09_role_completed_taskset_succeeded_turns_failure_into_success(
-    ts: TaskSets, recorder: Recorder
-) -> None:
-    recorder.script = lambda pod: exits(1)
-    ts.create(
+def test_s09_role_completed_taskset_succeeded_turns_failure_into_success(run: Run) -> None:
+    status = run(
         TaskSetBuilder("compsucc")
         .retry(True, 2, 0)
-        .role("a", 1, event_policy=[("RoleCompleted", "TaskSetSucceeded")])
-        .obj()
+        .role("a", 1, event_policy=[("RoleCompleted", "TaskSetSucceeded")]),
+        script=lambda pod: exits(1),
     )
-    status = ts.final("compsucc")
     assert status["state"] == "Succeeded"
     assert role_status(status, "a")["state"] == "Failed"
     assert status["totalRetriedCount"] == 0
@@ -95,41 +92,36 @@ def test_s10_role_completed_entry_suppresses_implicit_role_failed_rule(
     assert "all taskrole are completed,but some TaskRole are failed" in status["stateMessage"]
 
 
-def test_s11_implicit_failure_rule_appended_without_role_failed_or_completed(
-    ts: TaskSets, recorder: Recorder
-) -> None:
-    recorder.script = lambda pod: exits(1) if pod.role == "a" else run_forever()
-    ts.create(
+def test_s11_implicit_failure_rule_appended_without_role_failed_or_completed(run: Run) -> None:
+    status = run(
         TaskSetBuilder("implicit")
         .role("a", 1, event_policy=[("RoleSucceeded", "TaskSetSucceeded")])
-        .role("b", 1)
-        .obj()
+        .role("b", 1),
+        script=lambda pod: exits(1) if pod.role == "a" else run_forever(),
+        timeout=60,
     )
-    status = ts.final("implicit", timeout=60)
     assert status["state"] == "Failed"
     assert "taskrole(a) is failed" in status["stateMessage"]
 
 
-def test_s12_entry_order_and_noaction_falls_through(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(1) if pod.role == "a" else run_forever()
-    ts.create(
+def test_s12_entry_order_and_noaction_falls_through(run: Run) -> None:
+    status = run(
         TaskSetBuilder("order")
         .role("a", 1, event_policy=[("RoleFailed", "NoAction"), ("RoleCompleted", "TaskSetSucceeded")])
-        .role("b", 1)
-        .obj()
+        .role("b", 1),
+        script=lambda pod: exits(1) if pod.role == "a" else run_forever(),
+        timeout=60,
     )
-    status = ts.final("order", timeout=60)
     assert status["state"] == "Succeeded"
 
 
-def test_s13_role_succeeded_taskset_failed_sentinel_role(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(0) if pod.role == "canary" else run_forever()
-    ts.create(
+def test_s13_role_succeeded_taskset_failed_sentinel_role(run: Run) -> None:
+    status = run(
         TaskSetBuilder("sentinel")
         .role("canary", 1, event_policy=[("RoleSucceeded", "TaskSetFailed")])
-        .role("main", 1)
-        .obj()
+        .role("main", 1),
+        script=lambda pod: exits(0) if pod.role == "canary" else run_forever(),
+        timeout=60,
     )
-    status = ts.final("sentinel", timeout=60)
     assert status["state"] == "Failed"
     assert role_status(status, "canary")["state"] == "Succeeded"

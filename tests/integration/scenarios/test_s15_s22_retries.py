@@ -26,6 +26,7 @@ from tests.integration.harness import (
     run_forever,
     watching,
 )
+from tests.integration.scenarios.steps import Run, fails_first
 
 # The pod log's times are when the test's watch saw each event, not when the API server acted; a gap
 # measured between two of them may be short by the difference of two watch latencies.
@@ -58,11 +59,6 @@ def appearances(log: ObjectLog, prefix: str) -> list[Appearance]:
     return sorted(found.values(), key=lambda e: e.created)
 
 
-def fails_first(pod: PodFacts) -> Outcome:
-    """spec 14.0 "fails-first": exit 1 on the first replica attempt of the first TaskSet attempt only."""
-    return exits(1) if (pod.taskset_attempt, pod.replica_attempt) == (0, 0) else exits(0)
-
-
 def named(entries: list[PodEntry], name: str) -> list[PodEntry]:
     return sorted((e for e in entries if e.name == name), key=lambda e: e.created)
 
@@ -72,11 +68,9 @@ def attempts(entries: list[PodEntry]) -> list[tuple[str, str]]:
 
 
 def test_s15_replica_retries_until_exhausted_delay_honoured_never_two_pods(
-    ts: TaskSets, recorder: Recorder
+    recorder: Recorder, run: Run
 ) -> None:
-    recorder.script = lambda pod: exits(1)
-    ts.create(TaskSetBuilder("rretry").role("r", 1, retry=(True, 2, 5)).obj())
-    status = ts.final("rretry")
+    status = run(TaskSetBuilder("rretry").role("r", 1, retry=(True, 2, 5)), script=lambda pod: exits(1))
     log = named(recorder.pod_log(), "rretry-r-0")
     assert len(recorder.pod_log()) == 3
     assert attempts(log) == [("0", "0"), ("0", "1"), ("0", "2")]
@@ -94,10 +88,8 @@ def test_s15_replica_retries_until_exhausted_delay_honoured_never_two_pods(
     assert status["state"] == "Failed"
 
 
-def test_s16_replica_retry_succeeds(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = fails_first
-    ts.create(TaskSetBuilder("rretryok").role("r", 1, retry=(True, 2, 0)).obj())
-    status = ts.final("rretryok")
+def test_s16_replica_retry_succeeds(recorder: Recorder, run: Run) -> None:
+    status = run(TaskSetBuilder("rretryok").role("r", 1, retry=(True, 2, 0)), script=fails_first)
     log = named(recorder.pod_log(), "rretryok-r-0")
     assert len(recorder.pod_log()) == 2
     assert attempts(log) == [("0", "0"), ("0", "1")]
@@ -109,31 +101,33 @@ def test_s16_replica_retry_succeeds(ts: TaskSets, recorder: Recorder) -> None:
     assert status["state"] == "Succeeded"
 
 
-def test_s17_retry_false_disables_retries_whatever_max_retry_count(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(1)
-    ts.create(TaskSetBuilder("retryoff").role("r", 1, retry={"retry": False, "maxRetryCount": 3}).obj())
-    status = ts.final("retryoff")
+def test_s17_retry_false_disables_retries_whatever_max_retry_count(recorder: Recorder, run: Run) -> None:
+    status = run(
+        TaskSetBuilder("retryoff").role("r", 1, retry={"retry": False, "maxRetryCount": 3}),
+        script=lambda pod: exits(1),
+    )
     assert status["state"] == "Failed"
     assert len(recorder.pod_log()) == 1
     assert replica(status, "r", 0)["totalRetriedCount"] == 0
 
 
 def test_s18_retry_true_max_retry_count_zero_means_no_retry_at_both_levels(
-    ts: TaskSets, recorder: Recorder, configmaps: ObjectLog
+    recorder: Recorder, run: Run, configmaps: ObjectLog
 ) -> None:
-    recorder.script = lambda pod: exits(1)
-    ts.create(TaskSetBuilder("zeroretry").retry(True, 0, 0).role("r", 1, retry=(True, 0, 0)).obj())
-    status = ts.final("zeroretry")
+    status = run(
+        TaskSetBuilder("zeroretry").retry(True, 0, 0).role("r", 1, retry=(True, 0, 0)),
+        script=lambda pod: exits(1),
+    )
     assert status["state"] == "Failed"
     assert status["totalRetriedCount"] == 0
     assert len(recorder.pod_log()) == 1
     assert [e.name for e in appearances(configmaps, "c-zeroretry-")] == ["c-zeroretry-0"]
 
 
-def test_s19_taskset_retry_until_exhausted(ts: TaskSets, recorder: Recorder, configmaps: ObjectLog) -> None:
-    recorder.script = lambda pod: exits(1)
-    ts.create(TaskSetBuilder("tsretry").retry(True, 1, 10).role("r", 1).obj())
-    status = ts.final("tsretry")
+def test_s19_taskset_retry_until_exhausted(
+    ts: TaskSets, recorder: Recorder, run: Run, configmaps: ObjectLog
+) -> None:
+    status = run(TaskSetBuilder("tsretry").retry(True, 1, 10).role("r", 1), script=lambda pod: exits(1))
     assert status["state"] == "Failed"
     assert status["totalRetriedCount"] == 1
 
@@ -164,11 +158,9 @@ def test_s19_taskset_retry_until_exhausted(ts: TaskSets, recorder: Recorder, con
 
 
 def test_s20_taskset_retry_succeeds_start_at_kept(
-    ts: TaskSets, recorder: Recorder, configmaps: ObjectLog
+    recorder: Recorder, run: Run, configmaps: ObjectLog
 ) -> None:
-    recorder.script = fails_first
-    ts.create(TaskSetBuilder("tsretryok").retry(True, 2, 0).role("r", 1).obj())
-    status = ts.final("tsretryok")
+    status = run(TaskSetBuilder("tsretryok").retry(True, 2, 0).role("r", 1), script=fails_first)
     assert status["state"] == "Succeeded"
     assert status["totalRetriedCount"] == 1
     attempt0 = [
@@ -181,10 +173,10 @@ def test_s20_taskset_retry_succeeds_start_at_kept(
     assert status["controlUnitUID"] == units[0].uid
 
 
-def test_s21_both_retry_levels_together(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(1)
-    ts.create(TaskSetBuilder("both").retry(True, 1, 0).role("r", 1, retry=(True, 1, 0)).obj())
-    status = ts.final("both")
+def test_s21_both_retry_levels_together(recorder: Recorder, run: Run) -> None:
+    status = run(
+        TaskSetBuilder("both").retry(True, 1, 0).role("r", 1, retry=(True, 1, 0)), script=lambda pod: exits(1)
+    )
     assert status["state"] == "Failed"
     log = named(recorder.pod_log(), "both-r-0")
     assert len(recorder.pod_log()) == 4

@@ -7,6 +7,7 @@ import pytest
 from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder
 from tests.integration.harness import Recorder, TaskSets, eventually, exits, role_status
+from tests.integration.scenarios.steps import Run
 
 
 @pytest.mark.parametrize(
@@ -17,27 +18,22 @@ from tests.integration.harness import Recorder, TaskSets, eventually, exits, rol
     ],
 )
 def test_s24_absent_completion_policy_values_take_their_defaults(
-    ts: TaskSets, recorder: Recorder, completion: dict[str, int], expected: str
+    run: Run, completion: dict[str, int], expected: str
 ) -> None:
-    recorder.script = lambda pod: exits(0)
-    ts.create(TaskSetBuilder("defaults").role("r", 1, **completion).obj())
-    assert ts.final("defaults")["state"] == expected
+    status = run(TaskSetBuilder("defaults").role("r", 1, **completion), script=lambda pod: exits(0))
+    assert status["state"] == expected
 
 
-def test_s24b_no_completion_policy_one_failure_fails_the_role(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(1 if pod.index == 1 else 0)
-    ts.create(TaskSetBuilder("nocp").role("r", 2).obj())
-    status = ts.final("nocp")
+def test_s24b_no_completion_policy_one_failure_fails_the_role(run: Run) -> None:
+    status = run(TaskSetBuilder("nocp").role("r", 2), script=lambda pod: exits(1 if pod.index == 1 else 0))
     role = role_status(status, "r")
     assert role["state"] == "Failed"
     assert "MaxFailed" in role["stateMessage"]
     assert status["state"] == "Failed"
 
 
-def test_s24c_no_completion_policy_all_must_succeed(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(0)
-    ts.create(TaskSetBuilder("allok").role("r", 2).obj())
-    status = ts.final("allok")
+def test_s24c_no_completion_policy_all_must_succeed(run: Run) -> None:
+    status = run(TaskSetBuilder("allok").role("r", 2), script=lambda pod: exits(0))
     role = role_status(status, "r")
     assert role["state"] == "Succeeded"
     assert role["stateMessage"] == "Completion policy MinSucceeded satisfied,succeeded count:2"

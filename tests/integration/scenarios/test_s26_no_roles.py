@@ -5,14 +5,14 @@ from __future__ import annotations
 from devcluster import Cluster
 from tests.builders import TaskSetBuilder
 from tests.integration.harness import Recorder, TaskSets, eventually, watching
+from tests.integration.scenarios.steps import Run
 
 
 def test_s26_taskset_without_roles_succeeds_at_once(
-    ts: TaskSets, recorder: Recorder, cluster: Cluster, namespace: str
+    ts: TaskSets, recorder: Recorder, run: Run, cluster: Cluster, namespace: str
 ) -> None:
     with watching(cluster, namespace, "configmaps") as configmaps:
-        ts.create(TaskSetBuilder("noroles").no_roles().obj())
-        status = ts.final("noroles", timeout=30)
+        status = run(TaskSetBuilder("noroles").no_roles(), timeout=30)
         assert status["state"] == "Succeeded"
         assert status["roleStatus"] == []
         eventually(lambda: ts.configmap("c-noroles-0") is None, 60, "ControlUnit c-noroles-0 deleted")

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from taskset.api import constants as c
 from tests.builders import TaskSetBuilder
 from tests.integration.harness import PodFacts, Recorder, TaskSets, eventually, exits, replica
-
-pytestmark = pytest.mark.integration
+from tests.integration.scenarios.steps import Run
 
 INJECTED = list(c.INJECTED_ENV_ORDER)
 _EXPECTED_ANNOTATION_KEYS = (
@@ -106,25 +103,24 @@ def test_s27_pod_construction(ts: TaskSets, recorder: Recorder, namespace: str) 
 
 
 def test_s28_env_values_seen_by_the_workload_and_termination_message_captured(
-    ts: TaskSets, recorder: Recorder, namespace: str
+    run: Run, namespace: str
 ) -> None:
     def workload(pod: PodFacts) -> Any:
         # echo -n "$TASKSET_NAMESPACE ... $TASKROLE_REPLICA_ATTEMPT_ID" > /dev/termination-log; exit 0
         return exits(0, message=" ".join(pod.env.get(name, "") for name in INJECTED))
 
-    recorder.script = workload
-    ts.create(TaskSetBuilder("envtest").role("r", 2, min_succeeded=2, max_failed=1).obj())
-    status = ts.final("envtest")
+    status = run(TaskSetBuilder("envtest").role("r", 2, min_succeeded=2, max_failed=1), script=workload)
     assert status["state"] == "Succeeded"
     for index in (0, 1):
         info = replica(status, "r", index)["terminatedInfo"]
         assert info["exitMessage"] == f"{namespace} envtest r {index} 0 0"
 
 
-def test_s29_log_fallback_for_failing_containers(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(2, message="boom")  # echo boom; exit 2
-    ts.create(TaskSetBuilder("logfallback").role("r", 1).obj())
-    status = ts.final("logfallback")
+def test_s29_log_fallback_for_failing_containers(run: Run) -> None:
+    status = run(
+        TaskSetBuilder("logfallback").role("r", 1),
+        script=lambda pod: exits(2, message="boom"),  # echo boom; exit 2
+    )
     info = replica(status, "r", 0)["terminatedInfo"]
     assert info["exitCode"] == 2
     assert info["reason"] == "Error"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from functools import partial
 
-import pytest
 from kubernetes import client
 
 from devcluster import Cluster, sim
@@ -22,10 +21,7 @@ from tests.integration.harness import (
     role_status,
     watching,
 )
-
-pytestmark = pytest.mark.integration
-
-FOREVER = "sleep 3600"
+from tests.integration.scenarios.steps import FOREVER, Run, replica_phase
 
 
 def _entry(recorder: Recorder, name: str, attempts: tuple[str, str]) -> PodEntry | None:
@@ -39,18 +35,10 @@ def _entry(recorder: Recorder, name: str, attempts: tuple[str, str]) -> PodEntry
     )
 
 
-def _replica_phase(ts: TaskSets, name: str, role: str, index: int) -> str:
-    status = ts.status(name)
-    try:
-        return str(replica(status, role, index).get("phase", ""))
-    except (KeyError, IndexError):
-        return ""
-
-
 def _delete_twice_then_failed(ts: TaskSets, recorder: Recorder, name: str, phase: str) -> None:
     """S30's steps: delete the Pod in ``phase``; a retry Pod (0, 1) follows; delete that too; Failed."""
     pod = f"{name}-r-0"
-    eventually(lambda: _replica_phase(ts, name, "r", 0) == phase, 60, f"replica 0 in {phase}")
+    eventually(lambda: replica_phase(ts.status(name), "r", 0) == phase, 60, f"replica 0 in {phase}")
     first = _entry(recorder, pod, ("0", "0"))
     assert first is not None
     ts.delete_pod(pod)
@@ -88,12 +76,13 @@ def test_s30b_pod_deleted_externally_while_assigned(ts: TaskSets, recorder: Reco
     _delete_twice_then_failed(ts, recorder, "extdela", "TaskRoleReplicaAttemptAssigned")
 
 
-def test_s31_pod_failure_with_a_pod_level_reason(ts: TaskSets, recorder: Recorder) -> None:
+def test_s31_pod_failure_with_a_pod_level_reason(run: Run) -> None:
     # activeDeadlineSeconds: the kubelet's part (the Pod fails with reason DeadlineExceeded) is the driver's.
-    recorder.script = lambda pod: exits(1, after=3, pod_reason="DeadlineExceeded")
     template = pod_template(FOREVER, activeDeadlineSeconds=5)
-    ts.create(TaskSetBuilder("deadline").role("r", 1, template=template).obj())
-    status = ts.final("deadline")
+    status = run(
+        TaskSetBuilder("deadline").role("r", 1, template=template),
+        script=lambda pod: exits(1, after=3, pod_reason="DeadlineExceeded"),
+    )
     done = replica(status, "r", 0)
     assert done["podReason"] == "DeadlineExceeded"
     assert done["phase"] == "TaskRoleReplicaCompleted"
@@ -103,7 +92,9 @@ def test_s31_pod_failure_with_a_pod_level_reason(ts: TaskSets, recorder: Recorde
 
 def test_s32_eviction_api(ts: TaskSets, recorder: Recorder, namespace: str) -> None:
     ts.create(TaskSetBuilder("evict").role("r", 1, command=FOREVER, retry=(True, 1, 0)).obj())
-    eventually(lambda: _replica_phase(ts, "evict", "r", 0) == "TaskRoleReplicaAttemptRunning", 60, "Running")
+    eventually(
+        lambda: replica_phase(ts.status("evict"), "r", 0) == "TaskRoleReplicaAttemptRunning", 60, "Running"
+    )
     first = _entry(recorder, "evict-r-0", ("0", "0"))
     assert first is not None
     eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name="evict-r-0", namespace=namespace))
@@ -124,7 +115,7 @@ def test_s33_control_unit_deleted_externally(ts: TaskSets, recorder: Recorder, n
     )
 
     def all_running(name: str) -> bool:
-        return all(_replica_phase(ts, name, "r", i) == "TaskRoleReplicaAttemptRunning" for i in (0, 1))
+        return all(replica_phase(ts.status(name), "r", i) == "TaskRoleReplicaAttemptRunning" for i in (0, 1))
 
     eventually(lambda: all_running("cmdel") and all_running("cmdelr"), 60, "every Pod Running")
     attempt0 = [e for e in recorder.pod_log() if e.taskset_attempt == "0"]

@@ -29,6 +29,7 @@ from tests.integration.harness import (
     replica,
     run_forever,
 )
+from tests.integration.scenarios.steps import fails_first
 
 
 @pytest.fixture
@@ -50,10 +51,6 @@ def replica_field(api: TaskSets, name: str, role: str, index: int, key: str) -> 
         return replica(api.status(name), role, index)[key]
     except (KeyError, IndexError):
         return None
-
-
-def fails_first(pod: PodFacts) -> Outcome:
-    return exits(1 if (pod.taskset_attempt, pod.replica_attempt) == (0, 0) else 0, after=1)
 
 
 def test_s36_controller_restart_mid_run(api: TaskSets, recorder: Recorder, daemon: Daemon) -> None:
@@ -142,7 +139,7 @@ def test_sigkill_mid_run_with_retries_keeps_one_pod_per_replica_and_the_same_out
 ) -> None:
     """Issue 5: SIGKILL the controller repeatedly while a TaskSet with replica and TaskSet retries runs;
     each restart continues from the API server's objects alone."""
-    recorder.script = fails_first
+    recorder.script = lambda pod: fails_first(pod, after=1)
     daemon.start()
     api.create(
         TaskSetBuilder("killed")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from devcluster import Cluster, sim
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.harness import (
@@ -21,15 +19,17 @@ from tests.integration.harness import (
     run_forever,
     watching,
 )
+from tests.integration.scenarios.steps import (
+    ASSIGNED,
+    PENDING,
+    PREPARING,
+    REPLICA_COMPLETED,
+    RETRY_PENDING,
+    RUNNING,
+    Run,
+    replica_phase,
+)
 
-pytestmark = pytest.mark.integration
-
-PENDING = "TaskRoleReplicaAttemptPending"
-PREPARING = "TaskRoleReplicaAttemptPreparing"
-ASSIGNED = "TaskRoleReplicaAttemptAssigned"
-RUNNING = "TaskRoleReplicaAttemptRunning"
-RETRY_PENDING = "TaskRoleReplicaAttemptRetryPending"
-REPLICA_COMPLETED = "TaskRoleReplicaCompleted"
 # "Running or later" for one replica attempt (spec 5.3.2).
 RUNNING_OR_LATER = {
     RUNNING,
@@ -38,13 +38,6 @@ RUNNING_OR_LATER = {
     "TaskRoleReplicaAttemptCompleted",
     REPLICA_COMPLETED,
 }
-
-
-def _phase(status: dict[str, Any], role: str, index: int) -> str:
-    try:
-        return str(replica(status, role, index).get("phase", ""))
-    except (KeyError, IndexError):
-        return ""
 
 
 def _init_container(command: str) -> dict[str, Any]:
@@ -117,11 +110,11 @@ def test_s39_quota_failure_of_one_replica_does_not_block_the_others(
 
     first, second, third = (replica_of(e.name) for e in log)
     assert any(
-        _phase(s, *first) in RUNNING_OR_LATER
-        and _phase(s, *second) in RUNNING_OR_LATER
-        and _phase(s, *third) == PENDING
+        replica_phase(s, *first) in RUNNING_OR_LATER
+        and replica_phase(s, *second) in RUNNING_OR_LATER
+        and replica_phase(s, *third) == PENDING
         for s in recorder.history("quota")
-    ), [[_phase(s, *r) for r in (first, second, third)] for s in recorder.history("quota")]
+    ), [[replica_phase(s, *r) for r in (first, second, third)] for s in recorder.history("quota")]
 
 
 def test_pods_wait_for_a_service_account_created_after_the_taskset(ts: TaskSets) -> None:
@@ -133,7 +126,7 @@ def test_pods_wait_for_a_service_account_created_after_the_taskset(ts: TaskSets)
     eventually(lambda: "PodCreationFailed" in ts.reasons("latesa"), 30, "the refused create's Warning event")
     status = ts.status("latesa")
     assert status.get("state") != "Failed", status
-    assert _phase(status, "r", 0) == PENDING, status
+    assert replica_phase(status, "r", 0) == PENDING, status
     ts.core.create_namespaced_service_account(ts.namespace, {"metadata": {"name": "late"}})
     status = ts.final("latesa", timeout=90)
     assert status["state"] == "Succeeded", status
@@ -141,11 +134,12 @@ def test_pods_wait_for_a_service_account_created_after_the_taskset(ts: TaskSets)
     assert done["terminatedInfo"]["exitCode"] == 0, done
 
 
-def test_s40_invalid_pod_template_fails_visibly(ts: TaskSets, recorder: Recorder) -> None:
+def test_s40_invalid_pod_template_fails_visibly(ts: TaskSets, recorder: Recorder, run: Run) -> None:
     # A container name that is not a DNS label: the CRD's Pod template schema has no pattern for it (the
     # TaskSet is stored), Pod validation rejects it with 422.
-    ts.create(TaskSetBuilder("badtpl").role("r", 1, template=pod_template(container="Bad_Name")).obj())
-    status = ts.final("badtpl", timeout=60)
+    status = run(
+        TaskSetBuilder("badtpl").role("r", 1, template=pod_template(container="Bad_Name")), timeout=60
+    )
     done = replica(status, "r", 0)
     assert done["phase"] == REPLICA_COMPLETED
     assert done["podReason"] == "PodCreationFailed"
@@ -168,16 +162,16 @@ def test_s41_finished_replica_next_to_a_not_yet_started_one(ts: TaskSets, record
     recorder.script = lambda pod: exits(0)
     ts.create(TaskSetBuilder("mixed").role("r", 2, min_succeeded=2, max_failed=2, template=template).obj())
     eventually(
-        lambda: all(_phase(ts.status("mixed"), "r", i) == ASSIGNED for i in (0, 1)),
+        lambda: all(replica_phase(ts.status("mixed"), "r", i) == ASSIGNED for i in (0, 1)),
         60,
         "both replicas Assigned",
     )
     ts.release("mixed-r-0")  # replica 0's init container is done at once
 
     status = eventually(
-        lambda: (s := ts.status("mixed")) and _phase(s, "r", 0) == REPLICA_COMPLETED and s, 60
+        lambda: (s := ts.status("mixed")) and replica_phase(s, "r", 0) == REPLICA_COMPLETED and s, 60
     )
-    assert _phase(status, "r", 1) in (PREPARING, ASSIGNED)
+    assert replica_phase(status, "r", 1) in (PREPARING, ASSIGNED)
     assert status["phase"] != "TaskSetCompleted"
     ts.release("mixed-r-1")  # replica 1's init container ends
 
@@ -189,28 +183,29 @@ def test_s41_finished_replica_next_to_a_not_yet_started_one(ts: TaskSets, record
     assert status["state"] == "Succeeded"
 
 
-def test_s41b_finished_replica_next_to_one_in_retry_pending(ts: TaskSets, recorder: Recorder) -> None:
+def test_s41b_finished_replica_next_to_one_in_retry_pending(recorder: Recorder, run: Run) -> None:
     def workload(pod: PodFacts) -> Any:
         # [ $i = 1 ] && [ "$TASKROLE_REPLICA_ATTEMPT_ID" = 0 ] && exit 1; exit 0
         return exits(1) if pod.index == 1 and pod.replica_attempt == 0 else exits(0)
 
-    recorder.script = workload
-    ts.create(
-        TaskSetBuilder("mixedretry").role("r", 2, min_succeeded=2, max_failed=2, retry=(True, 1, 6)).obj()
+    status = run(
+        TaskSetBuilder("mixedretry").role("r", 2, min_succeeded=2, max_failed=2, retry=(True, 1, 6)),
+        script=workload,
+        timeout=120,
     )
-    status = ts.final("mixedretry", timeout=120)
     assert status["state"] == "Succeeded"
     assert replica(status, "r", 1)["totalRetriedCount"] == 1
     assert any(
-        _phase(s, "r", 0) == REPLICA_COMPLETED and _phase(s, "r", 1) == RETRY_PENDING
+        replica_phase(s, "r", 0) == REPLICA_COMPLETED and replica_phase(s, "r", 1) == RETRY_PENDING
         for s in recorder.history("mixedretry")
     )
 
 
-def test_s42_all_replicas_done_neither_threshold_reached(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(1) if pod.index == 0 else exits(0)
-    ts.create(TaskSetBuilder("neither").role("r", 3, min_succeeded=3, max_failed=2).obj())
-    status = ts.final("neither")
+def test_s42_all_replicas_done_neither_threshold_reached(run: Run) -> None:
+    status = run(
+        TaskSetBuilder("neither").role("r", 3, min_succeeded=3, max_failed=2),
+        script=lambda pod: exits(1) if pod.index == 0 else exits(0),
+    )
     role = role_status(status, "r")
     assert role["state"] == "Failed"
     assert "neither MinSucceeded nor MaxFailed" in role["stateMessage"]
@@ -229,7 +224,7 @@ def test_s43_cleanup_stops_assigned_replicas(ts: TaskSets, recorder: Recorder) -
         TaskSetBuilder("cleanassigned").role("r", 2, min_succeeded=1, max_failed=2, template=template).obj()
     )
     eventually(
-        lambda: all(_phase(ts.status("cleanassigned"), "r", i) == ASSIGNED for i in (0, 1)),
+        lambda: all(replica_phase(ts.status("cleanassigned"), "r", i) == ASSIGNED for i in (0, 1)),
         60,
         "both replicas Assigned",
     )
@@ -264,7 +259,7 @@ def test_s44_completed_noaction_role_is_cleaned_up_while_the_taskset_continues(
     )
     running = [("a", i) for i in range(4)] + [("b", 0)]
     eventually(
-        lambda: all(_phase(ts.status("garbage"), r, i) == RUNNING for r, i in running),
+        lambda: all(replica_phase(ts.status("garbage"), r, i) == RUNNING for r, i in running),
         60,
         "every replica Running",
     )
@@ -294,9 +289,10 @@ def test_s44_completed_noaction_role_is_cleaned_up_while_the_taskset_continues(
     assert "taskrole(b)" in status["stateMessage"]
 
 
-def test_s45_state_never_goes_back_from_running_to_waiting(ts: TaskSets, recorder: Recorder) -> None:
-    recorder.script = lambda pod: exits(0, after=5)
-    ts.create(TaskSetBuilder("sticky").role("r", 1).obj())
-    assert ts.final("sticky")["state"] == "Succeeded"
+def test_s45_state_never_goes_back_from_running_to_waiting(recorder: Recorder, run: Run) -> None:
+    assert (
+        run(TaskSetBuilder("sticky").role("r", 1), script=lambda pod: exits(0, after=5))["state"]
+        == "Succeeded"
+    )
     eventually(lambda: recorder.states("sticky")[-1:] == ["Succeeded"], 10, "final status recorded")
     assert recorder.states("sticky") == ["Waiting", "Running", "Succeeded"]

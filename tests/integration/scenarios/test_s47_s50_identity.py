@@ -8,8 +8,6 @@ import threading
 from datetime import datetime
 from typing import Any
 
-import pytest
-
 from devcluster import Cluster
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.harness import (
@@ -24,11 +22,7 @@ from tests.integration.harness import (
     run_forever,
     watching,
 )
-
-pytestmark = pytest.mark.integration
-
-FOREVER = "sleep 3600"
-RETRY_PENDING = "TaskRoleReplicaAttemptRetryPending"
+from tests.integration.scenarios.steps import FOREVER, RETRY_PENDING, Run
 
 
 def _time(value: str) -> float:
@@ -59,26 +53,29 @@ def test_s47_recreating_a_taskset_under_the_same_name_starts_fresh(ts: TaskSets,
     assert status["controlUnitUID"] and status["controlUnitUID"] != first_unit
 
 
-def test_s48_restart_policy_defaults_to_never(ts: TaskSets, recorder: Recorder, cluster: Cluster) -> None:
-    recorder.script = lambda pod: exits(1)
+def test_s48_restart_policy_defaults_to_never(ts: TaskSets, run: Run, cluster: Cluster) -> None:
     with watching(cluster, ts.namespace, "pods") as pods:
-        ts.create(TaskSetBuilder("norestart").role("r", 1, template=pod_template(restart_policy=None)).obj())
-        status = ts.final("norestart", timeout=60)
+        status = run(
+            TaskSetBuilder("norestart").role("r", 1, template=pod_template(restart_policy=None)),
+            script=lambda pod: exits(1),
+            timeout=60,
+        )
     assert status["state"] == "Failed"
     seen = pods.versions("norestart-r-0")
     assert seen
     assert {v.obj["spec"]["restartPolicy"] for v in seen} == {"Never"}
 
 
-def test_s49_main_container_is_the_first_one_declared(ts: TaskSets, recorder: Recorder) -> None:
-    # zmain: sleep 3; exit 3 -- aside: exit 0
-    recorder.script = lambda pod: exits(3, after=3, container_codes={"zmain": 3, "aside": 0})
+def test_s49_main_container_is_the_first_one_declared(run: Run) -> None:
     template = pod_template(FOREVER, container="zmain")
     template["spec"]["containers"].append(
         {"name": "aside", "image": "busybox", "command": ["sh", "-c", "exit 0"]}
     )
-    ts.create(TaskSetBuilder("firstmain").role("r", 1, template=template).obj())
-    status = ts.final("firstmain")
+    status = run(
+        TaskSetBuilder("firstmain").role("r", 1, template=template),
+        # zmain: sleep 3; exit 3 -- aside: exit 0
+        script=lambda pod: exits(3, after=3, container_codes={"zmain": 3, "aside": 0}),
+    )
     done = replica(status, "r", 0)
     assert done["containerName"] == "zmain"
     assert done["terminatedInfo"]["exitCode"] == 3

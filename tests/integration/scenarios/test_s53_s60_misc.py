@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import structlog
@@ -25,19 +24,9 @@ from tests.integration.harness import (
     run_forever,
     watching,
 )
+from tests.integration.scenarios.steps import PREPARING, RUNNING, replica_phase
 
-pytestmark = pytest.mark.integration
-
-PREPARING = "TaskRoleReplicaAttemptPreparing"
-RUNNING = "TaskRoleReplicaAttemptRunning"
 NOSCHED_WINDOW = 60.0  # seconds the unschedulable Pod is watched (spec S53)
-
-
-def _phase(status: dict[str, Any], role: str, index: int) -> str:
-    try:
-        return str(replica(status, role, index).get("phase", ""))
-    except (KeyError, IndexError):
-        return ""
 
 
 def test_s53_scheduler_pass_through_unschedulable_pod_stays_waiting(
@@ -46,7 +35,7 @@ def test_s53_scheduler_pass_through_unschedulable_pod_stays_waiting(
     recorder.script = lambda pod: exits(0, after=1)  # sleep 1 -- if it ever ran
     template = pod_template("sleep 1", schedulerName="no-such-scheduler")
     ts.create(TaskSetBuilder("nosched").role("r", 1, template=template).obj())
-    eventually(lambda: _phase(ts.status("nosched"), "r", 0) == PREPARING, 60, "replica Preparing")
+    eventually(lambda: replica_phase(ts.status("nosched"), "r", 0) == PREPARING, 60, "replica Preparing")
     settled = len(recorder.history("nosched"))
 
     deadline = time.monotonic() + NOSCHED_WINDOW
@@ -58,11 +47,11 @@ def test_s53_scheduler_pass_through_unschedulable_pod_stays_waiting(
         assert pod["status"]["phase"] == "Pending"
         status = ts.status("nosched")
         assert (status["phase"], status["state"]) == ("TaskSetAttemptPreparing", "Waiting")
-        assert _phase(status, "r", 0) == PREPARING
+        assert replica_phase(status, "r", 0) == PREPARING
         time.sleep(1)
     # Every status written meanwhile (the watch saw them all) kept those phases: no timeout fired.
     for status in recorder.history("nosched")[settled - 1 :]:
-        assert (status["phase"], status["state"], _phase(status, "r", 0)) == (
+        assert (status["phase"], status["state"], replica_phase(status, "r", 0)) == (
             "TaskSetAttemptPreparing",
             "Waiting",
             PREPARING,
@@ -158,7 +147,9 @@ def test_s60_spec_edits_during_an_attempt_do_not_break_it(
     recorder.script = lambda pod: run_forever()  # sleep 20; exit 0 -- ended by the test after the edit
     ts.create(TaskSetBuilder("edit").role("a", 1).role("b", 1).obj())
     eventually(
-        lambda: all(_phase(ts.status("edit"), role, 0) == RUNNING for role in ("a", "b")), 60, "both Running"
+        lambda: all(replica_phase(ts.status("edit"), role, 0) == RUNNING for role in ("a", "b")),
+        60,
+        "both Running",
     )
     errors_before = outcomes.count("error") + outcomes.count("panic")
 
