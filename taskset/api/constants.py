@@ -197,6 +197,10 @@ class EventReason(StrEnum):
     # silently. Once per Pod and cause, when the controller first sees it.
     POD_UNSCHEDULABLE = "PodUnschedulable"
     POD_CONTAINER_WAITING = "PodContainerWaiting"
+    # R only (issue 29): an integration holds a role's Pods (its objects are not there yet, or its gate
+    # is closed); once per role when the reason changes. And its object that the API server refused.
+    ROLE_HELD = "TaskRoleHeld"
+    OWNED_OBJECT_CREATION_FAILED = "OwnedObjectCreationFailed"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"
@@ -212,6 +216,7 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.CONTROL_UNIT_NAME_CONFLICT,
         EventReason.POD_UNSCHEDULABLE,
         EventReason.POD_CONTAINER_WAITING,
+        EventReason.OWNED_OBJECT_CREATION_FAILED,
     }
 )
 

@@ -333,6 +333,13 @@ def control_unit_name(taskset: str, attempt: int) -> str:
     return CONTROL_UNIT_NAME_FORMAT.format(taskset=taskset, attempt=attempt)
 
 
+def is_control_unit_name(taskset: str, name: str) -> bool:
+    """Whether ``name`` is the ControlUnit name of some attempt of ``taskset``: what tells a TaskSet's
+    ControlUnits apart from the other ConfigMaps it owns (an integration's never takes such a name)."""
+    prefix, _, suffix = CONTROL_UNIT_NAME_FORMAT.format(taskset=taskset, attempt="\0").partition("\0")
+    return re.fullmatch(f"{re.escape(prefix)}[0-9]+{re.escape(suffix)}", name) is not None
+
+
 def longest_pod_name_length(taskset: str, role: str, replicas: int) -> int:
     """Length of ``{taskset}-{role}-{replicas-1}``, the longest Pod name of a role (D2)."""
     return len(pod_name(taskset, role, replicas - 1))

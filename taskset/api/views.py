@@ -314,6 +314,26 @@ def control_unit_view(cm: Mapping[str, Any], snapshot_key: str) -> ControlUnitVi
     )
 
 
+@dataclass(frozen=True)
+class OwnedView:
+    """An object an integration asked for, as the cache shows it: enough to tell whether it exists, is
+    ours (its controlling owner's UID) and is going away."""
+
+    name: str
+    uid: str
+    deleting: bool
+    controller_uid: str | None
+
+
+def owned_view(obj: Mapping[str, Any]) -> OwnedView:
+    return OwnedView(
+        name=_str(_get(obj, "metadata", "name")),
+        uid=_str(_get(obj, "metadata", "uid")),
+        deleting=_get(obj, "metadata", "deletionTimestamp") is not None,
+        controller_uid=controller_uid(obj),
+    )
+
+
 class PodClass(Enum):
     """How a Pod found under a replica's name relates to that replica (spec 5.3.1)."""
 
@@ -366,3 +386,5 @@ class Observed:
     pods: Mapping[str, PodView] = field(default_factory=dict)  # by name, this TaskSet's replica names
     # ControlUnits controlled by this TaskSet under other names (T15 removes strays at the end).
     other_control_units: tuple[ControlUnitView, ...] = ()
+    # Objects integrations own, controlled by this TaskSet or its current ControlUnit: by (kind key, name).
+    owned: Mapping[tuple[str, str], OwnedView] = field(default_factory=dict)

@@ -111,7 +111,7 @@ _VERB_BY_METHOD: Final = {
     "PATCH": "patch",
     "DELETE": "delete",
 }
-# Intent class names of taskset.decide -> the counter of that action.
+# Intent action names (``action`` of the intents of taskset.decide) -> the counter of that action.
 _ACTION_COUNTERS: Final = {
     "CreatePod": "pod_creates",
     "DeletePod": "pod_deletes",
@@ -416,7 +416,7 @@ class ControllerMetrics:
             self._retries.labels(machine).inc()
 
     def observe_action(self, kind: str, result: str) -> None:
-        """An intent carried out; ``kind`` is its class name (``CreatePod``, ...), others are not counted."""
+        """An intent carried out; ``kind`` is its action name (``CreatePod``, ...), others are not counted."""
         counter = _ACTION_COUNTERS.get(kind)
         if counter is not None:
             self._actions[counter].labels(result).inc()

@@ -23,13 +23,15 @@ from taskset.api.status import TaskSetStatus, stamp
 from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
+from taskset.decide.owned import owned_created, owned_deleted
 from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
 from taskset.decide.plan import (
+    CONTROL_UNIT,
     IN_FLIGHT_PHASES,
     ActionResult,
-    CreateControlUnit,
+    CreateOwned,
     CreatePod,
-    DeleteControlUnit,
+    DeleteOwned,
     DeletePod,
     Event,
     Intent,
@@ -56,6 +58,7 @@ from taskset.decide.waiting import (
 from taskset.objects.controlunit import parse_snapshot
 
 __all__ = [
+    "CONTROL_UNIT",
     "IN_FLIGHT_PHASES",
     "ROWS",
     "UNSEEN_DELETE_POLL",
@@ -64,9 +67,9 @@ __all__ = [
     "WAITING_SUMMARY_NAMED",
     "WAIT_MESSAGE_MAX",
     "ActionResult",
-    "CreateControlUnit",
+    "CreateOwned",
     "CreatePod",
-    "DeleteControlUnit",
+    "DeleteOwned",
     "DeletePod",
     "Event",
     "FromResult",
@@ -111,10 +114,16 @@ class Pass:
     def fold(self, intent: Intent, result: ActionResult) -> None:
         """Fold one action's outcome into the plan: move along the declared edge, or stay and retry."""
         ctx = self._ctx
-        if isinstance(intent, CreateControlUnit):
-            unit_created(ctx, result)
-        elif isinstance(intent, DeleteControlUnit):
-            unit_deleted(ctx, intent, result)
+        if isinstance(intent, CreateOwned):
+            if intent.control_unit:
+                unit_created(ctx, result)
+            else:
+                owned_created(ctx, intent, result)
+        elif isinstance(intent, DeleteOwned):
+            if intent.control_unit:
+                unit_deleted(ctx, intent, result)
+            else:
+                owned_deleted(ctx, intent, result)
         elif isinstance(intent, CreatePod):
             pod_created(ctx, intent, result)
         else:
@@ -155,7 +164,8 @@ def _attempt_spec(ctx: PassContext) -> TaskSetSpec | None:
     unit = ctx.observed.control_unit
     ours = unit_class(ctx) in (ControlUnitClass.OURS, ControlUnitClass.OURS_DELETING)
     if unit is not None and unit.spec_snapshot and ours:
-        snapshot = parse_snapshot(unit.spec_snapshot, ctx.ref.name, ctx.ref.namespace, ctx.ref.uid)
+        checks = tuple(integration.check for integration in ctx.settings.integrations)
+        snapshot = parse_snapshot(unit.spec_snapshot, ctx.ref.name, ctx.ref.namespace, ctx.ref.uid, checks)
         if snapshot is not None:
             return snapshot
     return ctx.live.spec if isinstance(ctx.live, ParsedTaskSet) else None

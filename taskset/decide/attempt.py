@@ -27,6 +27,7 @@ from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure, cont
 from taskset.api.status import AttemptResult, seconds_since
 from taskset.api.views import ControlUnitView
 from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
+from taskset.decide.owned import sync_owned
 from taskset.decide.passes import (
     FromResult,
     PassContext,
@@ -41,11 +42,13 @@ from taskset.decide.passes import (
     transition_record,
     unhandled,
 )
-from taskset.decide.plan import ActionResult, CreateControlUnit, DeleteControlUnit, Event, ResultKind
+from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
 from taskset.decide.policies import Outcome, attempt_outcome, retry_due, taskset_retry_decision
 from taskset.decide.roles import sync_roles
 from taskset.decide.waiting import report_waiting
+from taskset.objects.controlunit import build_control_unit
 
+_RUNNING_PHASES = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
 _ENDING_PHASES = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)
 _UNUSABLE_SPEC = "The TaskSet spec of this attempt is no longer usable"
 
@@ -60,6 +63,7 @@ def run_taskset(ctx: PassContext) -> None:
             status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
             and unit_class(ctx) == ControlUnitClass.OURS
         ):
+            sync_owned(ctx)
             sync_roles(ctx)
         facts = _taskset_facts(ctx)
         transition = TASKSET_MACHINE.step(status.phase, facts)
@@ -105,7 +109,8 @@ def _taskset_facts(ctx: PassContext) -> TaskSetFacts:
         assert spec is not None
         outcome = attempt_outcome(spec.roles, status.roles)
     unusable_attempt = status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING) and not usable
-    if status.attempt_result is not None and status.phase in _ENDING_PHASES:
+    # Kept at T6 for the ending phases; earlier only when an owned object was refused (decide.owned).
+    if status.attempt_result is not None and status.phase in (*_RUNNING_PHASES, *_ENDING_PHASES):
         outcome = Outcome(status.attempt_result.succeeded, status.attempt_result.reason)
     may_retry, _ = taskset_retry_decision(_retry_policy(ctx), status.total_retried_count)
     delay = _retry_policy(ctx).delay_seconds
@@ -149,7 +154,10 @@ def _create_unit(ctx: PassContext, facts: TaskSetFacts) -> bool:
         ctx.status.roles = fresh_roles(ctx.live, ctx.stamp)  # nothing has started yet: follow the spec
     ctx.plan.spec = spec
     name = control_unit_name(ctx.ref.name, ctx.status.attempt_id)
-    ctx.plan.intents.append(CreateControlUnit(name))
+    ref = ctx.ref
+    taskset = {"metadata": {"name": ref.name, "namespace": ref.namespace, "uid": ref.uid}}
+    body = build_control_unit({**taskset, "spec": spec.raw if spec is not None else {}}, name)
+    ctx.plan.intents.append(CreateOwned(name, manifest=body))
     return False
 
 
@@ -176,7 +184,7 @@ def _delete_unit(ctx: PassContext, facts: TaskSetFacts) -> bool:
     """Delete the ControlUnit (foreground, UID precondition); the delete's result moves on."""
     unit = ctx.observed.control_unit
     assert unit is not None
-    ctx.plan.intents.append(DeleteControlUnit(unit.name, unit.uid, advances=True))
+    ctx.plan.intents.append(DeleteOwned(unit.name, unit.uid, advances=True))
     return False
 
 
@@ -186,7 +194,7 @@ def _unit_timeout(ctx: PassContext, facts: TaskSetFacts) -> bool:
     # unobserved. The delete's outcome does not matter to the machine.
     if ctx.status.control_unit_uid:
         name = control_unit_name(ctx.ref.name, ctx.status.attempt_id)
-        ctx.plan.intents.append(DeleteControlUnit(name, ctx.status.control_unit_uid, advances=False))
+        ctx.plan.intents.append(DeleteOwned(name, ctx.status.control_unit_uid, advances=False))
     return True
 
 
@@ -385,7 +393,7 @@ def _remove_stray_units(ctx: PassContext) -> None:
         units.append(ctx.observed.control_unit)
     for unit in units:
         if unit.controller_uid == ctx.ref.uid and not unit.deleting:
-            ctx.plan.intents.append(DeleteControlUnit(unit.name, unit.uid, advances=False))
+            ctx.plan.intents.append(DeleteOwned(unit.name, unit.uid, advances=False))
 
 
 # ----- ControlUnit action results -------------------------------------------------------------------------
@@ -442,7 +450,7 @@ def _go_on_with_created_unit(ctx: PassContext, created: ControlUnitView) -> None
     report_waiting(ctx)
 
 
-def unit_deleted(ctx: PassContext, intent: DeleteControlUnit, result: ActionResult) -> None:
+def unit_deleted(ctx: PassContext, intent: DeleteOwned, result: ActionResult) -> None:
     """A ControlUnit's delete came back: T10 moves on once it is accepted (or the unit is gone); a
     stray's or an unseen unit's delete only needs a retry when it failed."""
     if not intent.advances:

@@ -106,7 +106,8 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             (P.ATTEMPT_PENDING,),
             None,
             lambda f: not f.creates_allowed,
-            "the TaskSet is being deleted: create nothing",
+            "the TaskSet is being deleted, or an integration holds the role (its objects are not there "
+            "yet, or its gate is closed): create nothing, and say why",
         ),
         Transition("P1", (P.ATTEMPT_PENDING,), P.ATTEMPT_CREATION_REQUESTED, doc="create the Pod"),
         Transition(

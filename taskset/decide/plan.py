@@ -10,12 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 from taskset.api.constants import WARNING_EVENT_REASONS, EventReason, ReplicaPhase, TaskSetPhase
 from taskset.api.spec import TaskSetSpec
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import ControlUnitView, PodView
+from taskset.api.views import ControlUnitView, OwnedView, PodView
+from taskset.integrations import BUILT_IN, Integration
+from taskset.objects.decorations import PodDecoration
+from taskset.objects.owned import CONFIGMAPS, ObjectKind
+from taskset.objects.pods import PodIdentity
 
 P = ReplicaPhase
 T = TaskSetPhase
@@ -52,6 +56,9 @@ class Settings:
     deletion_wait_requeue: float = 30.0
     # Bound on chained transitions per machine and pass; far above any legal path, so only a bug hits it.
     max_chain: int = 32
+    # The integrations every pass asks, in order (taskset.integrations): their objects, Pod decorations
+    # and gates.
+    integrations: tuple[Integration, ...] = BUILT_IN
 
 
 @dataclass(frozen=True)
@@ -65,25 +72,68 @@ class TaskSetRef:
     deleting: bool
 
 
-@dataclass(frozen=True)
-class CreateControlUnit:
-    name: str  # the reconciler snapshots the TaskSet's spec into it (W-18)
+# Who asked for an owned object: the attempt's ControlUnit is the controller's own, every other one an
+# integration's (named by ``Integration.name``). Only the ControlUnit's results move the TaskSet machine.
+CONTROL_UNIT: Final = "control-unit"
 
 
 @dataclass(frozen=True)
-class DeleteControlUnit:
+class CreateOwned:
+    """Create an object the TaskSet owns: the attempt's ControlUnit (the spec snapshot, W-18) or one an
+    integration asked for. ``manifest`` is the whole object, decided with the rest of the pass; two
+    creates of the same object compare equal whatever their manifests."""
+
+    name: str
+    kind: ObjectKind = CONFIGMAPS
+    integration: str = CONTROL_UNIT
+    manifest: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def control_unit(self) -> bool:
+        return self.integration == CONTROL_UNIT
+
+    @property
+    def action(self) -> str:
+        """The action's name in metrics and logs."""
+        return "CreateControlUnit" if self.control_unit else f"Create{self.kind.kind}"
+
+
+@dataclass(frozen=True)
+class DeleteOwned:
+    """Delete an object the TaskSet owns, by name and UID (a precondition, so never another object)."""
+
     name: str
     uid: str
     advances: bool  # T10: the TaskSet moves on when the delete is accepted; False for stray cleanup (T15)
+    kind: ObjectKind = CONFIGMAPS
+    integration: str = CONTROL_UNIT
+
+    @property
+    def control_unit(self) -> bool:
+        return self.integration == CONTROL_UNIT
+
+    @property
+    def action(self) -> str:
+        return "DeleteControlUnit" if self.control_unit else f"Delete{self.kind.kind}"
 
 
 @dataclass(frozen=True)
 class CreatePod:
+    """Create one replica's Pod: who it is, and what the integrations add to its role's template. The
+    reconciler builds the Pod from these alone, lazily, sharing the template (2,000 Pods in a pass).
+    Identity and decorations follow from the fields before them, so they take no part in equality."""
+
     role: int  # position in spec.roles
     index: int
     name: str
     taskset_attempt: int
     replica_attempt: int
+    identity: PodIdentity | None = field(default=None, compare=False, repr=False)
+    decorations: tuple[PodDecoration, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def action(self) -> str:
+        return "CreatePod"
 
 
 @dataclass(frozen=True)
@@ -97,8 +147,12 @@ class DeletePod:
     # so an accepted delete keeps the replica waiting and asking again.
     seen: bool = True
 
+    @property
+    def action(self) -> str:
+        return "DeletePod"
 
-Intent = CreateControlUnit | DeleteControlUnit | CreatePod | DeletePod
+
+Intent = CreateOwned | DeleteOwned | CreatePod | DeletePod
 
 
 @dataclass(frozen=True)
@@ -160,7 +214,7 @@ class ResultKind(Enum):
 
 # What the reconciler read of an action's object: the created object, or the live one under the name
 # (``EXISTS``). Built by the reconciler from the API server's response, so decide never parses one.
-ResultView = PodView | ControlUnitView
+ResultView = PodView | ControlUnitView | OwnedView
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,11 @@ from taskset.api.constants import (
     ReplicaPhase,
 )
 from taskset.api.constants import ReplicaPhase as P
-from taskset.api.spec import Role, pod_name
+from taskset.api.spec import Role, control_unit_name, pod_name
 from taskset.api.status import ReplicaStatus, TerminatedInfo, parse_time, seconds_since
 from taskset.api.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
+from taskset.decide.owned import attempt_of, gate, report_hold
 from taskset.decide.passes import (
     FromResult,
     PassContext,
@@ -40,6 +41,8 @@ from taskset.decide.passes import (
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, LogRecord, ResultKind
 from taskset.decide.policies import replica_may_retry, retry_due, taskset_retry_decision
 from taskset.decide.waiting import WAIT_MESSAGE_MAX, WAITING_PHASES, clip, pod_wait, wait_kind
+from taskset.objects.decorations import PodDecoration
+from taskset.objects.pods import PodIdentity
 
 # Seconds between deletes of a Pod the cache never showed, until the API server answers NotFound.
 UNSEEN_DELETE_POLL = 2.0
@@ -72,7 +75,8 @@ def run_replica(ctx: PassContext, position: int, role: Role, replica: ReplicaSta
             and replica.phase != P.ATTEMPT_PENDING
         ):
             _capture_pod(ctx, replica, pod)
-        transition = REPLICA_MACHINE.step(replica.phase, _replica_facts(ctx, role, replica, pod, kind))
+        facts = _replica_facts(ctx, position, role, replica, pod=pod, kind=kind)
+        transition = REPLICA_MACHINE.step(replica.phase, facts)
         if transition is None:
             return
         row = REPLICA_ROWS[transition.label]
@@ -120,8 +124,23 @@ def _earlier_attempt_alive(ctx: PassContext) -> bool:
     return found
 
 
+def _creates_allowed(ctx: PassContext, position: int, role: Role, replica: ReplicaStatus) -> bool:
+    """Whether the replica's Pod may be created: not while the TaskSet is being deleted, nor while an
+    integration holds the role (asked only of replicas about to create, so a running role costs
+    nothing)."""
+    if ctx.ref.deleting:
+        return False
+    return replica.phase != P.ATTEMPT_PENDING or gate(ctx, position, role) is None
+
+
 def _replica_facts(
-    ctx: PassContext, role: Role, replica: ReplicaStatus, pod: PodView | None, kind: PodClass
+    ctx: PassContext,
+    position: int,
+    role: Role,
+    replica: ReplicaStatus,
+    *,
+    pod: PodView | None,
+    kind: PodClass,
 ) -> ReplicaFacts:
     elapsed = seconds_since(replica.transition_time, ctx.now)
     return ReplicaFacts(
@@ -131,7 +150,7 @@ def _replica_facts(
         pod_running=pod is not None and pod.running,
         pod_assigned=pod is not None and pod.assigned,
         stopped=replica.stopped,
-        creates_allowed=not ctx.ref.deleting,
+        creates_allowed=_creates_allowed(ctx, position, role, replica),
         creation_timed_out=elapsed > ctx.settings.cache_creation_timeout,
         may_retry=replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting),
         retry_due=retry_due(role.retry_policy.delay_seconds, elapsed),
@@ -152,12 +171,46 @@ def _delete_stray(ctx: PassContext, position: int, replica: ReplicaStatus, pod: 
 
 
 def _create_pod(ctx: PassContext, at: ReplicaAt) -> bool:
-    """Ask for the replica's Pod; the create's result moves the replica."""
-    name = pod_name(ctx.ref.name, at.role.name, at.replica.index)
+    """Ask for the replica's Pod, with what every integration adds to it; the create's result moves
+    the replica."""
+    replica, attempt = at.replica, ctx.status.attempt_id
+    name = pod_name(ctx.ref.name, at.role.name, replica.index)
+    identity = PodIdentity(
+        taskset=ctx.ref.name,
+        namespace=ctx.ref.namespace,
+        taskset_uid=ctx.ref.uid,
+        role=at.role.name,
+        index=replica.index,
+        name=name,
+        control_unit_name=control_unit_name(ctx.ref.name, attempt),
+        control_unit_uid=ctx.status.control_unit_uid or "",
+        taskset_attempt=attempt,
+        replica_attempt=replica.total_retried_count,
+    )
     ctx.plan.intents.append(
-        CreatePod(at.position, at.replica.index, name, ctx.status.attempt_id, at.replica.total_retried_count)
+        CreatePod(
+            at.position,
+            replica.index,
+            name,
+            attempt,
+            replica.total_retried_count,
+            identity=identity,
+            decorations=_decorations(ctx, at.role, identity),
+        )
     )
     return False
+
+
+def _decorations(ctx: PassContext, role: Role, identity: PodIdentity) -> tuple[PodDecoration, ...]:
+    """What each integration adds to this replica's Pod, in registration order."""
+    attempt = attempt_of(ctx)
+    if attempt is None:
+        return ()
+    return tuple(
+        decoration
+        for integration in ctx.settings.integrations
+        if (decoration := integration.decorate_pod(attempt, role, identity)) is not None
+    )
 
 
 def _adopt_pod(ctx: PassContext, at: ReplicaAt) -> bool:
@@ -285,6 +338,13 @@ def _wait_for_earlier_pods(ctx: PassContext, at: ReplicaAt) -> None:
     ctx.plan.requeue(ctx.settings.cache_wait_requeue)
 
 
+def _hold(ctx: PassContext, at: ReplicaAt) -> None:
+    """Create nothing: the TaskSet is being deleted, or say in the phaseMessage which integration holds
+    the role and why (its watch events bring the pass that creates the Pod)."""
+    if not ctx.ref.deleting:
+        at.replica.phase_message = report_hold(ctx, at.position, at.role, at.replica.phase_message)
+
+
 def _wait_for_cache(ctx: PassContext, at: ReplicaAt) -> None:
     """Look again when the cache should show the Pod, or when its creation times out."""
     settings = ctx.settings
@@ -334,7 +394,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P0": Row(wait=_wait_for_earlier_pods),
     "P1-conflict": Row(effect=_pod_conflict, message=_conflict_message),
     "P1-adopt": Row(effect=_adopt_pod, message=_GOING_TO_START),
-    "P1-hold": Row(),
+    "P1-hold": Row(wait=_hold),
     "P1": Row(effect=_create_pod, message=_GOING_TO_START),
     "P1-rejected": Row(
         message=FromResult("the API server's reason for refusing the create, or the name conflict")

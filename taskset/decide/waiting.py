@@ -36,6 +36,8 @@ _CONTAINER_WAITING = re.compile(r"^container \S* waiting: ")
 _WAITING_SUMMARY = re.compile(r"^\d+ replicas? waiting: ")
 # Replica phases whose Pod is Pending: the only ones a Pod can be stuck in without a transition.
 WAITING_PHASES = (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED)
+# The start of the phaseMessage of a replica whose Pod an integration holds back (taskset.decide.owned).
+HELD_PREFIX = "Held: "
 
 
 @dataclass(frozen=True)
@@ -73,17 +75,27 @@ def wait_kind(message: str) -> EventReason | None:
         return EventReason.POD_UNSCHEDULABLE
     if _CONTAINER_WAITING.match(message):
         return EventReason.POD_CONTAINER_WAITING
+    if message.startswith(HELD_PREFIX):
+        return EventReason.ROLE_HELD
     return None
 
 
+def _waits(phase: str, message: str) -> bool:
+    """Whether a replica's status says it waits: its Pending Pod does not start, or it is held."""
+    if phase == P.ATTEMPT_PENDING:
+        return message.startswith(HELD_PREFIX)
+    return phase in WAITING_PHASES and wait_kind(message) is not None
+
+
 def waiting_summary(status: TaskSetStatus) -> str:
-    """The replicas whose Pods wait (per their phaseMessage), in spec order: "2 replicas waiting: r-0:
-    Pod is unschedulable: ...; r-1: ...", naming the first few and counting the rest, bounded."""
+    """The replicas whose Pods wait or are held (per their phaseMessage), in spec order: "2 replicas
+    waiting: r-0: Pod is unschedulable: ...; r-1: ...", naming the first few and counting the rest,
+    bounded."""
     waiting = [
         clip(f"{role.name}-{replica.index}: {replica.phase_message}", WAITING_ENTRY_MAX)
         for role in status.roles
         for replica in role.replicas
-        if replica.phase in WAITING_PHASES and wait_kind(replica.phase_message) is not None
+        if _waits(replica.phase, replica.phase_message)
     ]
     if not waiting:
         return ""

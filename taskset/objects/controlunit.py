@@ -6,24 +6,24 @@ the replicas or policies of the running attempt; the next attempt picks the edit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import orjson
 
 from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, API_VERSION, KIND, LABEL_TASKSET
-from taskset.api.spec import ParsedTaskSet, TaskSetSpec, parse_taskset
+from taskset.api.spec import ParsedTaskSet, SpecCheck, TaskSetSpec, parse_taskset
 
 SNAPSHOT_KEY: Final = "spec.json"
-# ConfigMaps hold at most 1 MiB; a larger spec runs without a snapshot (the live spec is used instead).
+# ConfigMaps hold at most 1 MiB; a larger spec runs without a snapshot (the live spec is used instead),
+# as does one too deeply nested to encode.
 MAX_SNAPSHOT_BYTES: Final = 900 * 1024
 
 
 def build_control_unit(taskset: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The ConfigMap for one attempt, controlled by the TaskSet (TaskSet -> ControlUnit -> Pods)."""
     meta = taskset["metadata"]
-    snapshot = orjson.dumps(taskset.get("spec") or {})
-    data = {SNAPSHOT_KEY: snapshot.decode()} if len(snapshot) <= MAX_SNAPSHOT_BYTES else {}
+    data = {SNAPSHOT_KEY: snapshot} if (snapshot := _snapshot(taskset.get("spec") or {})) else {}
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -47,11 +47,26 @@ def build_control_unit(taskset: Mapping[str, Any], name: str) -> dict[str, Any]:
     }
 
 
-def parse_snapshot(snapshot: str, name: str, namespace: str, uid: str) -> TaskSetSpec | None:
-    """The attempt's spec from a ControlUnit, or None if the snapshot is unreadable or illegal."""
+def _snapshot(spec: object) -> str | None:
+    """The spec as the snapshot keeps it, or None when it cannot be kept: larger than a ConfigMap holds,
+    or nested deeper than JSON encoding allows (decisions build this, so it must not raise)."""
+    try:
+        encoded = orjson.dumps(spec)
+    except orjson.JSONEncodeError:
+        return None
+    return encoded.decode() if len(encoded) <= MAX_SNAPSHOT_BYTES else None
+
+
+def parse_snapshot(
+    snapshot: str, name: str, namespace: str, uid: str, checks: Sequence[SpecCheck] = ()
+) -> TaskSetSpec | None:
+    """The attempt's spec from a ControlUnit, or None if the snapshot is unreadable or illegal (to the
+    integrations' ``checks`` too)."""
     try:
         spec = orjson.loads(snapshot)
     except orjson.JSONDecodeError:
         return None
-    parsed = parse_taskset({"metadata": {"name": name, "namespace": namespace, "uid": uid}, "spec": spec})
+    parsed = parse_taskset(
+        {"metadata": {"name": name, "namespace": namespace, "uid": uid}, "spec": spec}, checks
+    )
     return parsed.spec if isinstance(parsed, ParsedTaskSet) else None

@@ -1,13 +1,14 @@
-"""The controller: three shared informers (TaskSets, and the Pods and ConfigMaps labelled ``TaskSet``),
-event handlers that map every change to its TaskSet's key, a rate-limited workqueue, and N workers
-running ``Reconciler.reconcile``. Workers start only after all three caches have synced (spec 9.2).
+"""The controller: shared informers (TaskSets, and the Pods and ConfigMaps labelled ``TaskSet``, plus one
+per other kind of object its integrations own), event handlers that map every change to its TaskSet's
+key, a rate-limited workqueue, and N workers running ``Reconciler.reconcile``. Workers start only after
+every cache has synced (spec 9.2).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -23,6 +24,9 @@ from informers.kube import lister_watcher_factory
 from taskset.api.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
 from taskset.api.views import slim_pod, slim_taskset
 from taskset.decide import Settings as DecideSettings
+from taskset.integrations import BUILT_IN, Integration
+from taskset.objects.owned import CONFIGMAPS as CONFIGMAP_KIND
+from taskset.objects.owned import ObjectKind
 from taskset.runtime.events import EventRecorder
 from taskset.runtime.kube import KubeClient, RequestObserver
 from taskset.runtime.reconciler import (
@@ -92,7 +96,10 @@ class Controller:
         reconcile_metrics: ReconcileMetrics | None = None,
         worker_metrics: WorkerMetrics | None = None,
         request_observer: RequestObserver | None = None,
+        integrations: Sequence[Integration] = BUILT_IN,
     ) -> None:
+        """``integrations``: the hooks every TaskSet's decisions ask, in order (``taskset.integrations``);
+        the controller also caches every kind of object they may own."""
         self._settings = settings
         self._log = logger
         self._clock = clock or RealClock()
@@ -117,6 +124,10 @@ class Controller:
             label_selector=LABEL_TASKSET,
             indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index},
         )
+        # Caches of what integrations own, by kind key; ConfigMaps share the ControlUnits' cache.
+        self.owned: dict[str, SharedInformer] = {CONFIGMAP_KIND.key: self.units} | {
+            kind.key: self._owned_informer(kind, namespace) for kind in owned_kinds(integrations)
+        }
         client_kwargs: dict[str, Any] = {"qps": settings.qps, "burst": settings.burst}
         if request_observer is not None:
             client_kwargs["observer"] = request_observer
@@ -129,7 +140,10 @@ class Controller:
             units=self.units.store,
             recorder=self.recorder,
             logger=logger,
-            settings=DecideSettings(cache_creation_timeout=settings.cache_creation_timeout),
+            settings=DecideSettings(
+                cache_creation_timeout=settings.cache_creation_timeout, integrations=tuple(integrations)
+            ),
+            owned={key: informer.store for key, informer in self.owned.items()},
             clock=self._clock,
             metrics=reconcile_metrics,
             action_parallelism=pod_action_threads(settings.workers),
@@ -144,6 +158,14 @@ class Controller:
         self._synced = threading.Event()
         self._starter: threading.Thread | None = None
 
+    def _owned_informer(self, kind: ObjectKind, namespace: str | None) -> SharedInformer:
+        return self._factory.informer_for(
+            Resource(group=kind.group, version=kind.version, plural=kind.plural),
+            namespace=namespace,
+            label_selector=LABEL_TASKSET,
+            indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index},
+        )
+
     # ----- event handlers: every change -> the owning TaskSet's key --------------------------------------
     def _register_handlers(self) -> None:
         self.tasksets.add_event_handler(
@@ -157,6 +179,16 @@ class Controller:
                 on_update=lambda old, new: self._enqueue_owner_batched(new),
                 on_delete=self._enqueue_owner_batched,
             )
+        for informer in self._integration_caches():
+            informer.add_event_handler(
+                on_add=self._created,
+                on_update=lambda old, new: self._enqueue_owner_batched(new),
+                on_delete=self._enqueue_owner_batched,
+            )
+
+    def _integration_caches(self) -> list[SharedInformer]:
+        """The caches of owned kinds other than ConfigMaps (whose cache is the ControlUnits')."""
+        return [informer for informer in self.owned.values() if informer is not self.units]
 
     def _enqueue_taskset(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(dict(obj))
@@ -226,7 +258,8 @@ class Controller:
     def has_synced(self) -> bool:
         """Whether every cache has synced (the daemon's readiness); workers may not have started yet."""
         return self._synced.is_set() or all(
-            informer.has_synced() for informer in (self.tasksets, self.pods, self.units)
+            informer.has_synced()
+            for informer in (self.tasksets, self.pods, self.units, *self._integration_caches())
         )
 
     def wait_for_sync(self, timeout: float) -> bool:
@@ -298,6 +331,16 @@ class Controller:
             active = self._active
         if self._worker_metrics is not None:
             self._worker_metrics.set_active_workers(CONTROLLER_NAME, active)
+
+
+def owned_kinds(integrations: Sequence[Integration]) -> list[ObjectKind]:
+    """Every kind the integrations may own besides ConfigMaps, once each, in registration order."""
+    kinds: dict[str, ObjectKind] = {}
+    for integration in integrations:
+        for kind in integration.kinds:
+            if kind.key != CONFIGMAP_KIND.key:
+                kinds.setdefault(kind.key, kind)
+    return list(kinds.values())
 
 
 def _owner_keys(obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> list[str]:

@@ -265,6 +265,14 @@ def core_path(namespace: str, plural: str, name: str | None = None) -> str:
     return f"{base}/{name}" if name else base
 
 
+def namespaced_path(group: str, version: str, plural: str, namespace: str, name: str | None = None) -> str:
+    """The path of a namespaced object (or its collection) of any group; "" is the core group."""
+    if not group:
+        return core_path(namespace, plural, name)
+    base = f"/apis/{group}/{version}/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
 def _decode(raw: bytes | str | None) -> Any:
     if not raw:
         return None

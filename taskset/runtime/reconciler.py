@@ -21,14 +21,14 @@ import cachetools
 from clock import Clock, RealClock
 from informers import Store
 from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LOGGER_NAME
-from taskset.api.spec import ParseResult, control_unit_name, parse_taskset
+from taskset.api.spec import ParseResult, control_unit_name, is_control_unit_name, parse_taskset
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import Observed, control_unit_view, pod_view
+from taskset.api.views import Observed, OwnedView, control_unit_view, owned_view, pod_view
 from taskset.decide import (
     ActionResult,
-    CreateControlUnit,
+    CreateOwned,
     CreatePod,
-    DeleteControlUnit,
+    DeleteOwned,
     DeletePod,
     Intent,
     LogRecord,
@@ -38,13 +38,13 @@ from taskset.decide import (
     TaskSetRef,
     decide,
 )
-from taskset.integrations.identity_env import identity_decoration
-from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
-from taskset.objects.pods import PodIdentity, build_pod
+from taskset.objects.controlunit import SNAPSHOT_KEY
+from taskset.objects.owned import CONFIGMAPS
+from taskset.objects.pods import build_pod
 from taskset.runtime.created_units import CreatedUnits
 from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
-from taskset.runtime.kube import KubeClient, KubeError, core_path, taskset_path
+from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
 from taskset.runtime.records import Record, StatusRecords
 
 POD_INDEX: Final = "taskset"  # pods and ControlUnits by "<namespace>/<TaskSet annotation>"
@@ -113,7 +113,10 @@ class Reconciler:
         clock: Clock | None = None,
         metrics: ReconcileMetrics | None = None,
         action_parallelism: int = 1,
+        owned: Mapping[str, Store] | None = None,
     ) -> None:
+        """``owned``: the caches of the kinds integrations own, by ``ObjectKind.key`` (ConfigMaps are
+        ``units``, whichever is given)."""
         self._client = client
         self._pool = (
             ThreadPoolExecutor(action_parallelism, thread_name_prefix="pod-action")
@@ -123,16 +126,19 @@ class Reconciler:
         self._tasksets = tasksets
         self._pods = pods
         self._units = units
+        self._owned: dict[str, Store] = {**(owned or {}), CONFIGMAPS.key: units}
         self._recorder = recorder
         self._log = logger
         self._settings = settings
         self._clock = clock or RealClock()
         self._metrics: ReconcileMetrics = metrics or _NoMetrics()
         self._records = StatusRecords(self._clock)
-        self._expectations = Expectations((pods, units), self._clock)
+        others = [store for store in self._owned.values() if store is not units]
+        self._expectations = Expectations((pods, units, *others), self._clock)
         self._created_units = CreatedUnits(
             self._expectations, self._clock, timeout=settings.cache_creation_timeout
         )
+        self._checks = tuple(integration.check for integration in settings.integrations)
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
@@ -200,7 +206,7 @@ class Reconciler:
         cache_key = (str(meta.get("uid", "")), int(meta.get("generation") or 0))
         parsed = self._parsed.get(cache_key)
         if parsed is None:
-            parsed = parse_taskset(obj)
+            parsed = parse_taskset(obj, self._checks)
             self._parsed[cache_key] = parsed
         return parsed
 
@@ -216,7 +222,7 @@ class Reconciler:
         others = tuple(
             control_unit_view(u, SNAPSHOT_KEY)
             for u in self._units.by_index(OWNER_INDEX, ref.uid)
-            if u["metadata"]["name"] != unit_name
+            if u["metadata"]["name"] != unit_name and is_control_unit_name(ref.name, u["metadata"]["name"])
         )
         pods = {
             p["metadata"]["name"]: pod_view(p)
@@ -226,7 +232,21 @@ class Reconciler:
             control_unit=unit_view,
             pods=pods,
             other_control_units=others,
+            owned=self._owned_views(ref, unit_view.uid if unit_view is not None else None),
         )
+
+    def _owned_views(self, ref: TaskSetRef, unit_uid: str | None) -> dict[tuple[str, str], OwnedView]:
+        """What the TaskSet and its current ControlUnit control, in every owned kind's cache, by (kind
+        key, name): related by the controlling owner's UID, never by a label anyone can write."""
+        owners = [uid for uid in (ref.uid, unit_uid) if uid]
+        return {
+            (kind, obj["metadata"]["name"]): owned_view(obj)
+            for kind, store in self._owned.items()
+            for owner in owners
+            for obj in store.by_index(OWNER_INDEX, owner)
+            if obj["metadata"].get("namespace") == ref.namespace
+            and not (store is self._units and is_control_unit_name(ref.name, obj["metadata"]["name"]))
+        }
 
     # ----- act ------------------------------------------------------------------------------------------
     def _act_all(
@@ -247,25 +267,19 @@ class Reconciler:
     def _act(self, key: str, obj: Mapping[str, Any], plan: Plan, intent: Intent) -> ActionResult:
         ns = obj["metadata"]["namespace"]
         try:
-            if isinstance(intent, CreateControlUnit):
-                created = self._client.create(
-                    core_path(ns, "configmaps"), build_control_unit(obj, intent.name), resource="configmaps"
-                )
-                self._expect(key, create=(f"{ns}/{intent.name}", created["metadata"]["uid"]))
-                self._remember_created_unit(f"{ns}/{intent.name}", created)
-                result = ActionResult(ResultKind.OK, control_unit_view(created, SNAPSHOT_KEY))
-            elif isinstance(intent, DeleteControlUnit):
+            if isinstance(intent, CreateOwned):
+                result = self._create_owned(key, ns, intent)
+            elif isinstance(intent, DeleteOwned):
+                kind = intent.kind
                 self._client.delete(
-                    core_path(ns, "configmaps", intent.name),
+                    namespaced_path(kind.group, kind.version, kind.plural, ns, intent.name),
                     uid=intent.uid,
-                    resource="configmaps",
-                    propagation="Foreground",
+                    resource=kind.plural,
+                    propagation="Foreground" if intent.control_unit else None,
                 )
                 result = ActionResult(ResultKind.OK)
             elif isinstance(intent, CreatePod):
-                pod = self._client.create(
-                    core_path(ns, "pods"), self._pod(obj, plan, intent), resource="pods"
-                )
+                pod = self._client.create(core_path(ns, "pods"), self._pod(plan, intent), resource="pods")
                 self._expect(key, create=(f"{ns}/{intent.name}", pod["metadata"]["uid"]))
                 # A view at once: a pass of a 2,000-replica role holds every result until it ends.
                 result = ActionResult(ResultKind.OK, pod_view(pod))
@@ -275,10 +289,22 @@ class Reconciler:
                 result = ActionResult(ResultKind.OK)
         except KubeError as err:
             result = self._failure(ns, intent, err)
-        if isinstance(intent, DeleteControlUnit) and result.kind in (ResultKind.OK, ResultKind.NOT_FOUND):
+        if isinstance(intent, DeleteOwned) and result.kind in (ResultKind.OK, ResultKind.NOT_FOUND):
             self._created_units.forget(f"{ns}/{intent.name}")  # gone or going: the cache's word counts now
-        self._metrics.observe_action(type(intent).__name__, result.kind.value)
+        self._metrics.observe_action(intent.action, result.kind.value)
         return result
+
+    def _create_owned(self, key: str, namespace: str, intent: CreateOwned) -> ActionResult:
+        """Create the ControlUnit or an integration's object, as decided, and expect its add event."""
+        kind = intent.kind
+        path = namespaced_path(kind.group, kind.version, kind.plural, namespace)
+        created = self._client.create(path, intent.manifest, resource=kind.plural)
+        store_key = f"{namespace}/{intent.name}"
+        self._expect(key, create=(store_key, created["metadata"]["uid"]))
+        if not intent.control_unit:
+            return ActionResult(ResultKind.OK, owned_view(created))
+        self._remember_created_unit(store_key, created)
+        return ActionResult(ResultKind.OK, control_unit_view(created, SNAPSHOT_KEY))
 
     def _remember_created_unit(self, store_key: str, created: Mapping[str, Any]) -> None:
         """Overlay the ControlUnit the create's response shows until the cache shows it (created_units.py)."""
@@ -286,42 +312,40 @@ class Reconciler:
             store_key, created["metadata"]["uid"], control_unit_view(created, SNAPSHOT_KEY)
         )
 
-    def _pod(self, obj: Mapping[str, Any], plan: Plan, intent: CreatePod) -> dict[str, Any]:
-        assert plan.spec is not None
-        role = plan.spec.roles[intent.role]
-        meta = obj["metadata"]
-        identity = PodIdentity(
-            taskset=meta["name"],
-            namespace=meta["namespace"],
-            taskset_uid=meta["uid"],
-            role=role.name,
-            index=intent.index,
-            name=intent.name,
-            control_unit_name=control_unit_name(meta["name"], intent.taskset_attempt),
-            control_unit_uid=plan.status.control_unit_uid or "",
-            taskset_attempt=intent.taskset_attempt,
-            replica_attempt=intent.replica_attempt,
-        )
-        return build_pod(role.template, identity, (identity_decoration(identity),))
+    def _pod(self, plan: Plan, intent: CreatePod) -> dict[str, Any]:
+        """The Pod ``intent`` decided, built from its role's template (shared, never changed)."""
+        assert plan.spec is not None and intent.identity is not None
+        return build_pod(plan.spec.roles[intent.role].template, intent.identity, intent.decorations)
 
     def _failure(self, namespace: str, intent: Intent, err: KubeError) -> ActionResult:
         if err.not_found:
             return ActionResult(ResultKind.NOT_FOUND, message=err.message)
-        if err.already_exists and isinstance(intent, CreatePod | CreateControlUnit):
-            plural = "pods" if isinstance(intent, CreatePod) else "configmaps"
-            try:
-                live = self._client.get(core_path(namespace, plural, intent.name), resource=plural)
-            except KubeError as read_err:
-                return ActionResult(ResultKind.ERROR, message=str(read_err))
-            if live is None:
-                return ActionResult(ResultKind.EXISTS, message=err.message)
-            view = pod_view(live) if plural == "pods" else control_unit_view(live, SNAPSHOT_KEY)
-            return ActionResult(ResultKind.EXISTS, view, err.message)
+        if err.already_exists and isinstance(intent, CreatePod | CreateOwned):
+            return self._existing(namespace, intent, err)
         if err.conflict:
             return ActionResult(ResultKind.CONFLICT, message=err.message)
-        if err.invalid and isinstance(intent, CreatePod | CreateControlUnit):
+        if err.invalid and isinstance(intent, CreatePod | CreateOwned):
             return ActionResult(ResultKind.INVALID, message=err.message)
         return ActionResult(ResultKind.ERROR, message=str(err))
+
+    def _existing(self, namespace: str, intent: CreatePod | CreateOwned, err: KubeError) -> ActionResult:
+        """A create found the name taken: what holds it now, read live (the cache may not show it)."""
+        if isinstance(intent, CreatePod):
+            path, plural = core_path(namespace, "pods", intent.name), "pods"
+        else:
+            kind = intent.kind
+            path = namespaced_path(kind.group, kind.version, kind.plural, namespace, intent.name)
+            plural = kind.plural
+        try:
+            live = self._client.get(path, resource=plural)
+        except KubeError as read_err:
+            return ActionResult(ResultKind.ERROR, message=str(read_err))
+        if live is None:
+            return ActionResult(ResultKind.EXISTS, message=err.message)
+        if isinstance(intent, CreatePod):
+            return ActionResult(ResultKind.EXISTS, pod_view(live), err.message)
+        view = control_unit_view(live, SNAPSHOT_KEY) if intent.control_unit else owned_view(live)
+        return ActionResult(ResultKind.EXISTS, view, err.message)
 
     # ----- expectations ---------------------------------------------------------------------------------
     def creation_observed(self, obj: Mapping[str, Any]) -> None:
@@ -436,7 +460,7 @@ def _next_batch(intents: list[Intent], start: int) -> list[Intent]:
 
 def _advancing_delete(intent: Intent) -> bool:
     """A delete whose acceptance moves a machine on (P9, T10), as opposed to removing a stray object."""
-    return isinstance(intent, DeletePod | DeleteControlUnit) and intent.advances
+    return isinstance(intent, DeletePod | DeleteOwned) and intent.advances
 
 
 def _machine_of(record: LogRecord) -> str:

@@ -89,6 +89,8 @@ def test_resource_identity() -> None:
                 "ControlUnitNameConflict",
                 "PodUnschedulable",
                 "PodContainerWaiting",
+                "TaskRoleHeld",
+                "OwnedObjectCreationFailed",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),
@@ -149,6 +151,7 @@ def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
         "ControlUnitNameConflict",
         "PodUnschedulable",  # issue 8: a Pod that will not start by itself
         "PodContainerWaiting",
+        "OwnedObjectCreationFailed",  # issue 29: an integration's object refused for good
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 

@@ -15,7 +15,7 @@ import pytest
 
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
-from taskset.decide import CreateControlUnit, CreatePod, DeletePod
+from taskset.decide import CreateOwned, CreatePod, DeletePod
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import World, decide_once
 
@@ -59,7 +59,7 @@ def test_no_pod_of_the_next_attempt_while_a_pod_of_the_previous_one_is_there(orp
     assert [i for i in plan.intents if isinstance(i, CreatePod)] == []  # not even replica 0's
     leftover = [] if not orphaned else [DeletePod("job-r-1", old, 0, 1, advances=False)]
     # replica 1 deletes its own leftover (row P0) unless it is going
-    assert plan.intents == [CreateControlUnit("c-job-1"), *leftover]
+    assert plan.intents == [CreateOwned("c-job-1"), *leftover]
     assert plan.requeue_after is not None
     assert [r.phase for r in plan.status.roles[0].replicas] == [P.ATTEMPT_PENDING, P.ATTEMPT_PENDING]
     world.pods.pop("job-r-1", None)  # the leftover is gone

@@ -349,3 +349,16 @@ def test_an_oversized_spec_is_not_snapshotted() -> None:
 )
 def test_an_unusable_snapshot_is_ignored(snapshot: str) -> None:
     assert parse_snapshot(snapshot, "job", "ns", "uid") is None
+
+
+def test_a_spec_nested_too_deep_to_encode_runs_without_a_snapshot() -> None:
+    """The decisions build the ControlUnit, so building it never raises: a spec nested deeper than JSON
+    encoding allows runs with the live spec, as one too large for a ConfigMap does."""
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(400):
+        inner["x"] = {}
+        inner = inner["x"]
+    taskset = TaskSetBuilder("deep").uid(TS_UID).namespace("ns1").role("r", 1).obj()
+    taskset["spec"]["extra"] = deep
+    assert build_control_unit(taskset, "c-deep-0")["data"] == {}

@@ -28,7 +28,7 @@ from taskset.api.status import Condition, ReplicaStatus, RoleStatus, TaskSetStat
 from taskset.api.views import ControlUnitView, Observed, PodView, control_unit_view, pod_view
 from taskset.decide import (
     ActionResult,
-    CreateControlUnit,
+    CreateOwned,
     CreatePod,
     DeletePod,
     Intent,
@@ -373,7 +373,7 @@ def test_s55_decide_is_total_and_moves_only_along_declared_edges(scene: Scene) -
     plan = decide(scene.ref, scene.live, scene.recorded, scene.observed, scene.now).plan
     check_plan(scene, plan)
     if scene.ref.deleting:  # W-10
-        assert not [i for i in plan.intents if isinstance(i, CreateControlUnit | CreatePod)]
+        assert not [i for i in plan.intents if isinstance(i, CreateOwned | CreatePod)]
 
 
 def results_for(intent: Intent) -> st.SearchStrategy[ActionResult]:

@@ -20,14 +20,14 @@ import structlog
 from clock import Clock
 from informers import Store
 from taskset.api.constants import TaskSetPhase
-from taskset.api.spec import ParsedTaskSet, parse_taskset
+from taskset.api.spec import parse_taskset
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
-from taskset.api.views import Observed, control_unit_view, pod_view
+from taskset.api.views import Observed, control_unit_view, owned_view, pod_view
 from taskset.decide import (
     ActionResult,
-    CreateControlUnit,
+    CreateOwned,
     CreatePod,
-    DeleteControlUnit,
+    DeleteOwned,
     DeletePod,
     Intent,
     Pass,
@@ -38,9 +38,8 @@ from taskset.decide import (
     TaskSetRef,
     decide,
 )
-from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.controlunit import build_control_unit
-from taskset.objects.pods import PodIdentity, build_pod
+from taskset.objects.pods import build_pod
 from taskset.runtime.kube import KubeError
 from taskset.runtime.reconciler import OWNER_INDEX, POD_INDEX, Reconciler, controller_uid_index, taskset_index
 
@@ -64,6 +63,10 @@ class World:
     plans: list[Plan] = field(default_factory=list)
     deleting: bool = False
     pods_refused: bool = False  # Pod creates answer 503, as an overloaded API server does
+    # Objects integrations own, by (kind key, name), as the API server keeps them; and, when set, the
+    # message with which the API server refuses to create any more of them (a 422).
+    owned: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    owned_refused: str | None = None
 
     def __post_init__(self) -> None:
         meta = self.taskset.setdefault("metadata", {})
@@ -86,6 +89,7 @@ class World:
             control_unit=control_unit_view(unit, "spec.json") if unit else None,
             pods={n: pod_view(p) for n, p in self.pods.items()},
             other_control_units=others,
+            owned={key: owned_view(obj) for key, obj in self.owned.items()},
         )
 
     def reconcile(self) -> Plan:
@@ -119,14 +123,16 @@ class World:
 
     # ----- the API server's side -----------------------------------------------------------
     def _execute(self, intent: Any, plan: Plan) -> ActionResult:
-        if isinstance(intent, CreateControlUnit):
+        if isinstance(intent, CreateOwned) and not intent.control_unit:
+            return self._create_owned(intent)
+        if isinstance(intent, CreateOwned):
             if intent.name in self.units:
                 return ActionResult(ResultKind.EXISTS, view_of(intent, self.units[intent.name]))
-            unit = build_control_unit(self.taskset, intent.name)
+            unit = copy.deepcopy(dict(intent.manifest))  # what the pass decided, as the API server keeps it
             unit["metadata"]["uid"] = new_uid()
             self.units[intent.name] = unit
             return ActionResult(ResultKind.OK, view_of(intent, unit))
-        if isinstance(intent, DeleteControlUnit):
+        if isinstance(intent, DeleteOwned):
             found = self.units.get(intent.name)
             if found is None:
                 return ActionResult(ResultKind.NOT_FOUND)
@@ -140,23 +146,9 @@ class World:
                 return ActionResult(ResultKind.ERROR, message="the server is currently unable to handle it")
             if intent.name in self.pods:
                 return ActionResult(ResultKind.EXISTS, view_of(intent, self.pods[intent.name]))
-            spec = parse_taskset(self.taskset)
-            assert isinstance(spec, ParsedTaskSet)
-            role = plan.spec.roles[intent.role] if plan.spec else spec.spec.roles[intent.role]
-            unit_name = f"c-{self.ref.name}-{intent.taskset_attempt}"
-            identity = PodIdentity(
-                self.ref.name,
-                self.ref.namespace,
-                self.ref.uid,
-                role.name,
-                intent.index,
-                intent.name,
-                unit_name,
-                plan.status.control_unit_uid or "",
-                intent.taskset_attempt,
-                intent.replica_attempt,
-            )
-            pod = build_pod(role.template, identity, (identity_decoration(identity),))
+            assert plan.spec is not None and intent.identity is not None
+            role = plan.spec.roles[intent.role]
+            pod = build_pod(role.template, intent.identity, intent.decorations)
             pod["metadata"]["uid"] = new_uid()
             pod["status"] = {"phase": "Pending"}
             self.pods[intent.name] = pod
@@ -172,14 +164,28 @@ class World:
         del self.pods[intent.name]  # like kwok: gone at once
         return ActionResult(ResultKind.OK)
 
+    def _create_owned(self, intent: CreateOwned) -> ActionResult:
+        key = (intent.kind.key, intent.name)
+        if key in self.owned:
+            return ActionResult(ResultKind.EXISTS, owned_view(self.owned[key]))
+        if self.owned_refused is not None:
+            return ActionResult(ResultKind.INVALID, message=self.owned_refused)
+        obj = copy.deepcopy(dict(intent.manifest))
+        obj["metadata"]["uid"] = new_uid()
+        self.owned[key] = obj
+        return ActionResult(ResultKind.OK, owned_view(obj))
+
     def gc(self) -> None:
-        """Foreground deletion of ControlUnits: their Pods go, then they do."""
+        """Foreground deletion of ControlUnits: their Pods and owned objects go, then they do."""
         for name, unit in list(self.units.items()):
             if "deletionTimestamp" in unit["metadata"]:
                 uid = unit["metadata"]["uid"]
                 for pod_name, pod in list(self.pods.items()):
                     if any(r.get("uid") == uid for r in pod["metadata"].get("ownerReferences", [])):
                         del self.pods[pod_name]
+                for key, obj in list(self.owned.items()):
+                    if any(r.get("uid") == uid for r in obj["metadata"].get("ownerReferences", [])):
+                        del self.owned[key]
                 del self.units[name]
 
     # ----- the kubelet's side --------------------------------------------------------------
@@ -222,7 +228,7 @@ def view_of(intent: Intent, obj: Mapping[str, Any] | None) -> ResultView | None:
     """What the reconciler hands decide of an action's object: its view, never the raw response."""
     if isinstance(intent, CreatePod):
         return None if obj is None else pod_view(obj)
-    if isinstance(intent, CreateControlUnit):
+    if isinstance(intent, CreateOwned):
         return control_unit_view(obj, "spec.json") if obj else None
     return None  # a delete's answer carries no object
 
@@ -270,7 +276,7 @@ def adopted_unseen_control_unit(world: World) -> str:
     step = pass_once(world)
     plan = step.plan
     intent = plan.intents[0]
-    assert isinstance(intent, CreateControlUnit)
+    assert isinstance(intent, CreateOwned)
     step.fold(intent, ActionResult(ResultKind.EXISTS, view_of(intent, unit)))
     world.status = plan.status
     world.units[intent.name] = unit

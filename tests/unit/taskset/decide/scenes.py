@@ -12,7 +12,7 @@ from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import TaskSetStatus
 from taskset.decide import (
-    CreateControlUnit,
+    CreateOwned,
     CreatePod,
     Intent,
     Plan,
@@ -41,7 +41,7 @@ def transitions(plan: Plan) -> list[str]:
 
 
 def creates(plan: Plan) -> list[Intent]:
-    return [intent for intent in plan.intents if isinstance(intent, CreateControlUnit | CreatePod)]
+    return [intent for intent in plan.intents if isinstance(intent, CreateOwned | CreatePod)]
 
 
 def stamp_at(seconds: float) -> str:

@@ -16,7 +16,7 @@ from taskset.api.constants import State
 from taskset.api.constants import TaskSetPhase as T
 from taskset.decide import (
     ActionResult,
-    CreateControlUnit,
+    CreateOwned,
     CreatePod,
     ResultKind,
 )
@@ -178,7 +178,7 @@ def test_the_first_pass_validates_and_asks_for_the_control_unit() -> None:
     assert status.phase == T.ATTEMPT_PENDING
     assert status.phase_message == status.state_message == "TaskSet is legal"
     assert (status.state, status.created_at, status.control_unit_uid) == (State.WAITING, stamp_at(1), None)
-    assert plan.intents == [CreateControlUnit("c-job-0")]
+    assert plan.intents == [CreateOwned("c-job-0")]
     assert transitions(plan) == ["Pre:TaskSetValidation,Next:TaskSetAttemptPending"]
     assert [(r.name, [x.phase for x in r.replicas]) for r in status.roles] == [
         ("r", [P.ATTEMPT_PENDING, P.ATTEMPT_PENDING])
@@ -200,7 +200,7 @@ def test_the_control_unit_create_result_moves_the_taskset_on_to_its_pods() -> No
     assert plan.status.phase == T.ATTEMPT_PREPARING
     assert plan.status.phase_message == "Control unit is synced,prepare to launch tasks"
     assert plan.intents == [
-        CreateControlUnit("c-job-0"),
+        CreateOwned("c-job-0"),
         CreatePod(0, 0, "job-a-0", 0, 0),
         CreatePod(0, 1, "job-a-1", 0, 0),
         CreatePod(1, 0, "job-b-0", 0, 0),
@@ -222,7 +222,7 @@ def test_only_a_control_unit_created_by_the_pass_chains_on_to_the_pods(result: R
     unit = control_unit("c-job-0", "cu-1", world.ref.uid) if result == ResultKind.EXISTS else None
     step.fold(plan.intents[0], ActionResult(result, view_of(plan.intents[0], unit), "no"))
     assert plan.status.phase == phase
-    assert creates(plan) == [CreateControlUnit("c-job-0")]
+    assert creates(plan) == [CreateOwned("c-job-0")]
 
 
 def test_once_the_control_unit_is_observed_every_replica_gets_a_pod() -> None:
@@ -300,7 +300,7 @@ def test_t14_a_taskset_retry_starts_a_fresh_attempt() -> None:
         ("Retry Taskset", "Current Retried Count:0"),
         (TRANSITION, "Pre:TaskSetAttemptRetryPending,Next:TaskSetAttemptPending"),
     ]
-    assert plan.intents == [CreateControlUnit("c-job-1")]
+    assert plan.intents == [CreateOwned("c-job-1")]
     fresh = status.roles[0]
     assert (fresh.name, fresh.phase, fresh.state, fresh.state_message) == ("r", R.WAITING, State.WAITING, "")
     rep = fresh.replicas[0]

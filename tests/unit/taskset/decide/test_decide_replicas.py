@@ -14,9 +14,9 @@ from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import TerminatedInfo
 from taskset.decide import (
     ActionResult,
-    CreateControlUnit,
+    CreateOwned,
     CreatePod,
-    DeleteControlUnit,
+    DeleteOwned,
     DeletePod,
     ResultKind,
 )
@@ -58,7 +58,7 @@ def test_s57_a_control_unit_observed_an_hour_late_is_used() -> None:
     plan = decide_once(world)
     assert plan.status.phase == T.ATTEMPT_PREPARING
     assert transitions(plan) == ["Pre:TaskSetAttemptCreationRequested,Next:TaskSetAttemptPreparing"]
-    assert not [i for i in plan.intents if isinstance(i, DeleteControlUnit)]
+    assert not [i for i in plan.intents if isinstance(i, DeleteOwned)]
 
 
 def test_s57_a_control_unit_never_observed_ends_the_attempt_as_failed() -> None:
@@ -68,7 +68,7 @@ def test_s57_a_control_unit_never_observed_ends_the_attempt_as_failed() -> None:
     world.tick(3600)
     plan = decide_once(world)
     assert transitions(plan)[0] == "Pre:TaskSetAttemptCreationRequested,Next:TaskSetAttemptDeletionPending"
-    assert plan.intents == [DeleteControlUnit("c-job-0", uid, advances=False)]
+    assert plan.intents == [DeleteOwned("c-job-0", uid, advances=False)]
     assert (plan.status.phase, plan.status.state) == (T.COMPLETED, State.FAILED)
 
 
@@ -231,7 +231,7 @@ def test_w1_a_control_unit_created_before_a_lost_status_write_is_adopted() -> No
     world.status = None  # the status write was lost
     plan = decide_once(world)
     assert (plan.status.phase, plan.status.control_unit_uid) == (T.ATTEMPT_PREPARING, uid)
-    assert not [i for i in plan.intents if isinstance(i, CreateControlUnit)]
+    assert not [i for i in plan.intents if isinstance(i, CreateOwned)]
 
 
 def test_w1_a_pod_created_before_a_lost_status_write_is_adopted() -> None:
@@ -322,7 +322,7 @@ def test_t15_a_completed_taskset_deletes_a_stray_control_unit() -> None:
     assert the_status(world).phase == T.COMPLETED
     world.units["c-job-0"] = control_unit("c-job-0", "cu-late", world.ref.uid)
     plan = decide_once(world)
-    assert plan.intents == [DeleteControlUnit("c-job-0", "cu-late", advances=False)]
+    assert plan.intents == [DeleteOwned("c-job-0", "cu-late", advances=False)]
     assert plan.status.to_json() == the_status(world).to_json()
 
 

@@ -12,9 +12,9 @@ from taskset.api.constants import State
 from taskset.api.constants import TaskSetPhase as T
 from taskset.decide import (
     ActionResult,
-    CreateControlUnit,
+    CreateOwned,
     CreatePod,
-    DeleteControlUnit,
+    DeleteOwned,
     DeletePod,
     Pass,
     ResultKind,
@@ -201,12 +201,12 @@ def test_s50_conf2_a_foreign_pod_that_stays_uses_up_every_replica_attempt() -> N
 # ----- action results: ControlUnit creates and deletes (T3, T10, W-24) --------------------------------------
 
 
-def creating_unit() -> tuple[World, Pass, CreateControlUnit]:
+def creating_unit() -> tuple[World, Pass, CreateOwned]:
     world = single()
     step = pass_once(world)
     plan = step.plan
     intent = plan.intents[0]
-    assert isinstance(intent, CreateControlUnit)
+    assert isinstance(intent, CreateOwned)
     return world, step, intent
 
 
@@ -279,13 +279,13 @@ def test_control_unit_create_transient_error_stays_and_backs_off() -> None:
     assert ("ControlUnitCreationFailed", "etcd timeout") in events(plan)
 
 
-def ending_attempt() -> tuple[World, Pass, DeleteControlUnit]:
+def ending_attempt() -> tuple[World, Pass, DeleteOwned]:
     world = running(single())
     world.exit("job-r-0", 0)
     world.reconcile()
     step = pass_once(world)
     plan = step.plan
-    intent = next(i for i in plan.intents if isinstance(i, DeleteControlUnit))
+    intent = next(i for i in plan.intents if isinstance(i, DeleteOwned))
     assert plan.status.phase == T.ATTEMPT_DELETION_PENDING
     return world, step, intent
 
@@ -305,7 +305,7 @@ def ending_attempt() -> tuple[World, Pass, DeleteControlUnit]:
 def test_t10_control_unit_delete_results(kind: ResultKind, phase: T, backoff: bool) -> None:
     world, step, intent = ending_attempt()
     plan = step.plan
-    assert intent == DeleteControlUnit("c-job-0", unit_uid(world), advances=True)
+    assert intent == DeleteOwned("c-job-0", unit_uid(world), advances=True)
     step.fold(intent, ActionResult(kind))
     assert (plan.status.phase, plan.backoff) == (phase, backoff)
 

@@ -23,7 +23,7 @@ from taskset.api.spec import (
 from taskset.api.status import TaskSetStatus
 from taskset.api.views import ControlUnitView, Observed, control_unit_view, pod_view
 from taskset.decide import (
-    CreateControlUnit,
+    CreateOwned,
     ResultKind,
     Settings,
     TaskSetRef,
@@ -326,7 +326,7 @@ def test_deciding_again_on_the_same_snapshot_after_the_results_changes_nothing(
     for intent in first.intents:
         result = world._execute(intent, first)
         step.fold(intent, result)
-        if isinstance(intent, CreateControlUnit) and result.kind == ResultKind.OK:
+        if isinstance(intent, CreateOwned) and result.kind == ResultKind.OK:
             # The reconciler shows a ControlUnit it created until its cache does (its created-units overlay).
             assert isinstance(result.view, ControlUnitView)
             observed = replace(observed, control_unit=result.view)

@@ -1,0 +1,139 @@
+"""What the integrations want of a running attempt: the objects it owns, and the gates on its roles' Pods.
+
+While an attempt runs (its ControlUnit is ours and seen), each pass asks every integration which
+objects it wants (``owned_objects``) and compares them with what the caches show, by kind and name:
+an absent one is created (its add event brings the next pass), and one that another owner controls is
+never taken over. Until each is there and ours, and while an integration's ``gate`` is closed, a role's
+Pods are not created: its replicas stay in AttemptPending (row P1-hold), their phaseMessage says why
+(``HELD_PREFIX``), the Running condition names them, and one event per role says so when the reason
+changes. The objects go away with their owner (the TaskSet, or the attempt's ControlUnit), so no row
+deletes them. An object the API server refuses to create ends the attempt (a Failed outcome that names
+the object and the refusal), since the same request can never succeed.
+
+Nothing here asks the clock: a gate opens on a watch event (a Pod, an owned object, the TaskSet).
+"""
+
+from __future__ import annotations
+
+from taskset.api.constants import EventReason
+from taskset.api.constants import TaskSetPhase as T
+from taskset.api.spec import Role
+from taskset.api.status import AttemptResult
+from taskset.decide.passes import PassContext, next_pass_now, transient
+from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
+from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX, clip
+from taskset.integrations.base import Attempt
+from taskset.objects.owned import OwnedObject, Owner, Scope, control_unit_owner, manifest, taskset_owner
+
+# Reasons joined into one hold when several objects are missing, bounded like every wait message.
+_JOIN = "; "
+
+
+def attempt_of(ctx: PassContext) -> Attempt | None:
+    """What the integrations may know of this attempt; None before its spec is known."""
+    spec = ctx.plan.spec
+    if spec is None:
+        return None
+    return Attempt(ctx.ref.name, ctx.ref.namespace, ctx.ref.uid, ctx.status.attempt_id, spec)
+
+
+def sync_owned(ctx: PassContext) -> None:
+    """Once per pass, while the attempt runs: create the wanted objects that are missing, and keep why
+    the roles must wait for them (``PassContext.owned_hold``)."""
+    if ctx.owned_synced:
+        return
+    ctx.owned_synced = True
+    attempt = attempt_of(ctx)
+    if attempt is None:
+        return
+    reasons = [
+        reason
+        for integration in ctx.settings.integrations
+        for wanted in integration.owned_objects(attempt)
+        if (reason := _sync_one(ctx, wanted)) is not None
+    ]
+    ctx.owned_hold = _JOIN.join(reasons) or None
+
+
+def _owner(ctx: PassContext, scope: Scope) -> Owner:
+    if scope == Scope.TASKSET:
+        return taskset_owner(ctx.ref.name, ctx.ref.uid)
+    unit = ctx.observed.control_unit
+    return control_unit_owner(unit.name if unit else "", ctx.status.control_unit_uid or "")
+
+
+def _sync_one(ctx: PassContext, wanted: OwnedObject) -> str | None:
+    """Why the roles wait for ``wanted``, or None when it is there and ours; asks for it if absent."""
+    owner = _owner(ctx, wanted.scope)
+    seen = ctx.observed.owned.get((wanted.kind.key, wanted.name))
+    label = f"{wanted.kind.kind} {wanted.name}"
+    if seen is None:
+        body = manifest(wanted, taskset=ctx.ref.name, namespace=ctx.ref.namespace, owner=owner)
+        ctx.plan.intents.append(CreateOwned(wanted.name, wanted.kind, wanted.integration, body))
+        return f"waiting for {label} ({wanted.integration})"
+    if seen.controller_uid != owner.uid:
+        return f"{label} exists and is not controlled by this TaskSet ({wanted.integration})"
+    if seen.deleting:
+        return f"waiting for {label} to be deleted and made anew ({wanted.integration})"
+    return None
+
+
+def gate(ctx: PassContext, position: int, role: Role) -> str | None:
+    """Why the role's Pods may not be created now, or None: the owned objects first, then the
+    integrations' gates in order. Once per role and pass."""
+    if position in ctx.gates:
+        return ctx.gates[position]
+    reason = ctx.owned_hold
+    attempt = attempt_of(ctx)
+    if reason is None and attempt is not None:
+        reason = next(
+            (
+                said
+                for integration in ctx.settings.integrations
+                if (said := integration.gate(attempt, role, ctx.observed)) is not None
+            ),
+            None,
+        )
+    ctx.gates[position] = reason
+    return reason
+
+
+def report_hold(ctx: PassContext, position: int, role: Role, message: str) -> str:
+    """The held replica's phaseMessage for the gate's ``reason``; one event per role and pass when a
+    replica's message starts saying it (the status is the memory, so each change is said once)."""
+    reason = gate(ctx, position, role)
+    if reason is None:
+        return message
+    text = clip(HELD_PREFIX + reason, WAIT_MESSAGE_MAX)
+    if text != message and position not in ctx.held_reported:
+        ctx.held_reported.add(position)
+        ctx.plan.events.append(
+            Event(EventReason.ROLE_HELD, clip(f"TaskRole:{role.name}: {reason}", WAIT_MESSAGE_MAX))
+        )
+    return text
+
+
+# ----- results --------------------------------------------------------------------------------------------
+
+
+def owned_created(ctx: PassContext, intent: CreateOwned, result: ActionResult) -> None:
+    """An integration's object came back: made or already there (its watch event brings the next
+    pass), refused for good (the attempt ends, naming it), or a transient failure to retry."""
+    if result.kind in (ResultKind.OK, ResultKind.EXISTS):
+        return
+    message = f"{intent.kind.kind} {intent.name} creation rejected: {result.message}"
+    if result.kind == ResultKind.INVALID:
+        ctx.plan.events.append(Event(EventReason.OWNED_OBJECT_CREATION_FAILED, message))
+        if ctx.status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING) and ctx.status.attempt_result is None:
+            ctx.status.attempt_result = AttemptResult(False, message)
+        next_pass_now(ctx)
+        return
+    transient(
+        ctx, EventReason.OWNED_OBJECT_CREATION_FAILED, f"{intent.kind.kind} {intent.name}: {result.message}"
+    )
+
+
+def owned_deleted(ctx: PassContext, intent: DeleteOwned, result: ActionResult) -> None:
+    """An integration's object's delete came back: only a failure matters (retry with backoff)."""
+    if result.kind == ResultKind.ERROR:
+        ctx.plan.backoff = True
