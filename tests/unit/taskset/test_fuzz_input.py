@@ -36,7 +36,7 @@ from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.pods import PodIdentity, build_pod
 from taskset.runtime.reconciler import taskset_index
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.test_properties import (
+from tests.unit.taskset.decide.test_properties import (
     CU_CURRENT,
     NAME,
     START,

@@ -19,7 +19,7 @@ from taskset.api import constants as c
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 CRD_FILE = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
 # etcd rejects objects above 1.5 MiB; the CRD also travels in managedFields and watch events: stay far below.
 MAX_CRD_BYTES = 900 * 1024

@@ -16,7 +16,7 @@ from taskset.decide.machines import MACHINES
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 SCRIPT = ROOT / "hack" / "render_machines.py"
 DOC = ROOT / "docs" / "state-machines.md"
 
