@@ -7,7 +7,8 @@ Everything comes from the tables in ``taskset/decide/machines.py``: the diagrams
 ``statemachine.render_mermaid`` and the tables list the rows in their first-match order, with what each
 row does and the message it writes taken from the row tables of ``taskset.decide`` (``ROWS``: each
 effect's and wait's docstring, each message's text or its function's docstring), so the document
-cannot drift from the code (``tests/unit/taskset/decide/test_docs.py`` fails when the committed file is stale).
+cannot drift from the code (``tests/unit/taskset/decide/test_docs.py`` fails when the committed file is
+stale).
 Output is deterministic: the same tables give the same bytes.
 """
 
