@@ -13,13 +13,8 @@ import pytest
 from taskset.api.constants import RolePhase as R
 from taskset.api.constants import State
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.spec import (
-    RawReplicaStatus,
-    RawRoleStatus,
-    RawTaskSetStatus,
-    RawTerminatedInfo,
-    parse_taskset,
-)
+from taskset.api.raw import RawReplicaStatus, RawRoleStatus, RawTaskSetStatus, RawTerminatedInfo
+from taskset.api.spec import parse_taskset
 from taskset.api.status import TaskSetStatus
 from taskset.api.views import ControlUnitView, Observed, control_unit_view, pod_view
 from taskset.decide import (

@@ -1,0 +1,140 @@
+"""The raw shapes of a TaskSet: what the API server sends and stores, as ``TypedDict``s whose keys are
+the exact JSON names. The parsed, defaulted views are in ``spec`` and ``status``; these say what the
+JSON looks like, for the code and the tests that read or write it as dicts."""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+
+class RawRetryPolicy(TypedDict, total=False):
+    retry: bool
+    maxRetryCount: int
+    delay: int  # seconds
+
+
+class RawCompletionPolicy(TypedDict, total=False):
+    minSucceeded: int
+    maxFailed: int
+
+
+class RawEventPolicy(TypedDict, total=False):
+    event: str
+    action: str
+
+
+class RawRole(TypedDict, total=False):
+    name: str
+    replicas: int
+    completionPolicy: RawCompletionPolicy
+    retryPolicy: RawRetryPolicy
+    eventPolicy: list[RawEventPolicy]  # singular JSON name, list value
+    template: dict[str, Any]  # core/v1 PodTemplateSpec
+
+
+class RawTaskSetSpec(TypedDict, total=False):
+    retryPolicy: RawRetryPolicy
+    roles: list[RawRole]
+    queue: str  # reserved: accepted, preserved, ignored
+    priority: int  # reserved: accepted, preserved, ignored
+
+
+class RawObjectMeta(TypedDict, total=False):
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    resourceVersion: str
+    creationTimestamp: str
+    deletionTimestamp: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+class RawTerminatedInfo(TypedDict):
+    exitCode: int
+    exitMessage: str
+    signal: int
+    reason: str
+
+
+class RawReplicaStatus(TypedDict):
+    index: int
+    name: str  # the role's name, not the Pod's
+    phase: str
+    phaseMessage: str
+    stopped: bool
+    transitionTime: str
+    startAt: str | None
+    finishAt: str | None
+    totalRetriedCount: int
+    podName: str
+    podReason: str
+    podUID: str | None
+    podIP: str
+    podHostIP: str
+    containerName: str
+    containerID: str
+    terminatedInfo: RawTerminatedInfo | None
+
+
+class RawRoleStatus(TypedDict):
+    name: str
+    phase: str
+    phaseMessage: str
+    transitionTime: str
+    state: str
+    stateMessage: str
+    replicaStatus: list[RawReplicaStatus]
+
+
+class RawCondition(TypedDict):
+    type: str
+    status: str
+    reason: str
+    message: str
+    lastTransitionTime: str
+    observedGeneration: NotRequired[int]
+
+
+class RawStatusSummary(TypedDict):
+    """Progress strings for ``kubectl get`` columns, which can only show values, not compute them."""
+
+    roles: str  # "<roles in TaskRoleCompleted>/<roles>", e.g. "1/2"
+    replicas: str  # "<replicas in TaskRoleReplicaCompleted>/<replicas>", e.g. "5/8"
+
+
+class RawAttemptResult(TypedDict):
+    """R only: the current attempt's outcome once decided, kept past its ControlUnit (spec snapshot)."""
+
+    succeeded: bool
+    reason: str
+
+
+class RawTaskSetStatus(TypedDict):
+    """The full status shape of spec 2.5: R writes every key, with null for unset pointers."""
+
+    phase: str
+    phaseMessage: str
+    transitionTime: str
+    state: str
+    stateMessage: str
+    controlUnitUID: str | None
+    createdAt: str
+    startAt: str | None
+    finishAt: str | None
+    totalRetriedCount: int
+    preemptCount: int
+    roleStatus: list[RawRoleStatus]
+    observedGeneration: int
+    attemptResult: RawAttemptResult | None
+    conditions: list[RawCondition]
+    summary: NotRequired[RawStatusSummary]
+
+
+class RawTaskSet(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: RawObjectMeta
+    spec: RawTaskSetSpec
+    status: RawTaskSetStatus
