@@ -481,6 +481,11 @@ def _status_schema() -> Schema:
             "state": _enum(c.State),
             "stateMessage": _string(),
             "controlUnitUID": _string(nullable=True),
+            "attemptSpecDigest": {
+                **_string(nullable=True),
+                "description": "R only: sha256 of the current attempt's ControlUnit spec snapshot, as the "
+                "controller wrote it; a snapshot that does not match is never used (issue 30).",
+            },
             "createdAt": _time(nullable=True),
             "startAt": _time(nullable=True),
             "finishAt": _time(nullable=True),

@@ -157,6 +157,9 @@ class ConditionType(StrEnum):
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+    # R only (issue 30): an attempt's ControlUnit snapshot was changed by someone else, or could not be
+    # verified; it names the ControlUnit and stays as the record once set.
+    CONTROL_UNIT_TAMPERED = "ControlUnitTampered"
 
 
 class ConditionStatus(StrEnum):
@@ -201,6 +204,8 @@ class EventReason(StrEnum):
     # is closed); once per role when the reason changes. And its object that the API server refused.
     ROLE_HELD = "TaskRoleHeld"
     OWNED_OBJECT_CREATION_FAILED = "OwnedObjectCreationFailed"
+    # R only (issue 30): the attempt's ControlUnit snapshot does not match the digest in the status.
+    CONTROL_UNIT_TAMPERED = "ControlUnitTampered"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"
@@ -217,6 +222,7 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.POD_UNSCHEDULABLE,
         EventReason.POD_CONTAINER_WAITING,
         EventReason.OWNED_OBJECT_CREATION_FAILED,
+        EventReason.CONTROL_UNIT_TAMPERED,
     }
 )
 

@@ -120,6 +120,7 @@ class RawTaskSetStatus(TypedDict):
     state: str
     stateMessage: str
     controlUnitUID: str | None
+    attemptSpecDigest: NotRequired[str | None]  # R only (issue 30)
     createdAt: str
     startAt: str | None
     finishAt: str | None

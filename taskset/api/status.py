@@ -298,6 +298,9 @@ class TaskSetStatus:
     state: State = State.WAITING
     state_message: str = ""
     control_unit_uid: str | None = None
+    # The digest of this attempt's ControlUnit snapshot, as the controller wrote it (issue 30): the
+    # ControlUnit is writable by anyone with ConfigMap rights, the status only by the controller.
+    spec_digest: str | None = None
     created_at: str | None = None
     start_at: str | None = None
     finish_at: str | None = None
@@ -348,6 +351,7 @@ class TaskSetStatus:
             "state": str(self.state),
             "stateMessage": self.state_message,
             "controlUnitUID": self.control_unit_uid,
+            "attemptSpecDigest": self.spec_digest,
             "createdAt": self.created_at,
             "startAt": self.start_at,
             "finishAt": self.finish_at,
@@ -378,6 +382,7 @@ class TaskSetStatus:
             state=_enum(State, raw.get("state"), State.WAITING),
             state_message=_str(raw.get("stateMessage")),
             control_unit_uid=_opt_str(raw.get("controlUnitUID")),
+            spec_digest=_opt_str(raw.get("attemptSpecDigest")),
             created_at=_opt_str(raw.get("createdAt")),
             start_at=_opt_str(raw.get("startAt")),
             finish_at=_opt_str(raw.get("finishAt")),

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from taskset.api.spec import ParsedTaskSet, ParseResult, TaskSetSpec
+from taskset.api.spec import ParseResult, TaskSetSpec
 from taskset.api.status import TaskSetStatus, stamp
 from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
@@ -44,6 +44,7 @@ from taskset.decide.plan import (
 )
 from taskset.decide.replicas import REPLICA_ROWS, UNSEEN_DELETE_POLL, pod_created, pod_deleted
 from taskset.decide.roles import ROLE_ROWS
+from taskset.decide.snapshot import attempt_spec
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
     WAITING_ENTRY_MAX,
@@ -55,7 +56,6 @@ from taskset.decide.waiting import (
     report_waiting,
     waiting_summary,
 )
-from taskset.objects.controlunit import parse_snapshot
 
 __all__ = [
     "CONTROL_UNIT",
@@ -159,13 +159,8 @@ def _fresh_status(live: ParseResult, now: datetime) -> TaskSetStatus:
 
 
 def _attempt_spec(ctx: PassContext) -> TaskSetSpec | None:
-    """The spec this attempt runs with: the ControlUnit's snapshot when there is one (W-18), else the
-    live spec; None when neither is usable."""
-    unit = ctx.observed.control_unit
+    """The spec this attempt runs with: the ControlUnit's snapshot when there is one and its digest
+    checks out (W-18, issue 30), else the live spec; None when the snapshot is refused or nothing is
+    usable."""
     ours = unit_class(ctx) in (ControlUnitClass.OURS, ControlUnitClass.OURS_DELETING)
-    if unit is not None and unit.spec_snapshot and ours:
-        checks = tuple(integration.check for integration in ctx.settings.integrations)
-        snapshot = parse_snapshot(unit.spec_snapshot, ctx.ref.name, ctx.ref.namespace, ctx.ref.uid, checks)
-        if snapshot is not None:
-            return snapshot
-    return ctx.live.spec if isinstance(ctx.live, ParsedTaskSet) else None
+    return attempt_spec(ctx, ctx.ref.uid if ours else None)

@@ -46,7 +46,7 @@ from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, R
 from taskset.decide.policies import Outcome, attempt_outcome, retry_due, taskset_retry_decision
 from taskset.decide.roles import sync_roles
 from taskset.decide.waiting import report_waiting
-from taskset.objects.controlunit import build_control_unit
+from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit, snapshot_digest
 
 _RUNNING_PHASES = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
 _ENDING_PHASES = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)
@@ -157,6 +157,8 @@ def _create_unit(ctx: PassContext, facts: TaskSetFacts) -> bool:
     ref = ctx.ref
     taskset = {"metadata": {"name": ref.name, "namespace": ref.namespace, "uid": ref.uid}}
     body = build_control_unit({**taskset, "spec": spec.raw if spec is not None else {}}, name)
+    # Recorded before the create goes out (issue 30): a create whose response is lost is verified too.
+    ctx.status.spec_digest = snapshot_digest(body["data"].get(SNAPSHOT_KEY))
     ctx.plan.intents.append(CreateOwned(name, manifest=body))
     return False
 
@@ -206,6 +208,7 @@ def _start_retry(ctx: PassContext, facts: TaskSetFacts) -> bool:
     )
     status.total_retried_count += 1
     status.control_unit_uid = None
+    status.spec_digest = None
     status.attempt_result = None
     status.roles = fresh_roles(ctx.live, ctx.stamp)
     ctx.plan.spec = ctx.live.spec if isinstance(ctx.live, ParsedTaskSet) else None
@@ -216,7 +219,7 @@ def _decide_attempt(ctx: PassContext, facts: TaskSetFacts) -> bool:
     """Keep the attempt's outcome, since the spec it was decided with goes away with the ControlUnit."""
     reason = _attempt_reason(ctx)
     succeeded = reason is not None and facts.attempt_succeeded
-    ctx.status.attempt_result = AttemptResult(succeeded, reason or _UNUSABLE_SPEC)
+    ctx.status.attempt_result = AttemptResult(succeeded, reason or _unusable(ctx))
     return True
 
 
@@ -230,7 +233,12 @@ def _validation_message(ctx: PassContext, facts: TaskSetFacts) -> str:
 
 def _outcome_message(ctx: PassContext, facts: TaskSetFacts) -> str:
     """The event policies' reason for the attempt's outcome (spec 6.3)."""
-    return _attempt_reason(ctx) or _UNUSABLE_SPEC
+    return _attempt_reason(ctx) or _unusable(ctx)
+
+
+def _unusable(ctx: PassContext) -> str:
+    """Why the attempt has no usable spec: its refused snapshot (issue 30), or the spec itself."""
+    return ctx.snapshot_refused or _UNUSABLE_SPEC
 
 
 def _ending_message(ctx: PassContext, facts: TaskSetFacts) -> str:
@@ -424,6 +432,8 @@ def _unit_exists(ctx: PassContext, live: ControlUnitView | None) -> None:
         ctx.plan.requeue(0)
     elif live.controller_uid == ctx.ref.uid and not live.deleting:
         ctx.status.control_unit_uid = live.uid
+        # Not the manifest this pass decided: the next pass verifies it as any found ControlUnit.
+        ctx.status.spec_digest = None
         _move_on_result(ctx, "T3-adopt", fixed_message(TASKSET_ROWS, "T3-adopt"))
         # The ControlUnit already exists, so its add event may already have been handled: by a pass
         # that started this retry and observed only the previous attempt's unit. Nothing else would

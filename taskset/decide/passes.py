@@ -47,6 +47,8 @@ class PassContext:
     gates: dict[int, str | None] = field(default_factory=dict)
     # Role positions whose hold this pass already reported in an event.
     held_reported: set[int] = field(default_factory=set)
+    # Why the attempt's ControlUnit snapshot is refused (None: it is not); see taskset.decide.snapshot.
+    snapshot_refused: str | None = None
 
     @functools.cached_property
     def stamp(self) -> str:

@@ -2,10 +2,15 @@
 
 The snapshot is the TaskSet's spec as the attempt started (W-18): an edit while it runs never changes
 the replicas or policies of the running attempt; the next attempt picks the edit up (and validates it).
+
+Anyone who may write ConfigMaps in the namespace may also write the snapshot, so the controller records
+its digest (``snapshot_digest``) in the TaskSet's status, which only it writes, and uses a snapshot only
+while the two agree (issue 30; ``taskset.decide.snapshot``).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -45,6 +50,17 @@ def build_control_unit(taskset: Mapping[str, Any], name: str) -> dict[str, Any]:
         },
         "data": data,
     }
+
+
+def snapshot_of(spec: object) -> str:
+    """The exact ``spec.json`` text ``build_control_unit`` writes for ``spec``, "" when it writes none."""
+    return _snapshot(spec) or ""
+
+
+def snapshot_digest(snapshot: str | None) -> str:
+    """The digest the status records for a ControlUnit's snapshot: sha256 of its exact bytes (UTF-8).
+    A ControlUnit without a snapshot digests as the empty text, so adding one later is a change too."""
+    return "sha256:" + hashlib.sha256((snapshot or "").encode()).hexdigest()
 
 
 def _snapshot(spec: object) -> str | None:

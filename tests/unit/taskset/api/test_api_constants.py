@@ -66,7 +66,11 @@ def test_resource_identity() -> None:
             ["TaskSetFailed", "TaskSetSucceeded", "TaskSetCompleted", "NoAction"],
             id="actions (2.2)",
         ),
-        pytest.param(c.ConditionType, ["Running", "Succeeded", "Failed"], id="condition types (2.5.1)"),
+        pytest.param(
+            c.ConditionType,
+            ["Running", "Succeeded", "Failed", "ControlUnitTampered"],
+            id="condition types (2.5.1), and issue 30's",
+        ),
         pytest.param(
             c.ConditionReason,
             ["Running", "Waiting", "Succeeded", "Failed", "ValidationFailed"],
@@ -91,6 +95,7 @@ def test_resource_identity() -> None:
                 "PodContainerWaiting",
                 "TaskRoleHeld",
                 "OwnedObjectCreationFailed",
+                "ControlUnitTampered",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),
@@ -152,6 +157,7 @@ def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
         "PodUnschedulable",  # issue 8: a Pod that will not start by itself
         "PodContainerWaiting",
         "OwnedObjectCreationFailed",  # issue 29: an integration's object refused for good
+        "ControlUnitTampered",  # issue 30: a ControlUnit snapshot someone else changed
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 

@@ -208,7 +208,7 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
     assert set(status["properties"]) == {
         "phase", "phaseMessage", "transitionTime", "state", "stateMessage", "controlUnitUID", "createdAt",
         "startAt", "finishAt", "totalRetriedCount", "preemptCount", "roleStatus", "observedGeneration",
-        "conditions", "summary", "attemptResult",
+        "conditions", "summary", "attemptResult", "attemptSpecDigest",
     }  # fmt: skip
     assert status["properties"]["phase"]["enum"] == [str(p) for p in c.TaskSetPhase]
     role = status["properties"]["roleStatus"]["items"]
@@ -218,6 +218,7 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
     nullable = sorted(path for path, schema in walk(status) if schema.get("nullable"))
     assert nullable == [
         ".attemptResult",
+        ".attemptSpecDigest",
         ".controlUnitUID",
         ".createdAt",
         ".finishAt",
