@@ -75,6 +75,8 @@ def attempt_spec(ctx: PassContext, verified_by_uid: str | None) -> TaskSetSpec |
     unit = ctx.observed.control_unit
     if unit is None or verified_by_uid is None or unit.controller_uid != verified_by_uid:
         return live
+    if ctx.status.control_unit_uid not in (None, unit.uid):
+        return live  # a leftover going away, not this attempt's: the recorded digest is not about it
     expected = snapshot_of(live.raw) if live is not None else None
     verdict = check_snapshot(unit.spec_snapshot, ctx.status.spec_digest, expected)
     if verdict == Verdict.ADOPTED:

@@ -232,3 +232,12 @@ def test_a_refusal_is_reported_once_while_the_tampered_control_unit_is_still_aro
     world.reconcile()
     assert len(tampered_events(world)) == 1
     assert evil_pods(world) == []
+
+
+def test_a_leftover_under_the_attempt_s_name_is_not_judged_by_the_attempt_s_digest() -> None:
+    world = running(single())
+    tamper(world)
+    leftover = world.units["c-job-0"]["metadata"]
+    leftover.update(uid=new_uid(), deletionTimestamp="2026-01-01T00:00:05Z")  # not the recorded one
+    world.reconcile()
+    assert tampered_events(world) == [] and evil_pods(world) == []
