@@ -2,6 +2,10 @@
 per other kind of object its integrations own), event handlers that map every change to its TaskSet's
 key, a rate-limited workqueue, and N workers running ``Reconciler.reconcile``. Workers start only after
 every cache has synced (spec 9.2).
+
+An event is routed to a TaskSet of the object's own ``metadata.namespace`` only (``taskset_index``,
+whose module docstring says why that is safe): a stranger's Pod or ConfigMap in another namespace,
+whatever its annotations claim, never wakes a TaskSet of this one (issue 30).
 """
 
 from __future__ import annotations

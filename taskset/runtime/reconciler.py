@@ -6,6 +6,20 @@ collaborators, each in its own module with its invariants: the *records* of the 
 held (records.py), the *expectations* that hold off a pass until the caches show the last one's creates
 and deletes (expectations.py), and the *created ControlUnits* the cache has not shown yet
 (created_units.py). Each only spares a request or a wait; a fresh process rebuilds all from the objects.
+
+Namespace isolation (issue 30). Every index key starts with the object's own ``metadata.namespace``,
+which the API server sets from the request path and nobody can forge, never with an annotation, which
+whoever creates the object writes. So a Pod or ConfigMap in namespace B is filed under B only: a
+TaskSet in namespace A never sees it, neither among its Pods (looked up by name, where a stranger in
+another namespace would read as a name conflict or a vanished Pod) nor among the objects its UID
+controls (an owner reference may name any UID, even one in another namespace; the API server does not
+check it). Within the TaskSet's namespace, the ``TaskSet`` annotation only groups the candidates: a
+Pod is the replica's only if its controlling owner is the attempt's ControlUnit (``classify_pod``),
+and a stranger's Pod under a replica's name (``<taskset>-<role>-<index>``, deterministic) really
+holds that name there: a conflict the status names. Keys are built from one dict read per object
+(cheap enough for the pass of a 10,000-Pod TaskSet, which reads one index key), and the controller
+routes every event with the same functions (``controller.py``), so an event wakes only a TaskSet of
+the object's own namespace.
 """
 
 from __future__ import annotations
@@ -20,10 +34,10 @@ import cachetools
 
 from clock import Clock, RealClock
 from informers import Store
-from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LOGGER_NAME
+from taskset.api.constants import ANNOTATION_TASKSET, LOGGER_NAME
 from taskset.api.spec import ParseResult, control_unit_name, is_control_unit_name, parse_taskset
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import Observed, OwnedView, control_unit_view, owned_view, pod_view
+from taskset.api.views import Observed, OwnedView, control_unit_view, controller_uid, owned_view, pod_view
 from taskset.decide import (
     ActionResult,
     CreateOwned,
@@ -47,24 +61,41 @@ from taskset.runtime.expectations import Expectations
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
 from taskset.runtime.records import Record, StatusRecords
 
-POD_INDEX: Final = "taskset"  # pods and ControlUnits by "<namespace>/<TaskSet annotation>"
-OWNER_INDEX: Final = "controller-uid"  # ControlUnits by their controlling owner's UID
+POD_INDEX: Final = "taskset"  # Pods by "<metadata.namespace>/<TaskSet annotation>"
+OWNER_INDEX: Final = "controller-uid"  # owned objects by "<metadata.namespace>/<controlling owner's UID>"
 PARSE_CACHE_SIZE: Final = 4096  # parsed specs by (uid, generation): parsing big specs every pass is waste
 
 
 def taskset_index(obj: Mapping[str, Any]) -> list[str]:
-    """``<namespace>/<TaskSet>`` from the annotations the controller puts on its Pods and ControlUnits."""
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    name, namespace = annotations.get(ANNOTATION_TASKSET), annotations.get(ANNOTATION_NAMESPACE)
-    if isinstance(name, str) and name and isinstance(namespace, str) and namespace:
-        return [f"{namespace}/{name}"]
-    return []
+    """``<metadata.namespace>/<TaskSet annotation>``: the key of the TaskSet an object of ours names,
+    in the object's own namespace. The ``Namespace`` annotation is never read: anyone creating a Pod
+    writes it, so it would let a Pod in one namespace join a TaskSet of another (issue 30)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return []
+    annotations = meta.get("annotations")
+    name = annotations.get(ANNOTATION_TASKSET) if isinstance(annotations, Mapping) else None
+    return _in_own_namespace(meta, name)
 
 
 def controller_uid_index(obj: Mapping[str, Any]) -> list[str]:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") is True and ref.get("uid"):
-            return [str(ref["uid"])]
+    """``<metadata.namespace>/<controlling owner's UID>``: an owner reference may name any UID, even an
+    object's in another namespace, so the UID alone would relate a stranger's object to a TaskSet."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return []
+    return _in_own_namespace(meta, controller_uid(obj))
+
+
+def owner_key(namespace: str, uid: str) -> str:
+    """The ``OWNER_INDEX`` key of the objects that ``uid``, an object of ``namespace``, controls."""
+    return f"{namespace}/{uid}"
+
+
+def _in_own_namespace(meta: Mapping[str, Any], value: object) -> list[str]:
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and namespace and isinstance(value, str) and value:
+        return [f"{namespace}/{value}"]
     return []
 
 
@@ -221,7 +252,7 @@ class Reconciler:
         )
         others = tuple(
             control_unit_view(u, SNAPSHOT_KEY)
-            for u in self._units.by_index(OWNER_INDEX, ref.uid)
+            for u in self._units.by_index(OWNER_INDEX, owner_key(ref.namespace, ref.uid))
             if u["metadata"]["name"] != unit_name and is_control_unit_name(ref.name, u["metadata"]["name"])
         )
         pods = {
@@ -243,9 +274,8 @@ class Reconciler:
             (kind, obj["metadata"]["name"]): owned_view(obj)
             for kind, store in self._owned.items()
             for owner in owners
-            for obj in store.by_index(OWNER_INDEX, owner)
-            if obj["metadata"].get("namespace") == ref.namespace
-            and not (store is self._units and is_control_unit_name(ref.name, obj["metadata"]["name"]))
+            for obj in store.by_index(OWNER_INDEX, owner_key(ref.namespace, owner))
+            if not (store is self._units and is_control_unit_name(ref.name, obj["metadata"]["name"]))
         }
 
     # ----- act ------------------------------------------------------------------------------------------
