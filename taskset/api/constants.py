@@ -201,6 +201,9 @@ class EventReason(StrEnum):
     # is closed); once per role when the reason changes. And its object that the API server refused.
     ROLE_HELD = "TaskRoleHeld"
     OWNED_OBJECT_CREATION_FAILED = "OwnedObjectCreationFailed"
+    # R only (issue 30): the API server refused a status write for good (too large, invalid), so the
+    # status itself cannot say so; once per distinct refusal, naming it and the status's size.
+    STATUS_WRITE_REFUSED = "StatusWriteRefused"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"
@@ -217,6 +220,7 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.POD_UNSCHEDULABLE,
         EventReason.POD_CONTAINER_WAITING,
         EventReason.OWNED_OBJECT_CREATION_FAILED,
+        EventReason.STATUS_WRITE_REFUSED,
     }
 )
 

@@ -91,6 +91,7 @@ def test_resource_identity() -> None:
                 "PodContainerWaiting",
                 "TaskRoleHeld",
                 "OwnedObjectCreationFailed",
+                "StatusWriteRefused",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),
@@ -152,6 +153,7 @@ def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
         "PodUnschedulable",  # issue 8: a Pod that will not start by itself
         "PodContainerWaiting",
         "OwnedObjectCreationFailed",  # issue 29: an integration's object refused for good
+        "StatusWriteRefused",  # issue 30: a status the API server will never take
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 
