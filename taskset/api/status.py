@@ -13,9 +13,10 @@ message and reasons, the runtime's IDs, an API server's refusal) is clipped, vis
 below when the status is serialized, whatever path brought it in: 400 replicas that each ended with a
 4 KiB termination message once made a status of 1.27 MB that etcd refused for good. The bounds are in
 characters (Python ``str``); a character is at most 4 bytes of UTF-8, or 6 when JSON escapes it. With
-them a replica's entry is at most about 4 KiB even with every field at its bound, and about 1 KiB with
-maximal termination messages and the controller's own texts; a TaskSet with thousands of replicas
-needs the compact status of the scale issue (issue 22) on top, which these bounds do not replace.
+them a replica's entry takes about 1 KB with a maximal termination message, and at most about 3 KB of
+ASCII (10 KB of 4-byte characters) with every field at its bound. So 400 such replicas fit well under
+etcd's 1.5 MiB, but a TaskSet with thousands of replicas needs the compact status of the scale issue
+(issue 22) on top: these bounds limit what content costs, not how many replicas there are.
 """
 
 from __future__ import annotations
