@@ -8,15 +8,16 @@ defaults, so a damaged status never crashes the controller.
 Controller-made timestamps are rounded **up** to the second (``stamp``): the wire format has second
 precision, and rounding up means a delay measured from a stored ``transitionTime`` is never cut short.
 
-Content bounds (issue 30). Every string that others write (a container's termination message, a Pod's
-message and reasons, the runtime's IDs, an API server's refusal) is clipped, visibly, to the lengths
-below when the status is serialized, whatever path brought it in: 400 replicas that each ended with a
-4 KiB termination message once made a status of 1.27 MB that etcd refused for good. The bounds are in
-characters (Python ``str``); a character is at most 4 bytes of UTF-8, or 6 when JSON escapes it. With
-them a replica's entry takes about 1 KB with a maximal termination message, and at most about 3 KB of
-ASCII (10 KB of 4-byte characters) with every field at its bound. So 400 such replicas fit well under
-etcd's 1.5 MiB, but a TaskSet with thousands of replicas needs the compact status of the scale issue
-(issue 22) on top: these bounds limit what content costs, not how many replicas there are.
+Content bounds (issue 30). Every string that others write and nobody checks (a container's termination
+message, a Pod's message and reasons, the runtime's container ID, an API server's refusal) is clipped,
+visibly, to the lengths below when the status is serialized, whatever path brought it in: 400 replicas
+that each ended with a 4 KiB termination message once made a status of 1.27 MB that etcd refused for
+good. The bounds are in characters (Python ``str``); a character is at most 4 bytes of UTF-8, or 6 when
+JSON escapes it. With them a replica's entry takes about 1 KB with a maximal termination message, and at
+most about 2.5 KB of ASCII (8 KB of 4-byte characters) with every field at its bound. So 400 such replicas
+fit well under etcd's 1.5 MiB, but a TaskSet with thousands of replicas needs the compact status of the
+scale issue (issue 22) on top: these bounds limit what content costs, not how many replicas there are.
+The user manual lists them ("Bounded texts", docs/user-manual.md).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ Json = dict[str, Any]
 EXIT_MESSAGE_MAX = 256
 # podReason, terminatedInfo.reason: Kubernetes reasons are one CamelCase word (Evicted, OOMKilled).
 REASON_MAX = 128
-# podIP, podHostIP, containerName, containerID: an IPv6 address or a runtime's ID is under 100.
+# containerID: a runtime's ID is under 100 (the API server checks the IPs and container names itself).
 IDENTIFIER_MAX = 256
 # One outside text quoted inside a message of ours (a Pod's message, an API server's refusal): small
 # enough that our words around it (the retry decision after it, for one) always fit in MESSAGE_MAX.
@@ -190,9 +191,9 @@ class ReplicaStatus:
             "podName": self.pod_name,
             "podReason": clip(self.pod_reason, REASON_MAX),
             "podUID": self.pod_uid,
-            "podIP": clip(self.pod_ip, IDENTIFIER_MAX),
-            "podHostIP": clip(self.pod_host_ip, IDENTIFIER_MAX),
-            "containerName": clip(self.container_name, IDENTIFIER_MAX),
+            "podIP": self.pod_ip,
+            "podHostIP": self.pod_host_ip,
+            "containerName": self.container_name,
             "containerID": clip(self.container_id, IDENTIFIER_MAX),
             "terminatedInfo": None if self.terminated_info is None else self.terminated_info.to_json(),
         }

@@ -200,6 +200,7 @@ def test_a_status_write_refused_for_good_is_said_once_in_a_warning_event_without
         said = eventually(refusals, 60, "a StatusWriteRefused event")
         time.sleep(QUIET_SECONDS)
 
+        print(f"in {QUIET_SECONDS + 1:.0f}+ s: status writes {writes.counts}; the event: {said[0]}")
         assert len(refusals()) == 1, refusals()
         (message,) = said
         assert REFUSAL in message and "413" in message

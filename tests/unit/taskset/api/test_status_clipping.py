@@ -3,6 +3,7 @@ can never make the status too large for etcd (a 4 KiB termination message per re
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -61,9 +62,6 @@ def replica_with(text: str) -> ReplicaStatus:
         phase_message=text,
         pod_name="job-w-0",
         pod_reason=text,
-        pod_ip=text,
-        pod_host_ip=text,
-        container_name=text,
         container_id=text,
         terminated_info=TerminatedInfo(0, text, 0, text),
     )
@@ -87,9 +85,6 @@ BOUNDS = {  # every field outside texts reach, by its path in the status
     "roleStatus.stateMessage": MESSAGE_MAX,
     REPLICA + "phaseMessage": MESSAGE_MAX,
     REPLICA + "podReason": REASON_MAX,
-    REPLICA + "podIP": IDENTIFIER_MAX,
-    REPLICA + "podHostIP": IDENTIFIER_MAX,
-    REPLICA + "containerName": IDENTIFIER_MAX,
     REPLICA + "containerID": IDENTIFIER_MAX,
     REPLICA + "terminatedInfo.exitMessage": EXIT_MESSAGE_MAX,
     REPLICA + "terminatedInfo.reason": REASON_MAX,
@@ -176,7 +171,7 @@ def worst_replica_bytes() -> int:
     wide = "🙂" * 10_000
     replica.phase_message = wide
     replica.pod_reason = wide
-    replica.pod_ip = replica.pod_host_ip = replica.container_name = replica.container_id = wide
+    replica.container_id = wide
     replica.terminated_info = TerminatedInfo(1, wide, 9, wide)
     return len(orjson.dumps(status.to_json()["roleStatus"][0]["replicaStatus"][0]))
 
@@ -191,5 +186,28 @@ def test_400_replicas_with_maximal_termination_messages_are_well_under_the_etcd_
     print(f"400 replicas x 4 KiB termination messages: {size} bytes; worst replica entry: {worst} bytes")
     print(f"10,000 replicas at the worst: {10_000 * worst} bytes, which needs the compact status (issue 22)")
     assert size < ETCD_REQUEST_LIMIT // 3
-    # Every field at its bound, in 4-byte characters: 2,560 characters of outside text and our own fields.
-    assert worst < 12 * 1024
+    # Every field at its bound, in 4-byte characters: 1,792 characters of outside text and our own fields.
+    assert worst < 8 * 1024
+
+
+MANUAL = Path(__file__).resolve().parents[4] / "docs" / "user-manual.md"
+
+
+@pytest.mark.parametrize(
+    ("field", "bound"),
+    [
+        pytest.param("`terminatedInfo.exitMessage`", EXIT_MESSAGE_MAX, id="the exit message"),
+        pytest.param("`terminatedInfo.reason`, `podReason`", REASON_MAX, id="the reasons"),
+        pytest.param("`containerID`", IDENTIFIER_MAX, id="the container ID"),
+        pytest.param("a Pod's message or an API server's refusal", QUOTED_MAX, id="a quoted text"),
+        pytest.param("every `phaseMessage`, `stateMessage`", MESSAGE_MAX, id="the messages"),
+    ],
+)
+def test_the_user_manual_states_the_bounds_the_code_has(field: str, bound: int) -> None:
+    rows = [  # the bounds table has three columns: field, bound, why
+        line
+        for line in MANUAL.read_text().splitlines()
+        if line.startswith(f"| {field}") and line.count("|") == 4
+    ]
+    assert len(rows) == 1, field
+    assert rows[0].split("|")[2].strip() == str(bound)
