@@ -206,6 +206,9 @@ class EventReason(StrEnum):
     OWNED_OBJECT_CREATION_FAILED = "OwnedObjectCreationFailed"
     # R only (issue 30): the attempt's ControlUnit snapshot does not match the digest in the status.
     CONTROL_UNIT_TAMPERED = "ControlUnitTampered"
+    # R only (issue 30): the API server refused a status write for good (too large, invalid), so the
+    # status itself cannot say so; once per distinct refusal, naming it and the status's size.
+    STATUS_WRITE_REFUSED = "StatusWriteRefused"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"
@@ -223,6 +226,7 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.POD_CONTAINER_WAITING,
         EventReason.OWNED_OBJECT_CREATION_FAILED,
         EventReason.CONTROL_UNIT_TAMPERED,
+        EventReason.STATUS_WRITE_REFUSED,
     }
 )
 

@@ -7,6 +7,17 @@ defaults, so a damaged status never crashes the controller.
 
 Controller-made timestamps are rounded **up** to the second (``stamp``): the wire format has second
 precision, and rounding up means a delay measured from a stored ``transitionTime`` is never cut short.
+
+Content bounds (issue 30). Every string that others write and nobody checks (a container's termination
+message, a Pod's message and reasons, the runtime's container ID, an API server's refusal) is clipped,
+visibly, to the lengths below when the status is serialized, whatever path brought it in: 400 replicas
+that each ended with a 4 KiB termination message once made a status of 1.27 MB that etcd refused for
+good. The bounds are in characters (Python ``str``); a character is at most 4 bytes of UTF-8, or 6 when
+JSON escapes it. With them a replica's entry takes about 1 KB with a maximal termination message, and at
+most about 2.5 KB of ASCII (8 KB of 4-byte characters) with every field at its bound. So 400 such replicas
+fit well under etcd's 1.5 MiB, but a TaskSet with thousands of replicas needs the compact status of the
+scale issue (issue 22) on top: these bounds limit what content costs, not how many replicas there are.
+The user manual lists them ("Bounded texts", docs/user-manual.md).
 """
 
 from __future__ import annotations
@@ -28,6 +39,26 @@ from taskset.api.constants import (
 
 E = TypeVar("E", bound=StrEnum)
 Json = dict[str, Any]
+
+# ----- content bounds (issue 30), in characters ------------------------------------------------------------
+# terminatedInfo.exitMessage: the kubelet allows 4 KiB per container; the first lines say what happened.
+EXIT_MESSAGE_MAX = 256
+# podReason, terminatedInfo.reason: Kubernetes reasons are one CamelCase word (Evicted, OOMKilled).
+REASON_MAX = 128
+# containerID: a runtime's ID is under 100 (the API server checks the IPs and container names itself).
+IDENTIFIER_MAX = 256
+# One outside text quoted inside a message of ours (a Pod's message, an API server's refusal): small
+# enough that our words around it (the retry decision after it, for one) always fit in MESSAGE_MAX.
+QUOTED_MAX = 512
+# Every message field (phaseMessage, stateMessage, a condition's message, attemptResult.reason): a quoted
+# text and the controller's own words; the CRD would refuse a condition message over 32 KiB.
+MESSAGE_MAX = 1024
+CLIPPED = "..."  # ends a clipped text, so that a reader knows there was more
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, visibly (it then ends with ``CLIPPED``)."""
+    return text if len(text) <= limit else text[: limit - len(CLIPPED)] + CLIPPED
 
 
 def stamp(moment: datetime) -> str:
@@ -91,9 +122,9 @@ class TerminatedInfo:
     def to_json(self) -> Json:
         return {
             "exitCode": self.exit_code,
-            "exitMessage": self.exit_message,
+            "exitMessage": clip(self.exit_message, EXIT_MESSAGE_MAX),
             "signal": self.signal,
-            "reason": self.reason,
+            "reason": clip(self.reason, REASON_MAX),
         }
 
     @classmethod
@@ -151,19 +182,19 @@ class ReplicaStatus:
             "index": self.index,
             "name": self.name,
             "phase": str(self.phase),
-            "phaseMessage": self.phase_message,
+            "phaseMessage": clip(self.phase_message, MESSAGE_MAX),
             "stopped": self.stopped,
             "transitionTime": self.transition_time,
             "startAt": self.start_at,
             "finishAt": self.finish_at,
             "totalRetriedCount": self.total_retried_count,
             "podName": self.pod_name,
-            "podReason": self.pod_reason,
+            "podReason": clip(self.pod_reason, REASON_MAX),
             "podUID": self.pod_uid,
             "podIP": self.pod_ip,
             "podHostIP": self.pod_host_ip,
             "containerName": self.container_name,
-            "containerID": self.container_id,
+            "containerID": clip(self.container_id, IDENTIFIER_MAX),
             "terminatedInfo": None if self.terminated_info is None else self.terminated_info.to_json(),
         }
 
@@ -212,10 +243,10 @@ class RoleStatus:
         return {
             "name": self.name,
             "phase": str(self.phase),
-            "phaseMessage": self.phase_message,
+            "phaseMessage": clip(self.phase_message, MESSAGE_MAX),
             "transitionTime": self.transition_time,
             "state": str(self.state),
-            "stateMessage": self.state_message,
+            "stateMessage": clip(self.state_message, MESSAGE_MAX),
             "replicaStatus": [replica.to_json() for replica in self.replicas],
         }
 
@@ -251,7 +282,7 @@ class Condition:
             "type": str(self.type),
             "status": str(self.status),
             "reason": self.reason,
-            "message": self.message,
+            "message": clip(self.message, MESSAGE_MAX),
             "lastTransitionTime": self.last_transition_time,
             "observedGeneration": self.observed_generation,
         }
@@ -281,7 +312,7 @@ class AttemptResult:
     reason: str
 
     def to_json(self) -> Json:
-        return {"succeeded": self.succeeded, "reason": self.reason}
+        return {"succeeded": self.succeeded, "reason": clip(self.reason, MESSAGE_MAX)}
 
     @classmethod
     def from_json(cls, raw: object) -> AttemptResult | None:
@@ -346,10 +377,10 @@ class TaskSetStatus:
     def to_json(self) -> Json:
         return {
             "phase": str(self.phase),
-            "phaseMessage": self.phase_message,
+            "phaseMessage": clip(self.phase_message, MESSAGE_MAX),
             "transitionTime": self.transition_time,
             "state": str(self.state),
-            "stateMessage": self.state_message,
+            "stateMessage": clip(self.state_message, MESSAGE_MAX),
             "controlUnitUID": self.control_unit_uid,
             "attemptSpecDigest": self.spec_digest,
             "createdAt": self.created_at,

@@ -19,6 +19,7 @@ from taskset.api.constants import (
     ANNOTATION_TASKSET,
     ANNOTATION_TASKSET_UID,
 )
+from taskset.api.status import EXIT_MESSAGE_MAX, QUOTED_MAX, REASON_MAX, clip
 
 POD_PHASE_PENDING = "Pending"
 POD_PHASE_UNKNOWN = "Unknown"  # the kubelet lost track of the Pod (node lost); O treats it as exited (8.2)
@@ -223,11 +224,11 @@ def _terminated(container: Mapping[str, Any]) -> Terminated | None:
     state = _get(container, "state", "terminated")
     if not isinstance(state, dict) or not isinstance(state.get("exitCode"), int):
         return None
-    return Terminated(
+    return Terminated(  # texts bounded as the status keeps them, so logs of the exit are too (issue 30)
         exit_code=state["exitCode"],
-        message=_str(state.get("message")),
+        message=clip(_str(state.get("message")), EXIT_MESSAGE_MAX),
         signal=state["signal"] if isinstance(state.get("signal"), int) else 0,
-        reason=_str(state.get("reason")),
+        reason=clip(_str(state.get("reason")), REASON_MAX),
         finished_at=state.get("finishedAt") if isinstance(state.get("finishedAt"), str) else None,
     )
 
@@ -275,8 +276,9 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         replica_attempt_id=_count(attempt),
         host_ip=_str(_get(pod, "status", "hostIP")),
         pod_ip=_str(_get(pod, "status", "podIP")),
-        reason=_str(_get(pod, "status", "reason")),
-        message=_str(_get(pod, "status", "message")),
+        # Quoted in the replica's phaseMessage (P5): bounded so that the words after them fit (issue 30).
+        reason=clip(_str(_get(pod, "status", "reason")), REASON_MAX),
+        message=clip(_str(_get(pod, "status", "message")), QUOTED_MAX),
         start_time=_get(pod, "status", "startTime")
         if isinstance(_get(pod, "status", "startTime"), str)
         else None,

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from taskset.api.spec import ParseResult, TaskSetSpec
-from taskset.api.status import TaskSetStatus, stamp
+from taskset.api.status import TaskSetStatus, clip, stamp
 from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
@@ -51,7 +51,6 @@ from taskset.decide.waiting import (
     WAITING_SUMMARY_MAX,
     WAITING_SUMMARY_NAMED,
     PodWait,
-    clip,
     pod_wait,
     report_waiting,
     waiting_summary,

@@ -18,10 +18,10 @@ from __future__ import annotations
 from taskset.api.constants import EventReason
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.spec import Role
-from taskset.api.status import AttemptResult
+from taskset.api.status import AttemptResult, clip
 from taskset.decide.passes import PassContext, next_pass_now, transient
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
-from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX, clip
+from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX
 from taskset.integrations.base import Attempt
 from taskset.objects.owned import OwnedObject, Owner, Scope, control_unit_owner, manifest, taskset_owner
 

@@ -22,7 +22,7 @@ from taskset.api.constants import (
 )
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.spec import Role, control_unit_name, pod_name
-from taskset.api.status import ReplicaStatus, TerminatedInfo, parse_time, seconds_since
+from taskset.api.status import ReplicaStatus, TerminatedInfo, clip, parse_time, seconds_since
 from taskset.api.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
 from taskset.decide.owned import attempt_of, gate, report_hold
@@ -40,7 +40,7 @@ from taskset.decide.passes import (
 )
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, LogRecord, ResultKind
 from taskset.decide.policies import replica_may_retry, retry_due, taskset_retry_decision
-from taskset.decide.waiting import WAIT_MESSAGE_MAX, WAITING_PHASES, clip, pod_wait, wait_kind
+from taskset.decide.waiting import WAIT_MESSAGE_MAX, WAITING_PHASES, pod_wait, wait_kind
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
 

@@ -18,18 +18,18 @@ from dataclasses import dataclass
 from taskset.api.constants import ConditionReason, ConditionStatus, ConditionType, EventReason, State
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.status import TaskSetStatus
+from taskset.api.status import TaskSetStatus, clip
 from taskset.api.views import PodView
 from taskset.decide.passes import PassContext
 
 # Bounds: the scheduler's message grows with the cluster's variety of nodes, and a status or an event
-# is no place for kilobytes of it (the CRD allows 32 KiB per condition message).
+# is no place for kilobytes of it (the CRD allows 32 KiB per condition message). Both are within the
+# status's own bound on a message (MESSAGE_MAX, taskset.api.status), so that never clips them again.
 WAIT_MESSAGE_MAX = 512  # characters of one replica's reason: its phaseMessage and its event
 WAITING_SUMMARY_MAX = 1024  # characters of the Running condition's message
 WAITING_SUMMARY_NAMED = 3  # replicas the condition names; the others are counted
 # Characters per named replica: three of them, the count and the "and N more" fit the bound above.
 WAITING_ENTRY_MAX = 300
-_CLIPPED = "..."
 
 _UNSCHEDULABLE = "Pod is unschedulable: "
 _CONTAINER_WAITING = re.compile(r"^container \S* waiting: ")
@@ -46,11 +46,6 @@ class PodWait:
 
     reason: EventReason
     message: str
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, visibly."""
-    return text if len(text) <= limit else text[: limit - len(_CLIPPED)] + _CLIPPED
 
 
 def pod_wait(pod: PodView) -> PodWait | None:

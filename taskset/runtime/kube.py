@@ -50,6 +50,7 @@ _TIMEOUT: Final = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=REQUEST_TIMEOUT)
 #   its namespace, still met the refusal and ended Failed), and a user may apply a service account and a
 #   TaskSet that names it in either order.
 TRANSIENT_DENIALS: Final = ("exceeded quota", "error looking up service account")
+TOO_LARGE: Final = "request is too large"  # etcd's refusal of a write over its --max-request-bytes
 
 
 class KubeError(Exception):
@@ -80,6 +81,12 @@ class KubeError(Exception):
         if self.code in (400, 422):
             return True
         return self.code == 403 and not any(text in self.message for text in TRANSIENT_DENIALS)
+
+    @property
+    def too_large(self) -> bool:
+        """The object is over a size limit: the API server's own (413), or etcd's request limit, which
+        API servers still report as a 500 with etcd's words (kubernetes/kubernetes#112152)."""
+        return self.code == 413 or TOO_LARGE in self.message
 
 
 RequestObserver = Callable[[str, str, int, float], None]  # (verb, resource, code, seconds)

@@ -31,12 +31,13 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import cachetools
+import orjson
 
 from clock import Clock, RealClock
 from informers import Store
-from taskset.api.constants import ANNOTATION_TASKSET, LOGGER_NAME
+from taskset.api.constants import ANNOTATION_TASKSET, LOGGER_NAME, EventReason
 from taskset.api.spec import ParseResult, control_unit_name, is_control_unit_name, parse_taskset
-from taskset.api.status import TaskSetStatus
+from taskset.api.status import QUOTED_MAX, TaskSetStatus, clip
 from taskset.api.views import Observed, OwnedView, control_unit_view, controller_uid, owned_view, pod_view
 from taskset.decide import (
     ActionResult,
@@ -355,8 +356,9 @@ class Reconciler:
         if err.conflict:
             return ActionResult(ResultKind.CONFLICT, message=err.message)
         if err.invalid and isinstance(intent, CreatePod | CreateOwned):
-            return ActionResult(ResultKind.INVALID, message=err.message)
-        return ActionResult(ResultKind.ERROR, message=str(err))
+            # The API server's words go into the status: bounded, so the retry decision after them fits.
+            return ActionResult(ResultKind.INVALID, message=clip(err.message, QUOTED_MAX))
+        return ActionResult(ResultKind.ERROR, message=clip(str(err), QUOTED_MAX))
 
     def _existing(self, namespace: str, intent: CreatePod | CreateOwned, err: KubeError) -> ActionResult:
         """A create found the name taken: what holds it now, read live (the cache may not show it)."""
@@ -434,6 +436,7 @@ class Reconciler:
             except KubeError as err:
                 if not err.conflict:
                     self._metrics.observe_status_write("error")
+                    self._report_refusal(obj, record, new, err)
                     return f"status write failed: {err}"
                 self._metrics.observe_status_write("conflict")
                 fresh = self._refetch_version(meta, base)
@@ -446,6 +449,24 @@ class Reconciler:
             self._records.written(key, meta.get("uid", ""), new, written["metadata"]["resourceVersion"])
             return None
         return "status write kept conflicting"
+
+    def _report_refusal(
+        self, obj: Mapping[str, Any], record: Record, status: Mapping[str, Any], err: KubeError
+    ) -> None:
+        """A status write refused for good (too large, invalid) would leave the TaskSet silently stuck
+        at its last written status, since the status itself can no longer say so: say it in a Warning
+        event with the status's size, once per distinct refusal (issue 30). The pass still fails, so the
+        work queue's per-key backoff spaces the retries out; a transient failure is only retried."""
+        if not (err.too_large or err.invalid) or record.refused == str(err):
+            return
+        record.refused = str(err)
+        meta = obj["metadata"]
+        size = len(orjson.dumps(status))
+        message = f"the API server refused the status ({size} bytes of JSON): {err}"
+        target = EventTarget(meta["name"], meta["namespace"], meta.get("uid", ""))
+        self._recorder.record(
+            target, str(EventReason.STATUS_WRITE_REFUSED), clip(message, QUOTED_MAX), warning=True
+        )
 
     def _refetch_version(self, meta: Mapping[str, Any], base: object) -> str | None:
         """After a 409: the live object's version if its status is still what we based the pass on."""

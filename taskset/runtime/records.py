@@ -30,6 +30,9 @@ class Record:
     # flight); the next pass builds on it. ``held_since``: clock time it was first held.
     held: dict[str, Any] | None = None
     held_since: float = 0.0
+    # The API server's last refusal of a status write for good (too large, invalid), once reported in a
+    # Warning event: each distinct one is said once (issue 30). A write it accepts makes a new record.
+    refused: str | None = None
 
     @property
     def latest(self) -> dict[str, Any] | None:

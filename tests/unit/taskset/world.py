@@ -205,18 +205,20 @@ class World:
             ],
         }
 
-    def exit(self, name: str, code: int) -> None:
+    def exit(self, name: str, code: int, *, message: str = "") -> None:
+        """The Pod's main container ends with ``code`` (and ``message``, its termination message)."""
         pod = self.pods[name]
         if pod["status"].get("phase") != "Running":
             self.run(name)
         pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
-        pod["status"]["containerStatuses"][0]["state"] = {
-            "terminated": {
-                "exitCode": code,
-                "reason": "Completed" if code == 0 else "Error",
-                "finishedAt": "2026-01-01T00:00:09Z",
-            }
+        terminated: dict[str, Any] = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "finishedAt": "2026-01-01T00:00:09Z",
         }
+        if message:
+            terminated["message"] = message
+        pod["status"]["containerStatuses"][0]["state"] = {"terminated": terminated}
 
 
 # ----- single passes and hand-made scenes (additive) -----------------------------------------------------

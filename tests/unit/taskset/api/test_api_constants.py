@@ -96,6 +96,7 @@ def test_resource_identity() -> None:
                 "TaskRoleHeld",
                 "OwnedObjectCreationFailed",
                 "ControlUnitTampered",
+                "StatusWriteRefused",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),
@@ -158,6 +159,7 @@ def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
         "PodContainerWaiting",
         "OwnedObjectCreationFailed",  # issue 29: an integration's object refused for good
         "ControlUnitTampered",  # issue 30: a ControlUnit snapshot someone else changed
+        "StatusWriteRefused",  # issue 30: a status the API server will never take
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 

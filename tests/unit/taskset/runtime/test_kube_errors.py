@@ -36,3 +36,22 @@ def test_a_create_gives_up_only_on_errors_that_a_retry_cannot_mend(
     code: int, reason: str, message: str, invalid: bool
 ) -> None:
     assert KubeError(code, reason, message).invalid is invalid
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "message", "too_large"),
+    [
+        pytest.param(
+            500, "", "etcdserver: request is too large", True, id="etcd's limit, reported as a 500 (issue 30)"
+        ),
+        pytest.param(
+            413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728", True, id="413"
+        ),
+        pytest.param(500, "InternalError", "etcdserver: request timed out", False, id="another 500"),
+        pytest.param(422, "Invalid", 'TaskSet "x" is invalid: status.conditions', False, id="422"),
+    ],
+)
+def test_a_write_over_a_size_limit_is_told_apart(
+    code: int, reason: str, message: str, too_large: bool
+) -> None:
+    assert KubeError(code, reason, message).too_large is too_large
