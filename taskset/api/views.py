@@ -15,9 +15,15 @@ from typing import Any
 
 from informers import strip_managed_fields
 from taskset.api.constants import (
+    ANNOTATION_CONTROL_UNIT_UID,
+    ANNOTATION_NAMESPACE,
     ANNOTATION_REPLICA_ATTEMPT_ID,
+    ANNOTATION_REPLICA_INDEX,
     ANNOTATION_TASKSET,
+    ANNOTATION_TASKSET_ATTEMPT_ID,
     ANNOTATION_TASKSET_UID,
+    LABEL_ROLE,
+    LABEL_TASKSET,
 )
 from taskset.api.status import EXIT_MESSAGE_MAX, QUOTED_MAX, REASON_MAX, clip
 
@@ -41,12 +47,41 @@ POD_METADATA_KEPT = frozenset(
         "creationTimestamp",
         "deletionTimestamp",
         "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
+        "labels",  # only OWN_LABELS
+        "annotations",  # only OWN_ANNOTATIONS
+        "ownerReferences",  # only the controlling one
+        "finalizers",  # at most FINALIZERS_KEPT
     }
 )
+# The label and annotation keys the controller writes (``build_pod``, ``control_unit``, owned objects),
+# the only ones a cache keeps (issue 30: anyone may label a Pod ``TaskSet`` and annotate it with 256 KB).
+# Read today: the TaskSet annotation (``taskset_index``, ``pod_view``), TSUID and ReplicaAttemptID
+# (``pod_view``); the rest are kept because they are ours and small, so that a reader added later finds
+# them. A new key the controller writes and reads from a cached object must be added here.
+OWN_LABELS = frozenset({LABEL_TASKSET, LABEL_ROLE})
+OWN_ANNOTATIONS = frozenset(
+    {
+        ANNOTATION_REPLICA_INDEX,
+        ANNOTATION_TASKSET,
+        ANNOTATION_NAMESPACE,
+        ANNOTATION_TASKSET_UID,
+        ANNOTATION_CONTROL_UNIT_UID,
+        ANNOTATION_TASKSET_ATTEMPT_ID,
+        ANNOTATION_REPLICA_ATTEMPT_ID,
+    }
+)
+# Every value the controller writes into a kept label, annotation or owner reference is a name (a
+# TaskSet's or a ControlUnit's: a DNS subdomain, at most 253 characters), a namespace (63), a UID (36),
+# a kind or an API version, or a decimal count below MAX_RETRY_COUNT. A longer value is therefore not
+# ours, and it is dropped rather than clipped: a clipped value is another value, which could name a
+# real TaskSet (its first 253 characters) or change a count; a dropped one leaves the object looking
+# like what it is, an object this controller did not write that key on.
+OWN_VALUE_MAX = 253
+OWNER_REFERENCE_KEPT = frozenset({"apiVersion", "kind", "name", "uid", "controller"})
+# A finalizer is a qualified name (253 + "/" + 63). Only their presence and names matter (a Pod held
+# in Terminating); eight name any real Pod's and bound a stranger's list.
+FINALIZER_MAX = 317
+FINALIZERS_KEPT = 8
 POD_STATUS_KEPT = frozenset(
     {
         "phase",
@@ -67,11 +102,15 @@ CONDITIONS_KEPT = frozenset({"PodScheduled"})  # its False/Unschedulable is the 
 def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     """The pod informer's transform: a cached Pod holds only what the controller reads (see the sets
     above), so 10,000 Pods fit in the memory target. The spec, half of a recorded Pod once managedFields
-    are gone, shrinks to its container names. Idempotent, and it never changes ``pod`` (the informer
-    contract)."""
+    are gone, shrinks to its container names; the metadata to ``slim_metadata``'s, so that a stranger's
+    Pod labelled ``TaskSet`` costs a bounded amount whatever its annotations (issue 30).
+
+    The informer contract: idempotent (``slim_pod(slim_pod(p)) == slim_pod(p)``, as a relist stores
+    again what a watch stored) and it never changes ``pod`` (every value it keeps is either immutable
+    or a new container built here)."""
     slim: dict[str, Any] = {key: pod[key] for key in ("apiVersion", "kind") if key in pod}
-    meta = pod.get("metadata")
-    slim["metadata"] = _only(meta, POD_METADATA_KEPT) if isinstance(meta, dict) else meta
+    if "metadata" in pod:
+        slim["metadata"] = slim_metadata(pod["metadata"])
     spec = pod.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
         slim["spec"] = {"containers": [_only(c, {"name"}) for c in spec["containers"]]}
@@ -90,6 +129,51 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
         slim["status"] = status
     shared: dict[str, Any] = _shared(slim)
     return shared
+
+
+def slim_metadata(meta: Any) -> Any:
+    """An object's metadata as a cache keeps it: ``POD_METADATA_KEPT``, with only the controller's own
+    labels and annotations, only the controlling owner reference (the one ``controller_ref`` finds: the
+    API server admits one per object, and it is the only one any reader asks for), each of them only
+    with string values of at most ``OWN_VALUE_MAX`` characters, and at most ``FINALIZERS_KEPT``
+    finalizers. Fields of the wrong type are dropped (the API server never sends them), so every
+    reader sees the same as in the whole object. Idempotent, and it never changes ``meta``."""
+    if not isinstance(meta, dict):
+        return meta
+    slim = _only(meta, POD_METADATA_KEPT)
+    for key, own in (("labels", OWN_LABELS), ("annotations", OWN_ANNOTATIONS)):
+        if key in slim:
+            slim[key] = _own_values(slim[key], own)
+    if "ownerReferences" in slim:
+        ref = _own_values(controller_ref({"metadata": slim}), OWNER_REFERENCE_KEPT)
+        slim["ownerReferences"] = [ref] if isinstance(ref.get("uid"), str) else []
+    if "finalizers" in slim:
+        names = [f for f in _items(slim["finalizers"]) if isinstance(f, str) and len(f) <= FINALIZER_MAX]
+        slim["finalizers"] = names[:FINALIZERS_KEPT]
+    return slim
+
+
+def _own_values(value: Any, keys: frozenset[str]) -> dict[str, Any]:
+    """A mapping's entries under ``keys`` whose value is a string of at most ``OWN_VALUE_MAX``
+    characters, or ``True`` (an owner reference's ``controller``)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        k: v
+        for k, v in value.items()
+        if k in keys and (v is True or (isinstance(v, str) and len(v) <= OWN_VALUE_MAX))
+    }
+
+
+def slim_config_map(obj: dict[str, Any]) -> dict[str, Any]:
+    """The ConfigMap informer's transform (ControlUnits and ConfigMaps integrations own): the metadata
+    as ``slim_metadata`` keeps it, without ``binaryData``, which nobody reads. ``data`` is kept as it
+    is: the ControlUnit's ``spec.json`` snapshot is read from it. Idempotent, and it never changes
+    ``obj``."""
+    slim: dict[str, Any] = {key: value for key, value in obj.items() if key not in ("metadata", "binaryData")}
+    if "metadata" in obj:
+        slim["metadata"] = slim_metadata(obj["metadata"])
+    return slim
 
 
 def slim_taskset(obj: dict[str, Any]) -> dict[str, Any]:

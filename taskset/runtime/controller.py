@@ -26,7 +26,7 @@ from informers import (
 )
 from informers.kube import lister_watcher_factory
 from taskset.api.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
-from taskset.api.views import slim_pod, slim_taskset
+from taskset.api.views import slim_config_map, slim_pod, slim_taskset
 from taskset.decide import Settings as DecideSettings
 from taskset.integrations import BUILT_IN, Integration
 from taskset.objects.owned import CONFIGMAPS as CONFIGMAP_KIND
@@ -127,6 +127,7 @@ class Controller:
             namespace=namespace,
             label_selector=LABEL_TASKSET,
             indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index},
+            transform=slim_config_map,  # a stranger's labelled ConfigMap keeps no foreign metadata
         )
         # Caches of what integrations own, by kind key; ConfigMaps share the ControlUnits' cache.
         self.owned: dict[str, SharedInformer] = {CONFIGMAP_KIND.key: self.units} | {

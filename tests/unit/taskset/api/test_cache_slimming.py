@@ -1,0 +1,233 @@
+"""Issue 30, a bounded cache: a cached Pod or ConfigMap keeps only the controller's own labels and
+annotations, its controlling owner reference and a few finalizers, each value bounded, so that a
+stranger's object labelled ``TaskSet`` costs a small, bounded amount of memory whatever it carries."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+import pytest
+
+from taskset.api import constants
+from taskset.api.views import (
+    FINALIZERS_KEPT,
+    OWN_ANNOTATIONS,
+    OWN_LABELS,
+    OWN_VALUE_MAX,
+    control_unit_view,
+    pod_view,
+    slim_config_map,
+    slim_pod,
+)
+from taskset.integrations.identity_env import identity_decoration
+from taskset.objects.controlunit import SNAPSHOT_KEY
+from taskset.objects.pods import PodIdentity, build_pod
+from taskset.runtime.reconciler import controller_uid_index, taskset_index
+from tests.unit.taskset.world import PodBuilder, control_unit
+
+TS_UID = "0b7e3c1a-8d6f-4e2b-9a51-3c7d2e9f4a10"
+CU_UID = "5f2a9c84-1e3b-47d6-8a0f-b29c4e61d7a3"
+BIG = 250 * 1024  # the annotations of the issue's swelling Pods
+
+
+def identity(replica_attempt: int = 0) -> PodIdentity:
+    return PodIdentity(
+        taskset="train",
+        namespace="team-a",
+        taskset_uid=TS_UID,
+        role="worker",
+        index=3,
+        name="train-worker-3",
+        control_unit_name="c-train-0",
+        control_unit_uid=CU_UID,
+        taskset_attempt=0,
+        replica_attempt=replica_attempt,
+    )
+
+
+def ours(template_metadata: dict[str, Any] | None = None, replica_attempt: int = 0) -> dict[str, Any]:
+    """A Pod as the controller creates it, then as the API server returns it (uid, finalizers...)."""
+    template = {"metadata": template_metadata or {}, "spec": {"containers": [{"name": "main", "image": "b"}]}}
+    pod = build_pod(template, identity(replica_attempt), (identity_decoration(identity(replica_attempt)),))
+    pod["metadata"] |= {
+        "uid": "pod-uid-1",
+        "resourceVersion": "42",
+        "creationTimestamp": "2026-11-25T22:00:00Z",
+    }
+    pod["status"] = {"phase": "Running", "hostIP": "10.0.0.1", "podIP": "10.0.1.1"}
+    return pod
+
+
+def foreign_refs(count: int) -> list[dict[str, Any]]:
+    return [{"apiVersion": "v1", "kind": "Secret", "name": f"s{i}", "uid": f"u{i}"} for i in range(count)]
+
+
+def strangers(**metadata: Any) -> dict[str, Any]:
+    """A Pod someone else created in the TaskSet's namespace, labelled ``TaskSet`` so the cache sees it."""
+    pod = PodBuilder("train-worker-3").running().obj()
+    pod["metadata"] |= {"namespace": "team-a", "labels": {constants.LABEL_TASKSET: "train"}} | metadata
+    return pod
+
+
+def size(obj: object) -> int:
+    return len(orjson.dumps(obj))
+
+
+@pytest.mark.parametrize(
+    ("pod", "kept"),
+    [
+        pytest.param(
+            strangers(annotations={"notes": "x" * BIG, constants.ANNOTATION_TASKSET: "train"}),
+            {"labels": {"TaskSet": "train"}, "annotations": {"TaskSet": "train"}},
+            id="a stranger's 250 KB annotation is not cached, the TaskSet annotation is",
+        ),
+        pytest.param(
+            strangers(labels={"TaskSet": "train", "app": "x" * 63, "team": "evil"}, annotations={"a": "b"}),
+            {"labels": {"TaskSet": "train"}, "annotations": {}},
+            id="foreign labels and annotations are not cached",
+        ),
+        pytest.param(
+            strangers(annotations={"TaskSet": "t" * (OWN_VALUE_MAX + 1), "TSUID": "u" * BIG, "CID": "c"}),
+            {"annotations": {"CID": "c"}},
+            id="an own key with a value longer than any the controller writes is dropped, not clipped",
+        ),
+        pytest.param(
+            strangers(annotations={"TaskSet": 7, "TSUID": {"deep": ["x"]}, "ReplicaAttemptID": None}),
+            {"annotations": {}},
+            id="an own key with a value that is not a string is dropped",
+        ),
+        pytest.param(
+            strangers(annotations=["x" * BIG], labels="TaskSet"),
+            {"labels": {}, "annotations": {}},
+            id="labels and annotations that are not mappings are dropped",
+        ),
+        pytest.param(
+            strangers(
+                ownerReferences=[*foreign_refs(2000), {"uid": CU_UID, "controller": True, "x": "y" * BIG}]
+            ),
+            {"ownerReferences": [{"uid": CU_UID, "controller": True}]},
+            id="of 2001 owner references only the controlling one is cached, with only the keys read",
+        ),
+        pytest.param(
+            strangers(ownerReferences=[{"uid": "u" * (OWN_VALUE_MAX + 1), "controller": True}]),
+            {"ownerReferences": []},
+            id="a controlling owner reference with an over-long UID is dropped",
+        ),
+        pytest.param(
+            strangers(ownerReferences={"uid": CU_UID, "controller": True}),
+            {"ownerReferences": []},
+            id="owner references that are not a list are dropped",
+        ),
+        pytest.param(
+            strangers(finalizers=[f"example.com/f{i}" for i in range(5000)]),
+            {"finalizers": [f"example.com/f{i}" for i in range(FINALIZERS_KEPT)]},
+            id="of 5000 finalizers only the first eight are cached",
+        ),
+        pytest.param(
+            strangers(finalizers=["f" * BIG, 3, "example.com/keep"]),
+            {"finalizers": ["example.com/keep"]},
+            id="finalizers that are not qualified names are dropped",
+        ),
+        pytest.param(
+            strangers(managedFields=[{"manager": "kubectl", "fieldsV1": {"f:x": "y" * BIG}}]),
+            {"managedFields": None},
+            id="managed fields are not cached",
+        ),
+    ],
+)
+def test_a_strangers_pod_is_cached_with_only_the_controllers_own_metadata(
+    pod: dict[str, Any], kept: dict[str, Any]
+) -> None:
+    before = copy.deepcopy(pod)
+
+    slim = slim_pod(pod)
+
+    assert {key: slim["metadata"].get(key) for key in kept} == kept
+    assert size(slim) < 2048
+    assert pod == before, "the transform must leave its argument alone (the informer contract)"
+    assert slim_pod(slim) == slim, "the transform must be idempotent (a relist stores it again)"
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        pytest.param(ours(), id="a Pod built from a plain template"),
+        pytest.param(ours(replica_attempt=12), id="a retried replica's Pod"),
+        pytest.param(
+            ours({"labels": {"app": "train"}, "annotations": {"notes": "x" * BIG}}),
+            id="a Pod whose template carries 250 KB of annotations",
+        ),
+        pytest.param(
+            ours({"ownerReferences": foreign_refs(9)}),
+            id="a Pod whose template lists nine owner references before the controller's",
+        ),
+    ],
+)
+def test_a_pod_of_ours_keeps_every_key_the_controller_wrote_and_looks_the_same(pod: dict[str, Any]) -> None:
+    before = copy.deepcopy(pod)
+
+    slim = slim_pod(pod)
+
+    meta = slim["metadata"]
+    assert set(meta["labels"]) == OWN_LABELS
+    assert set(meta["annotations"]) == OWN_ANNOTATIONS
+    assert {k: pod["metadata"]["annotations"][k] for k in OWN_ANNOTATIONS} == meta["annotations"]
+    assert [ref["uid"] for ref in meta["ownerReferences"]] == [CU_UID]
+    assert pod_view(slim) == pod_view(pod)
+    assert taskset_index(slim) == taskset_index(pod) == ["team-a/train"]
+    assert controller_uid_index(slim) == controller_uid_index(pod) == [f"team-a/{CU_UID}"]
+    assert size(slim) < 2048
+    assert pod == before
+    assert slim_pod(slim) == slim
+
+
+def test_the_kept_keys_are_every_label_and_annotation_the_controller_writes() -> None:
+    """A key the controller adds to its objects must be decided on here: kept if a cache reader needs it."""
+    names = vars(constants)
+    assert {v for k, v in names.items() if k.startswith("LABEL_") and isinstance(v, str)} == OWN_LABELS
+    assert {
+        v for k, v in names.items() if k.startswith("ANNOTATION_") and isinstance(v, str)
+    } == OWN_ANNOTATIONS
+
+
+def test_a_pod_with_250_kb_of_annotations_costs_under_a_hundredth_of_it_in_the_cache() -> None:
+    """The issue measured 40 such Pods at 12 MB of RSS: each now costs what an ordinary Pod costs."""
+    pod = ours({"annotations": {"notes": "x" * BIG}})
+
+    assert size(pod) > BIG
+    assert size(slim_pod(pod)) < size(pod) / 100
+    assert size(slim_pod(pod)) == size(slim_pod(ours()))
+
+
+def unit_with(**extra: Any) -> dict[str, Any]:
+    unit = control_unit("c-train-0", CU_UID, TS_UID)
+    unit["metadata"] |= {"namespace": "team-a", "annotations": {"TaskSet": "train", "notes": "x" * BIG}}
+    return unit | {"data": {SNAPSHOT_KEY: '{"roles": []}'}} | extra
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        pytest.param(unit_with(), id="a ControlUnit with a stranger's annotation"),
+        pytest.param(unit_with(binaryData={"blob": "eA==" * BIG}), id="a ControlUnit with binary data"),
+        pytest.param(unit_with(data={"other": "y" * BIG}), id="a ConfigMap without a snapshot"),
+    ],
+)
+def test_a_cached_config_map_keeps_its_data_and_only_the_controllers_own_metadata(
+    unit: dict[str, Any],
+) -> None:
+    """``data`` stays whole: the ControlUnit's snapshot is read from it."""
+    before = copy.deepcopy(unit)
+
+    slim = slim_config_map(unit)
+
+    assert slim["data"] == unit["data"]
+    assert "binaryData" not in slim
+    assert slim["metadata"]["annotations"] == {"TaskSet": "train"}
+    assert control_unit_view(slim, SNAPSHOT_KEY) == control_unit_view(unit, SNAPSHOT_KEY)
+    assert taskset_index(slim) == taskset_index(unit)
+    assert controller_uid_index(slim) == controller_uid_index(unit)
+    assert unit == before
+    assert slim_config_map(slim) == slim
