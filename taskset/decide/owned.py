@@ -30,11 +30,15 @@ _JOIN = "; "
 
 
 def attempt_of(ctx: PassContext) -> Attempt | None:
-    """What the integrations may know of this attempt; None before its spec is known."""
-    spec = ctx.plan.spec
+    """What the integrations may know of this attempt; None before its spec is known. Made again only
+    when the pass moves to another spec or attempt (T3, T14)."""
+    spec, known = ctx.plan.spec, ctx.attempt
     if spec is None:
         return None
-    return Attempt(ctx.ref.name, ctx.ref.namespace, ctx.ref.uid, ctx.status.attempt_id, spec)
+    if known is None or known.spec is not spec or known.attempt != ctx.status.attempt_id:
+        known = Attempt(ctx.ref.name, ctx.ref.namespace, ctx.ref.uid, ctx.status.attempt_id, spec)
+        ctx.attempt = known
+    return known
 
 
 def sync_owned(ctx: PassContext) -> None:

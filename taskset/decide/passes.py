@@ -21,6 +21,7 @@ from taskset.api.spec import ParseResult, TaskSetSpec, ValidationFailure
 from taskset.api.status import RoleStatus, TaskSetStatus, stamp
 from taskset.api.views import Observed
 from taskset.decide.plan import Event, LogRecord, Plan, Settings, TaskSetRef
+from taskset.integrations.base import Attempt
 
 
 @dataclass
@@ -47,6 +48,9 @@ class PassContext:
     gates: dict[int, str | None] = field(default_factory=dict)
     # Role positions whose hold this pass already reported in an event.
     held_reported: set[int] = field(default_factory=set)
+    # What the integrations are told of the attempt (taskset.decide.owned.attempt_of), made once per
+    # attempt and spec rather than once per Pod created.
+    attempt: Attempt | None = None
     # Why the attempt's ControlUnit snapshot is refused (None: it is not); see taskset.decide.snapshot.
     snapshot_refused: str | None = None
 

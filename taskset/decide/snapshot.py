@@ -29,6 +29,7 @@ from taskset.api.spec import ParsedTaskSet, TaskSetSpec
 from taskset.api.views import ControlUnitView
 from taskset.decide.passes import PassContext
 from taskset.decide.plan import Event
+from taskset.integrations import spec_checks
 from taskset.objects.controlunit import parse_snapshot, snapshot_digest, snapshot_of
 
 # Recorded for a snapshot that could not be verified: no digest equals it, so it is never trusted.
@@ -77,7 +78,10 @@ def attempt_spec(ctx: PassContext, verified_by_uid: str | None) -> TaskSetSpec |
         return live
     if ctx.status.control_unit_uid not in (None, unit.uid):
         return live  # a leftover going away, not this attempt's: the recorded digest is not about it
-    expected = snapshot_of(live.raw) if live is not None else None
+    # Only a ControlUnit without a recorded digest is compared with what the live spec builds, so only
+    # then is that built (a JSON encoding of the whole spec, on every pass otherwise).
+    unrecorded = ctx.status.spec_digest is None
+    expected = snapshot_of(live.raw) if live is not None and unrecorded else None
     verdict = check_snapshot(unit.spec_snapshot, ctx.status.spec_digest, expected)
     if verdict == Verdict.ADOPTED:
         ctx.status.spec_digest = snapshot_digest(unit.spec_snapshot)
@@ -85,7 +89,7 @@ def attempt_spec(ctx: PassContext, verified_by_uid: str | None) -> TaskSetSpec |
         _refuse(ctx, unit, verdict)
         return None
     if unit.spec_snapshot:
-        checks = tuple(integration.check for integration in ctx.settings.integrations)
+        checks = spec_checks(ctx.settings.integrations)
         ref = ctx.ref
         snapshot = parse_snapshot(unit.spec_snapshot, ref.name, ref.namespace, ref.uid, checks)
         if snapshot is not None:

@@ -7,9 +7,18 @@ more (``Controller(integrations=...)``); tests register one of their own that wa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from taskset.api.spec import SpecCheck
 from taskset.integrations.base import Attempt, CheckFailure, Integration
 from taskset.integrations.identity_env import IdentityEnv
 
 BUILT_IN: tuple[Integration, ...] = (IdentityEnv(),)
 
-__all__ = ["BUILT_IN", "Attempt", "CheckFailure", "Integration"]
+
+def spec_checks(integrations: Sequence[Integration]) -> tuple[SpecCheck, ...]:
+    """The integrations' checks of their own parts of a spec, in order, as ``parse_taskset`` runs them."""
+    return tuple(integration.check for integration in integrations)
+
+
+__all__ = ["BUILT_IN", "Attempt", "CheckFailure", "Integration", "spec_checks"]

@@ -53,6 +53,7 @@ from taskset.decide import (
     TaskSetRef,
     decide,
 )
+from taskset.integrations import spec_checks
 from taskset.objects.controlunit import SNAPSHOT_KEY
 from taskset.objects.owned import CONFIGMAPS
 from taskset.objects.pods import build_pod
@@ -170,7 +171,7 @@ class Reconciler:
         self._created_units = CreatedUnits(
             self._expectations, self._clock, timeout=settings.cache_creation_timeout
         )
-        self._checks = tuple(integration.check for integration in settings.integrations)
+        self._checks = spec_checks(settings.integrations)
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
