@@ -10,12 +10,13 @@ from taskset.runtime.controller import CONTROLLER_NAME, Controller, ControllerSe
 
 
 def build_controller(
-    *, config: Any, api_client: Any, registry: Any, logger: Any, metrics: Any = None
+    *, config: Any, api_client: Any, registry: Any, logger: Any, metrics: Any = None, proof_key: bytes
 ) -> Controller:
     """The controller as the daemon runs it, from its ``Config`` and a Prometheus registry.
 
     ``metrics``: a ``ControllerMetrics`` on ``registry`` to use (the daemon shares it with leader
-    election); by default one is made here.
+    election); by default one is made here. ``proof_key``: the cluster's key of the Pods' creation
+    proofs (``taskset.daemon.proof_key``).
     """
     if metrics is None:
         metrics = ControllerMetrics(registry=registry, workers=config.workers)
@@ -26,6 +27,7 @@ def build_controller(
         qps=config.qps,
         burst=config.burst,
         cache_creation_timeout=config.cache_creation_timeout,
+        proof_key=proof_key,
     )
     controller = Controller(
         api_client=api_client,

@@ -37,6 +37,7 @@ WHO = PodIdentity(
     control_unit_uid="cu-uid",
     taskset_attempt=0,
     replica_attempt=1,
+    proof="0" * 64,
 )
 
 
