@@ -375,7 +375,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         terminated=_terminated(container),
         unschedulable_message=_unschedulable(pod),
         waiting=_container_waiting(pod),
-        proof=_str(annotations.get(ANNOTATION_CREATION_PROOF)) if isinstance(annotations, dict) else "",
+        proof=_annotation(pod, ANNOTATION_CREATION_PROOF),
     )
 
 
@@ -414,6 +414,12 @@ class OwnedView:
     uid: str
     deleting: bool
     controller_uid: str | None
+    proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
+
+
+def _annotation(obj: Mapping[str, Any], key: str) -> str:
+    annotations = _get(obj, "metadata", "annotations")
+    return _str(annotations.get(key)) if isinstance(annotations, dict) else ""
 
 
 def owned_view(obj: Mapping[str, Any]) -> OwnedView:
@@ -422,6 +428,7 @@ def owned_view(obj: Mapping[str, Any]) -> OwnedView:
         uid=_str(_get(obj, "metadata", "uid")),
         deleting=_get(obj, "metadata", "deletionTimestamp") is not None,
         controller_uid=controller_uid(obj),
+        proof=_annotation(obj, ANNOTATION_CREATION_PROOF),
     )
 
 

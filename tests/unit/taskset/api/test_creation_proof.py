@@ -15,7 +15,7 @@ from tests.unit.taskset.world import PodBuilder
 pytestmark = pytest.mark.unit
 
 KEY = b"k" * 32
-SUBJECT = ProofSubject(namespace="ns", pod_name="job-r-0", control_unit_uid="cu-1", replica_attempt=2)
+SUBJECT = ProofSubject(namespace="ns", name="job-r-0", controller_uid="cu-1", attempt=2)
 PROOF = creation_proof(KEY, SUBJECT)
 
 
@@ -29,11 +29,9 @@ def test_a_proof_is_a_sha256_hex_digest_and_proves_its_subject() -> None:
     ("proof", "key", "subject"),
     [
         pytest.param(PROOF, KEY, replace(SUBJECT, namespace="other"), id="another namespace"),
-        pytest.param(PROOF, KEY, replace(SUBJECT, pod_name="job-r-1"), id="another replica's name"),
-        pytest.param(
-            PROOF, KEY, replace(SUBJECT, control_unit_uid="cu-2"), id="another attempt's ControlUnit"
-        ),
-        pytest.param(PROOF, KEY, replace(SUBJECT, replica_attempt=3), id="the next replica attempt"),
+        pytest.param(PROOF, KEY, replace(SUBJECT, name="job-r-1"), id="another replica's name"),
+        pytest.param(PROOF, KEY, replace(SUBJECT, controller_uid="cu-2"), id="another attempt's ControlUnit"),
+        pytest.param(PROOF, KEY, replace(SUBJECT, attempt=3), id="the next replica attempt"),
         pytest.param(PROOF, b"x" * 32, SUBJECT, id="another key"),
         pytest.param("", KEY, SUBJECT, id="no proof"),
         pytest.param(PROOF[:-1], KEY, SUBJECT, id="truncated"),
