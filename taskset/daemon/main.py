@@ -41,10 +41,10 @@ from taskset.api.constants import CRD_NAME
 from taskset.daemon.config import PROG, Config, ConfigError, HelpRequested, load_config
 from taskset.daemon.crd import CRDRegistrationError, ensure_crd
 from taskset.daemon.http import ObservabilityServer, parse_bind_address
-from taskset.daemon.leader import LeaderElector, Timings, in_cluster_namespace, new_identity
+from taskset.daemon.leader import LeaderElector, Timings, new_identity, own_namespace
 from taskset.daemon.logs import configure_logging, get_logger
 from taskset.daemon.metrics import ControllerMetrics, new_registry
-from taskset.daemon.proof_key import ProofKeyError, load_proof_key
+from taskset.daemon.proof_key import ProofKeyError
 from taskset.runtime import events
 from taskset.runtime.controller import pod_action_threads
 from taskset.runtime.kube import ApiClient, KubeClient, build_api_client
@@ -206,26 +206,19 @@ class _Daemon:
         from taskset.daemon.wiring import build_controller  # noqa: PLC0415  (keeps --help and config errors fast)
 
         metrics = ControllerMetrics(registry=registry, workers=config.workers)
-        try:
-            proof_key = load_proof_key(KubeClient(api_client), self._own_namespace(), config.proof_key_secret)
-        except ProofKeyError as err:
-            log.error("cannot load the key of the Pods' creation proofs", error=str(err))
-            return EXIT_FAILURE
         if config.leader_elect:
             self._elector = self._new_elector(api_client, metrics)
         try:
             controller: Controller = build_controller(
-                config=config,
-                api_client=api_client,
-                registry=registry,
-                logger=log,
-                metrics=metrics,
-                proof_key=proof_key,
+                config=config, api_client=api_client, registry=registry, logger=log, metrics=metrics
             )
             if self._elector is None:
                 controller.start()
             else:
                 cast("StandbyController", controller).start(workers=False)
+        except ProofKeyError as err:
+            log.error("cannot load the key of the Pods' creation proofs", error=str(err))
+            return EXIT_FAILURE
         except Exception as err:
             log.exception("cannot start the controller", error=str(err))
             return EXIT_FAILURE
@@ -245,13 +238,9 @@ class _Daemon:
                 frozen = _freeze_heap()
         return self._shutdown(controller, lead)
 
-    def _own_namespace(self) -> str:
-        """Where the Lease and the proof key's Secret live: the setting, else the pod's namespace."""
-        return self._config.leader_elect_namespace or in_cluster_namespace(_read_text)
-
     def _new_elector(self, api_client: ApiClient, metrics: ControllerMetrics) -> LeaderElector:
         config = self._config
-        namespace = self._own_namespace()
+        namespace = own_namespace(config)
         elector = LeaderElector(
             # Its own client: no rate limit, so a busy reconciler never delays a renewal.
             client=KubeClient(api_client, observer=metrics.observe_request),

@@ -13,40 +13,15 @@ for the wrong reason if it did not."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from devcluster import Cluster
 from taskset.api import constants as c
 from taskset.api.proof import PROCESS_PROOF_KEY, ProofSubject, proves
 from tests.builders import TaskSetBuilder
-from tests.integration.harness import (
-    ObjectLog,
-    Outcome,
-    PodFacts,
-    Recorder,
-    TaskSets,
-    eventually,
-    exits,
-    replica,
-    watching,
-)
+from tests.integration.harness import ObjectLog, Recorder, TaskSets, eventually, exits, replica
 from tests.integration.scenarios.steps import RETRY_PENDING, replica_phase
 
 RETRY_DELAY = 10  # seconds: the window in which the Pod is planted
-
-
-@pytest.fixture
-def pods(cluster: Cluster, namespace: str) -> Iterator[ObjectLog]:
-    with watching(cluster, namespace, "pods") as log:
-        yield log
-
-
-def planted_succeeds(pod: PodFacts) -> Outcome:
-    """The template exits 1; the planted Pod (it carries PLANTED) exits 0."""
-    return exits(0 if pod.env.get("PLANTED") else 1)
 
 
 def plant(ts: TaskSets, namespace: str, victim: dict[str, object]) -> str:
@@ -94,7 +69,7 @@ def plant(ts: TaskSets, namespace: str, victim: dict[str, object]) -> str:
 def test_a_pod_planted_as_the_next_attempt_is_a_conflict_not_the_replica(
     ts: TaskSets, recorder: Recorder, pods: ObjectLog, namespace: str
 ) -> None:
-    recorder.script = planted_succeeds
+    recorder.script = lambda pod: exits(0 if pod.env.get("PLANTED") else 1)  # the template exits 1
     victim = ts.create(TaskSetBuilder("victim").role("r", 1, retry=(True, 2, RETRY_DELAY)).obj())
     eventually(lambda: replica_phase(ts.status("victim"), "r", 0) == RETRY_PENDING, 60, "retry delay")
     eventually(lambda: ts.pod("victim-r-0") is None, 60, "the failed attempt's Pod gone")

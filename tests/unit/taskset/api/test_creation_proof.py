@@ -5,6 +5,7 @@ unrecorded Pod's claim to be the controller's."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -51,14 +52,10 @@ def test_the_fields_are_separated_so_that_moving_a_boundary_changes_the_proof() 
     assert len({creation_proof(KEY, subject) for subject in (one, two, three)}) == 3
 
 
-def _claim(*, attempt: int, proven: bool, recorded: str | None = None, deleting: bool = False) -> PodClass:
-    """How a Pod controlled by the attempt's ControlUnit ``cu-1`` and claiming replica attempt
-    ``attempt`` is classified for a replica at attempt 1, with or without its proof."""
-    builder = PodBuilder("job-r-0").uid("pod-x").controlled_by("cu-1").taskset("ts-1").attempt(attempt)
-    if proven:
-        builder = builder.proven("ns", KEY)
+def _classify(pod: dict[str, Any], recorded: str | None = None) -> PodClass:
+    """How ``pod`` is classified for replica attempt 1 of a replica under the ControlUnit ``cu-1``."""
     return classify_pod(
-        pod_view(builder.deleting(deleting).obj()),
+        pod_view(pod),
         recorded_uid=recorded,
         control_unit_uid="cu-1",
         taskset_uid="ts-1",
@@ -67,6 +64,15 @@ def _claim(*, attempt: int, proven: bool, recorded: str | None = None, deleting:
         namespace="ns",
         taskset_name="job",
     )
+
+
+def _claim(*, attempt: int, proven: bool, recorded: str | None = None, deleting: bool = False) -> PodClass:
+    """How a Pod controlled by ``cu-1`` and claiming replica attempt ``attempt`` is classified, with or
+    without its proof."""
+    builder = PodBuilder("job-r-0").uid("pod-x").controlled_by("cu-1").taskset("ts-1").attempt(attempt)
+    if proven:
+        builder = builder.proven("ns", KEY)
+    return _classify(builder.deleting(deleting).obj(), recorded)
 
 
 @pytest.mark.parametrize(
@@ -97,13 +103,5 @@ def test_a_proof_copied_from_the_previous_attempts_pod_proves_nothing() -> None:
     copied = old["metadata"]["annotations"]["octopus.openi.pcl.cn/creation-proof"]
     forged = PodBuilder("job-r-0").uid("pod-x").controlled_by("cu-1").taskset("ts-1").attempt(1).obj()
     forged["metadata"]["annotations"]["octopus.openi.pcl.cn/creation-proof"] = copied
-    kind = classify_pod(
-        pod_view(forged),
-        recorded_uid=None,
-        control_unit_uid="cu-1",
-        taskset_uid="ts-1",
-        replica_attempt=1,
-        proof_key=KEY,
-        namespace="ns",
-    )
+    kind = _classify(forged)
     assert kind == PodClass.FOREIGN
