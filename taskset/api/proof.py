@@ -51,7 +51,7 @@ def owned_subject(namespace: str, kind_key: str, name: str, controller_uid: str)
 
 
 def creation_proof(key: bytes, subject: ProofSubject) -> str:
-    """The proof the controller writes on the Pod it creates for ``subject``."""
+    """The proof the controller writes on the object it creates for ``subject``."""
     # A JSON array: unambiguous whatever the fields hold, so no two subjects sign the same bytes.
     fields = [subject.namespace, subject.name, subject.controller_uid, subject.attempt]
     return hmac.new(key, json.dumps(fields).encode(), hashlib.sha256).hexdigest()

@@ -3,7 +3,7 @@
 Every replica of the controller, and every restart, must prove and check with the same key: a Pod
 created by one leader is adopted by the next after a lost status write (W-1). The key therefore lives
 in the cluster, in a Secret beside the leader-election Lease in the controller's own namespace, which
-tenants cannot read (``manifests/base/proof-key-rbac.yaml`` grants the controller only this Secret). The
+tenants cannot read (``manifests/base/leader-election-rbac.yaml`` grants the controller only this Secret). The
 first controller to start creates it with a random key; a racing replica's create loses and reads the
 winner's. Anyone who can read the Secret can forge a proof: guard it like the controller's token.
 """
