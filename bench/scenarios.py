@@ -122,6 +122,7 @@ def raw_pod(name: str, namespace: str, unit: dict[str, Any]) -> dict[str, Any]:
         control_unit_uid=meta["uid"],
         taskset_attempt=0,
         replica_attempt=0,
+        proof="0" * 64,
     )
     pod = build_pod(template, identity, (identity_decoration(identity),))
     labels = pod["metadata"]["labels"]

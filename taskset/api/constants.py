@@ -63,6 +63,8 @@ ANNOTATION_TASKSET_UID: Final = "TSUID"
 ANNOTATION_CONTROL_UNIT_UID: Final = "CID"
 ANNOTATION_TASKSET_ATTEMPT_ID: Final = "TaskSetAttemptID"  # R only (D1)
 ANNOTATION_REPLICA_ATTEMPT_ID: Final = "ReplicaAttemptID"  # R only (D1)
+# The creation proof (taskset.api.proof): a keyed digest only the controller can write (issue 30).
+ANNOTATION_CREATION_PROOF: Final = "octopus.openi.pcl.cn/creation-proof"
 
 # ----- environment variables prepended to every container and init container, in this order (3.2) ------
 ENV_TASKSET_NAMESPACE: Final = "TASKSET_NAMESPACE"

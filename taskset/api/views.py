@@ -16,6 +16,7 @@ from typing import Any
 from informers import strip_managed_fields
 from taskset.api.constants import (
     ANNOTATION_CONTROL_UNIT_UID,
+    ANNOTATION_CREATION_PROOF,
     ANNOTATION_NAMESPACE,
     ANNOTATION_REPLICA_ATTEMPT_ID,
     ANNOTATION_REPLICA_INDEX,
@@ -25,6 +26,7 @@ from taskset.api.constants import (
     LABEL_ROLE,
     LABEL_TASKSET,
 )
+from taskset.api.proof import ProofSubject, proves
 from taskset.api.status import EXIT_MESSAGE_MAX, QUOTED_MAX, REASON_MAX, clip
 
 POD_PHASE_PENDING = "Pending"
@@ -68,6 +70,7 @@ OWN_ANNOTATIONS = frozenset(
         ANNOTATION_CONTROL_UNIT_UID,
         ANNOTATION_TASKSET_ATTEMPT_ID,
         ANNOTATION_REPLICA_ATTEMPT_ID,
+        ANNOTATION_CREATION_PROOF,
     }
 )
 # Every value the controller writes into a kept label, annotation or owner reference is a name (a
@@ -280,6 +283,7 @@ class PodView:
     terminated: Terminated | None = None
     unschedulable_message: str = ""
     waiting: ContainerWaiting | None = None  # only for a Pending Pod
+    proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
 
     @property
     def terminal(self) -> bool:
@@ -371,6 +375,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         terminated=_terminated(container),
         unschedulable_message=_unschedulable(pod),
         waiting=_container_waiting(pod),
+        proof=_annotation(pod, ANNOTATION_CREATION_PROOF),
     )
 
 
@@ -409,6 +414,12 @@ class OwnedView:
     uid: str
     deleting: bool
     controller_uid: str | None
+    proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
+
+
+def _annotation(obj: Mapping[str, Any], key: str) -> str:
+    annotations = _get(obj, "metadata", "annotations")
+    return _str(annotations.get(key)) if isinstance(annotations, dict) else ""
 
 
 def owned_view(obj: Mapping[str, Any]) -> OwnedView:
@@ -417,6 +428,7 @@ def owned_view(obj: Mapping[str, Any]) -> OwnedView:
         uid=_str(_get(obj, "metadata", "uid")),
         deleting=_get(obj, "metadata", "deletionTimestamp") is not None,
         controller_uid=controller_uid(obj),
+        proof=_annotation(obj, ANNOTATION_CREATION_PROOF),
     )
 
 
@@ -439,6 +451,8 @@ def classify_pod(
     control_unit_uid: str | None,
     taskset_uid: str,
     replica_attempt: int,
+    proof_key: bytes,
+    namespace: str,
     taskset_name: str = "",
 ) -> PodClass:
     """Spec 5.3.1. A Pod made by an earlier TaskSet *object* of the same name (deleted and re-created,
@@ -447,13 +461,20 @@ def classify_pod(
     Two cases come from a controller killed between an action and its status write: a Pod of a *later*
     replica attempt than the status records (the retry was started but not recorded) is the next
     attempt's, to be adopted once the retry is recorded, never deleted as a duplicate; and an unrecorded
-    Pod that is already being deleted is waited for, not adopted only to be lost again."""
+    Pod that is already being deleted is waited for, not adopted only to be lost again.
+
+    A Pod that claims this attempt or a later one (controlled by the ControlUnit, the attempt id in its
+    annotation) is believed only with its creation proof (``taskset.api.proof``, issue 30): the claim is
+    two fields any Pod writer in the namespace can copy; without the proof the Pod is a squatter."""
     if pod is None:
         return PodClass.ABSENT
     if recorded_uid and pod.uid == recorded_uid:
         return PodClass.CURRENT
     ours_now = control_unit_uid is not None and pod.controller_uid == control_unit_uid
     if ours_now and pod.replica_attempt_id is not None and pod.replica_attempt_id >= replica_attempt:
+        subject = ProofSubject(namespace, pod.name, control_unit_uid or "", pod.replica_attempt_id)
+        if not proves(pod.proof, proof_key, subject):
+            return PodClass.FOREIGN
         if not recorded_uid:
             return PodClass.PREVIOUS if pod.deleting else PodClass.ADOPTABLE
         return PodClass.NEXT if pod.replica_attempt_id > replica_attempt else PodClass.DUPLICATE

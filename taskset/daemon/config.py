@@ -133,6 +133,10 @@ class Config:
     leader_elect_id: str = DEFAULT_LEASE_NAME
     """Name of the Lease; replicas with the same namespace and name elect one leader among them."""
 
+    proof_key_secret: str = "taskset-controller-proof"
+    """Name of the Secret holding the key of the Pods' creation proofs, in the Lease's namespace (created
+    with a random key if missing; ``taskset.daemon.proof_key``)."""
+
     config_file: str = ""
     """The YAML file the settings were read from, if any (for the startup log)."""
 
@@ -367,6 +371,9 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "namespace of the Lease; empty = the pod's namespace (service account), else default"),
     Setting("leader_elect_id", "--leader-elect-id", _env("LEADER_ELECT_ID"), "leaderElectID", _object_name,
             "NAME", "name of the Lease the replicas compete for"),
+    Setting("proof_key_secret", "--proof-key-secret", _env("PROOF_KEY_SECRET"), "proofKeySecret",
+            _object_name, "NAME",
+            "Secret (in the Lease's namespace) with the key of the Pods' creation proofs; made if missing"),
 )  # fmt: skip
 
 _CONFIG_FLAG: Final = "--config"

@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Final, Protocol
 
 from clock import Clock, RealClock
@@ -237,6 +238,17 @@ def in_cluster_namespace(read_text: Callable[[str], str]) -> str:
     except OSError:
         return FALLBACK_NAMESPACE
     return namespace or FALLBACK_NAMESPACE
+
+
+def own_namespace(config: Any) -> str:
+    """The controller's own namespace, where the Lease and the proof key's Secret live: the
+    ``leader_elect_namespace`` setting, else the pod's (its service account mount), else ``default``."""
+    namespace: str = config.leader_elect_namespace
+    return namespace or in_cluster_namespace(_read_text)
+
+
+def _read_text(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
 
 
 # ----- the elector ---------------------------------------------------------------------------------------

@@ -41,9 +41,10 @@ from taskset.api.constants import CRD_NAME
 from taskset.daemon.config import PROG, Config, ConfigError, HelpRequested, load_config
 from taskset.daemon.crd import CRDRegistrationError, ensure_crd
 from taskset.daemon.http import ObservabilityServer, parse_bind_address
-from taskset.daemon.leader import LeaderElector, Timings, in_cluster_namespace, new_identity
+from taskset.daemon.leader import LeaderElector, Timings, new_identity, own_namespace
 from taskset.daemon.logs import configure_logging, get_logger
 from taskset.daemon.metrics import ControllerMetrics, new_registry
+from taskset.daemon.proof_key import ProofKeyError
 from taskset.runtime import events
 from taskset.runtime.controller import pod_action_threads
 from taskset.runtime.kube import ApiClient, KubeClient, build_api_client
@@ -215,6 +216,9 @@ class _Daemon:
                 controller.start()
             else:
                 cast("StandbyController", controller).start(workers=False)
+        except ProofKeyError as err:
+            log.error("cannot load the key of the Pods' creation proofs", error=str(err))
+            return EXIT_FAILURE
         except Exception as err:
             log.exception("cannot start the controller", error=str(err))
             return EXIT_FAILURE
@@ -236,7 +240,7 @@ class _Daemon:
 
     def _new_elector(self, api_client: ApiClient, metrics: ControllerMetrics) -> LeaderElector:
         config = self._config
-        namespace = config.leader_elect_namespace or in_cluster_namespace(_read_text)
+        namespace = own_namespace(config)
         elector = LeaderElector(
             # Its own client: no rate limit, so a busy reconciler never delays a renewal.
             client=KubeClient(api_client, observer=metrics.observe_request),

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from taskset.daemon.leader import own_namespace
 from taskset.daemon.metrics import ControllerMetrics, workqueue_metrics_provider
+from taskset.daemon.proof_key import load_proof_key
 from taskset.runtime.controller import CONTROLLER_NAME, Controller, ControllerSettings
+from taskset.runtime.kube import KubeClient
 
 
 def build_controller(
@@ -15,7 +18,8 @@ def build_controller(
     """The controller as the daemon runs it, from its ``Config`` and a Prometheus registry.
 
     ``metrics``: a ``ControllerMetrics`` on ``registry`` to use (the daemon shares it with leader
-    election); by default one is made here.
+    election); by default one is made here. Raises ``ProofKeyError`` when the key of the creation
+    proofs cannot be had (``taskset.daemon.proof_key``).
     """
     if metrics is None:
         metrics = ControllerMetrics(registry=registry, workers=config.workers)
@@ -26,6 +30,7 @@ def build_controller(
         qps=config.qps,
         burst=config.burst,
         cache_creation_timeout=config.cache_creation_timeout,
+        proof_key=load_proof_key(KubeClient(api_client), own_namespace(config), config.proof_key_secret),
     )
     controller = Controller(
         api_client=api_client,

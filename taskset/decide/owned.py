@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from taskset.api.constants import EventReason
 from taskset.api.constants import TaskSetPhase as T
+from taskset.api.proof import creation_proof, owned_subject, proves
 from taskset.api.spec import Role
 from taskset.api.status import AttemptResult, clip
 from taskset.decide.passes import PassContext, next_pass_now, transient
@@ -71,11 +72,17 @@ def _sync_one(ctx: PassContext, wanted: OwnedObject) -> str | None:
     owner = _owner(ctx, wanted.scope)
     seen = ctx.observed.owned.get((wanted.kind.key, wanted.name))
     label = f"{wanted.kind.kind} {wanted.name}"
+    key, subject = (
+        ctx.settings.proof_key,
+        owned_subject(ctx.ref.namespace, wanted.kind.key, wanted.name, owner.uid),
+    )
     if seen is None:
-        body = manifest(wanted, taskset=ctx.ref.name, namespace=ctx.ref.namespace, owner=owner)
+        proof = creation_proof(key, subject)
+        body = manifest(wanted, taskset=ctx.ref.name, namespace=ctx.ref.namespace, owner=owner, proof=proof)
         ctx.plan.intents.append(CreateOwned(wanted.name, wanted.kind, wanted.integration, body))
         return f"waiting for {label} ({wanted.integration})"
-    if seen.controller_uid != owner.uid:
+    # Its controlling owner reference is anyone's to write; the proof is only the controller's.
+    if seen.controller_uid != owner.uid or not proves(seen.proof, key, subject):
         return f"{label} exists and is not controlled by this TaskSet ({wanted.integration})"
     if seen.deleting:
         return f"waiting for {label} to be deleted and made anew ({wanted.integration})"

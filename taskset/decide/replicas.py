@@ -21,6 +21,7 @@ from taskset.api.constants import (
     ReplicaPhase,
 )
 from taskset.api.constants import ReplicaPhase as P
+from taskset.api.proof import ProofSubject, creation_proof
 from taskset.api.spec import Role, control_unit_name, pod_name
 from taskset.api.status import ReplicaStatus, TerminatedInfo, clip, parse_time, seconds_since
 from taskset.api.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
@@ -101,6 +102,8 @@ def _classify(ctx: PassContext, replica: ReplicaStatus, pod: PodView | None) -> 
         control_unit_uid=ctx.status.control_unit_uid,
         taskset_uid=ctx.ref.uid,
         replica_attempt=replica.total_retried_count,
+        proof_key=ctx.settings.proof_key,
+        namespace=ctx.ref.namespace,
         taskset_name=ctx.ref.name,
     )
 
@@ -186,6 +189,12 @@ def _create_pod(ctx: PassContext, at: ReplicaAt) -> bool:
         control_unit_uid=ctx.status.control_unit_uid or "",
         taskset_attempt=attempt,
         replica_attempt=replica.total_retried_count,
+        proof=creation_proof(
+            ctx.settings.proof_key,
+            ProofSubject(
+                ctx.ref.namespace, name, ctx.status.control_unit_uid or "", replica.total_retried_count
+            ),
+        ),
     )
     ctx.plan.intents.append(
         CreatePod(

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, API_VERSION, KIND, LABEL_TASKSET
+from taskset.api.constants import (
+    ANNOTATION_CREATION_PROOF,
+    ANNOTATION_NAMESPACE,
+    ANNOTATION_TASKSET,
+    API_VERSION,
+    KIND,
+    LABEL_TASKSET,
+)
 
 
 @dataclass(frozen=True)
@@ -80,8 +87,9 @@ class OwnedObject:
     integration: str  # which integration asked for it: named in the status when it cannot be made
 
 
-def manifest(obj: OwnedObject, *, taskset: str, namespace: str, owner: Owner) -> dict[str, Any]:
-    """The object to create for ``obj``, controlled by ``owner``."""
+def manifest(obj: OwnedObject, *, taskset: str, namespace: str, owner: Owner, proof: str) -> dict[str, Any]:
+    """The object to create for ``obj``, controlled by ``owner``, with its creation ``proof``
+    (``taskset.api.proof.owned_subject``)."""
     own = obj.body.get("metadata")
     own_meta: Mapping[str, Any] = own if isinstance(own, Mapping) else {}
     labels = own_meta.get("labels")
@@ -105,6 +113,7 @@ def manifest(obj: OwnedObject, *, taskset: str, namespace: str, owner: Owner) ->
         **(annotations if isinstance(annotations, Mapping) else {}),
         ANNOTATION_TASKSET: taskset,
         ANNOTATION_NAMESPACE: namespace,
+        ANNOTATION_CREATION_PROOF: proof,
     }
     rest = {key: value for key, value in obj.body.items() if key != "metadata"}
     return {"apiVersion": obj.kind.api_version, "kind": obj.kind.kind, "metadata": metadata, **rest}

@@ -19,6 +19,7 @@ from typing import Any
 
 from taskset.api.constants import (
     ANNOTATION_CONTROL_UNIT_UID,
+    ANNOTATION_CREATION_PROOF,
     ANNOTATION_NAMESPACE,
     ANNOTATION_REPLICA_ATTEMPT_ID,
     ANNOTATION_REPLICA_INDEX,
@@ -53,6 +54,7 @@ class PodIdentity:
     control_unit_uid: str
     taskset_attempt: int
     replica_attempt: int
+    proof: str  # the creation proof (taskset.api.proof), decided with the rest of the pass
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -86,6 +88,7 @@ def build_pod(
         ANNOTATION_CONTROL_UNIT_UID: identity.control_unit_uid,
         ANNOTATION_TASKSET_ATTEMPT_ID: str(identity.taskset_attempt),
         ANNOTATION_REPLICA_ATTEMPT_ID: str(identity.replica_attempt),
+        ANNOTATION_CREATION_PROOF: identity.proof,
     }
     owners = [ref for ref in metadata.get("ownerReferences") or [] if isinstance(ref, dict)]
     owners.append(

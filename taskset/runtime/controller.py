@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from clock import Clock, RealClock
@@ -26,6 +26,7 @@ from informers import (
 )
 from informers.kube import lister_watcher_factory
 from taskset.api.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
+from taskset.api.proof import PROCESS_PROOF_KEY
 from taskset.api.views import slim_config_map, slim_pod, slim_taskset
 from taskset.decide import Settings as DecideSettings
 from taskset.integrations import BUILT_IN, Integration
@@ -78,6 +79,7 @@ class ControllerSettings:
     burst: int = 1
     cache_creation_timeout: float = 300.0  # seconds (O: cacheCreationTimeoutSec)
     sync_timeout: float = 120.0  # seconds to wait for the first LIST of each cache before giving up
+    proof_key: bytes = field(default=PROCESS_PROOF_KEY, repr=False)  # taskset.api.proof
 
 
 class WorkerMetrics(Protocol):
@@ -146,7 +148,9 @@ class Controller:
             recorder=self.recorder,
             logger=logger,
             settings=DecideSettings(
-                cache_creation_timeout=settings.cache_creation_timeout, integrations=tuple(integrations)
+                cache_creation_timeout=settings.cache_creation_timeout,
+                integrations=tuple(integrations),
+                proof_key=settings.proof_key,
             ),
             owned={key: informer.store for key, informer in self.owned.items()},
             clock=self._clock,

@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 
 from devcluster import Cluster, free_port
+from taskset.daemon.config import Config
 from taskset.daemon.crd import CRDRegistrationError, ensure_crd
+from taskset.daemon.proof_key import KEY_BYTES, key_of
 from taskset.runtime.kube import KubeClient
 
 pytestmark = pytest.mark.integration
@@ -302,3 +304,48 @@ def test_ensure_crd_fails_clearly_on_an_unreadable_manifest(cluster: Cluster, tm
             ensure_crd(KubeClient(api_client), tmp_path / "missing.yaml")
     finally:
         api_client.close()
+
+
+# ----- the key of the Pods' creation proofs (issue 30, item 2) ----------------------------------------------
+
+
+def _secret(cluster: Cluster, namespace: str) -> dict[str, Any] | None:
+    return KubeClient(cluster.api_client()).get(
+        f"/api/v1/namespaces/{namespace}/secrets/{Config().proof_key_secret}", resource="secrets"
+    )
+
+
+def test_the_proof_key_is_made_once_and_kept_across_restarts(
+    start_daemon: Callable[..., Daemon], cluster: Cluster, namespace: str
+) -> None:
+    """The first daemon creates the Secret; the next one reads the same key, so that a Pod one leader
+    created is still proven for its successor (W-1 adoption after a restart)."""
+    assert _secret(cluster, namespace) is None
+    first = start_daemon(f"--leader-elect-namespace={namespace}")
+    first.wait_for("/readyz", 200)
+    made = _secret(cluster, namespace)
+    assert made is not None, first.output()
+    key = key_of(made, "made")
+    assert len(key) == KEY_BYTES
+    assert first.stop() == 0
+
+    second = start_daemon(f"--leader-elect-namespace={namespace}")
+    second.wait_for("/readyz", 200)
+    kept = _secret(cluster, namespace)
+    assert kept is not None
+    assert (kept["metadata"]["uid"], key_of(kept, "kept")) == (made["metadata"]["uid"], key)
+    assert second.stop() == 0
+
+
+def test_a_proof_key_secret_without_a_usable_key_stops_the_daemon_with_a_clear_error(
+    start_daemon: Callable[..., Daemon], cluster: Cluster, namespace: str
+) -> None:
+    short = {"metadata": {"name": "short-key"}, "data": {"key": "c2hvcnQ="}}  # b"short"
+    KubeClient(cluster.api_client()).create(
+        f"/api/v1/namespaces/{namespace}/secrets", short, resource="secrets"
+    )
+    daemon = start_daemon(f"--leader-elect-namespace={namespace}", "--proof-key-secret=short-key")
+    assert daemon.process.wait(60) == 1, daemon.output()
+    [line] = [line for line in daemon.log_lines() if line["level"] == "error"]
+    assert line["msg"] == "cannot load the key of the Pods' creation proofs"
+    assert line["error"] == f"Secret {namespace}/short-key: data.key holds 5 bytes, at least 32 needed"

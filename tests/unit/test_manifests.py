@@ -50,16 +50,29 @@ def test_the_cluster_role_and_the_lease_role_are_the_documented_table() -> None:
     assert as_can_i(cluster_role["rules"]) | as_can_i(lease_role["rules"]) == documented_rbac_rules()
 
 
-def test_no_wildcards_and_no_secrets() -> None:
-    rules = [
+def test_no_wildcards_and_no_secrets_but_the_proof_key() -> None:
+    """Tenants' Secrets are out of reach; the controller's own namespace holds the one it may read (the
+    creation proofs' key) and it may create it there."""
+    from taskset.daemon.config import Config  # noqa: PLC0415
+
+    everywhere = [
         *named(load(BASE / "rbac.yaml"), "ClusterRole")["rules"],
-        *named(load(BASE / "leader-election-rbac.yaml"), "Role")["rules"],
         *named(load(ROOT / "manifests" / "overlays" / "namespaced" / "role.yaml"), "Role")["rules"],
     ]
-    for rule in rules:
+    own = named(load(BASE / "leader-election-rbac.yaml"), "Role")["rules"]
+    for rule in [*everywhere, *own]:
         for values in (rule["apiGroups"], rule["resources"], rule["verbs"]):
             assert "*" not in values, rule
-        assert "secrets" not in rule["resources"]
+    assert all("secrets" not in rule["resources"] for rule in everywhere)
+    assert [rule for rule in own if "secrets" in rule["resources"]] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": [Config().proof_key_secret],
+            "verbs": ["get"],
+        },
+    ]
 
 
 def test_the_namespaced_role_is_the_cluster_role_without_the_crd_rules() -> None:
@@ -74,7 +87,7 @@ def test_the_lease_rules_name_the_default_lease() -> None:
     from taskset.daemon.config import Config  # noqa: PLC0415
 
     lease_role = named(load(BASE / "leader-election-rbac.yaml"), "Role")
-    named_rules = [r for r in lease_role["rules"] if r.get("resourceNames")]
+    named_rules = [r for r in lease_role["rules"] if r.get("resourceNames") and "leases" in r["resources"]]
     assert named_rules == [
         {
             "apiGroups": ["coordination.k8s.io"],

@@ -4,26 +4,17 @@ the TaskSet succeed through it, and says so in the status and a Warning event, n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
-import pytest
 
-from devcluster import Cluster
 from taskset.api.constants import LABEL_TASKSET
 from tests.builders import TaskSetBuilder
-from tests.integration.harness import ObjectLog, PodFacts, Recorder, TaskSets, eventually, exits, watching
+from tests.integration.harness import ObjectLog, PodFacts, Recorder, TaskSets, eventually, exits
 from tests.integration.scenarios.steps import RETRY_PENDING, replica_phase
 
 EVIL_IMAGE = "evil.example.com/miner:latest"
 RETRY_DELAY = 10  # seconds: the window in which the snapshot is edited
-
-
-@pytest.fixture
-def pods(cluster: Cluster, namespace: str) -> Iterator[ObjectLog]:
-    with watching(cluster, namespace, "pods") as log:
-        yield log
 
 
 def the_attack(pod: PodFacts) -> Any:

@@ -228,6 +228,7 @@ IDENTITY = PodIdentity(
     control_unit_uid=CU_CURRENT,
     taskset_attempt=0,
     replica_attempt=0,
+    proof="0" * 64,
 )
 
 

@@ -19,7 +19,8 @@ import structlog
 
 from clock import Clock
 from informers import Store
-from taskset.api.constants import TaskSetPhase
+from taskset.api.constants import ANNOTATION_CREATION_PROOF, TaskSetPhase
+from taskset.api.proof import PROCESS_PROOF_KEY, ProofSubject, creation_proof
 from taskset.api.spec import parse_taskset
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
 from taskset.api.views import Observed, control_unit_view, owned_view, pod_view
@@ -337,6 +338,16 @@ class PodBuilder:
     def attempt(self, replica_attempt: int | None) -> PodBuilder:
         """The ``ReplicaAttemptID`` annotation; None leaves it out."""
         return self._annotate("ReplicaAttemptID", None if replica_attempt is None else str(replica_attempt))
+
+    def proven(self, namespace: str = "ns", key: bytes = PROCESS_PROOF_KEY) -> PodBuilder:
+        """The creation proof the controller writes for the Pod's name, controlling owner and attempt
+        (call it after ``controlled_by`` and ``attempt``): what a Pod the controller made carries."""
+        meta = self._meta
+        owner = (meta.get("ownerReferences") or [{}])[0]
+        subject = ProofSubject(
+            namespace, meta["name"], owner.get("uid", ""), int(meta["annotations"]["ReplicaAttemptID"])
+        )
+        return self._annotate(ANNOTATION_CREATION_PROOF, creation_proof(key, subject))
 
     def _annotate(self, key: str, value: str | None) -> PodBuilder:
         if value is None:

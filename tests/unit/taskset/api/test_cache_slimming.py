@@ -44,6 +44,7 @@ def identity(replica_attempt: int = 0) -> PodIdentity:
         control_unit_uid=CU_UID,
         taskset_attempt=0,
         replica_attempt=replica_attempt,
+        proof="0" * 64,
     )
 
 

@@ -257,6 +257,7 @@ def test_a_next_attempts_pod_made_before_a_lost_retry_write_is_kept_and_adopted(
         .controlled_by(unit_uid(world))
         .taskset(world.ref.uid)
         .attempt(1)
+        .proven()
         .obj()
     )
     plan = decide_once(world)

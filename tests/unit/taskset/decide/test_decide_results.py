@@ -66,6 +66,7 @@ def our_pod(world: World, *, attempt: int = 0, uid: str = "pod-ours") -> dict[st
         .controlled_by(unit_uid(world))
         .taskset(world.ref.uid)
         .attempt(attempt)
+        .proven()
         .obj()
     )
 

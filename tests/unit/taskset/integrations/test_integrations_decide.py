@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from taskset.api.constants import ConditionType, EventReason
+from taskset.api.constants import ANNOTATION_CREATION_PROOF, ConditionType, EventReason
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
+from taskset.api.proof import PROCESS_PROOF_KEY, creation_proof, owned_subject
 from taskset.api.spec import Role
 from taskset.api.views import Observed
 from taskset.decide import CreateOwned, CreatePod, Settings
@@ -161,3 +162,35 @@ def test_a_taskset_scoped_object_is_owned_by_the_taskset_and_outlives_the_attemp
     world.settle()
     assert world.status is not None and world.status.state == "Succeeded"
     assert KEY in world.owned  # the garbage collector takes it with the TaskSet, not with the attempt
+
+
+@pytest.mark.parametrize(
+    ("proof_for", "taken"),
+    [
+        pytest.param(None, False, id="no proof: a planted claim"),
+        pytest.param("job-extra-1", False, id="a proof copied from another object"),
+        pytest.param("job-extra-0", True, id="the controller's own proof: its object"),
+    ],
+)
+def test_an_object_claiming_the_taskset_as_its_owner_is_ours_only_with_its_proof(
+    proof_for: str | None, taken: bool
+) -> None:
+    """Issue 30, item 2: the controlling owner reference is anyone's to write (the TaskSet's UID is
+    readable), so an object under the wanted name is the wanted one only with its creation proof."""
+    world = world_with(Example(scope=Scope.TASKSET))
+    meta: dict[str, object] = {
+        "name": "job-extra-0",
+        "uid": "x",
+        "ownerReferences": [{"uid": world.ref.uid, "controller": True}],
+    }
+    if proof_for is not None:
+        subject = owned_subject(world.ref.namespace, CONFIGMAPS.key, proof_for, world.ref.uid)
+        meta["annotations"] = {ANNOTATION_CREATION_PROOF: creation_proof(PROCESS_PROOF_KEY, subject)}
+    world.owned[KEY] = {"metadata": meta}
+    world.settle()
+    assert world.owned[KEY]["metadata"]["uid"] == "x"  # never replaced or deleted either way
+    assert bool(world.pods) == taken
+    if not taken:
+        assert replica(world, "a", 0).phase_message == (
+            "Held: ConfigMap job-extra-0 exists and is not controlled by this TaskSet (example)"
+        )

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LABEL_ROLE, LABEL_TASKSET
+from taskset.api.constants import (
+    ANNOTATION_CREATION_PROOF,
+    ANNOTATION_NAMESPACE,
+    ANNOTATION_TASKSET,
+    LABEL_ROLE,
+    LABEL_TASKSET,
+)
 from taskset.api.spec import CheckFailure, ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.integrations import BUILT_IN
 from taskset.integrations.identity_env import IdentityEnv, identity_decoration
@@ -37,6 +43,7 @@ WHO = PodIdentity(
     control_unit_uid="cu-uid",
     taskset_attempt=0,
     replica_attempt=1,
+    proof="0" * 64,
 )
 
 
@@ -170,13 +177,17 @@ def test_an_owned_objects_manifest_carries_its_owner_name_and_the_tasksets_label
         },
         integration="example",
     )
-    made = manifest(wanted, taskset="seam", namespace="ns1", owner=owner)
+    made = manifest(wanted, taskset="seam", namespace="ns1", owner=owner, proof="p" * 64)
     assert (made["apiVersion"], made["kind"]) == ("v1", "ConfigMap")
     assert made["data"] == {"hostfile": "a\nb\n"}
     meta = made["metadata"]
     assert (meta["name"], meta["namespace"]) == ("seam-hosts", "ns1")
     assert meta["labels"] == {"extra": "1", LABEL_TASKSET: "seam"}
-    assert meta["annotations"] == {ANNOTATION_TASKSET: "seam", ANNOTATION_NAMESPACE: "ns1"}
+    assert meta["annotations"] == {
+        ANNOTATION_TASKSET: "seam",
+        ANNOTATION_NAMESPACE: "ns1",
+        ANNOTATION_CREATION_PROOF: "p" * 64,
+    }
     [ref] = meta["ownerReferences"]
     assert (ref["kind"], ref["uid"], ref["controller"], ref["blockOwnerDeletion"]) == (
         owner_kind,

@@ -33,6 +33,7 @@ def identity(index: int = 1, *, taskset_attempt: int = 0, replica_attempt: int =
         control_unit_uid=CU_UID,
         taskset_attempt=taskset_attempt,
         replica_attempt=replica_attempt,
+        proof="0" * 64,
     )
 
 
@@ -99,6 +100,7 @@ def test_s27_annotations_keep_the_templates_and_add_the_identity_with_d1_attempt
         "CID": CU_UID,
         "TaskSetAttemptID": "0",
         "ReplicaAttemptID": "0",
+        "octopus.openi.pcl.cn/creation-proof": "0" * 64,
     }
 
 
