@@ -21,6 +21,7 @@ from bench import report
 from bench.churn import SUSPECT_LISTS, churn_check, ending_passes
 from bench.controller import Controller, Sampler, cpu_by_process, diff, error_lines
 from bench.kube import Api, ApiError
+from bench.pinning import pin_layout
 from bench.profile import Profiler
 from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, TaskSetRecord, wait_until
 from bench.scenarios import (
@@ -63,6 +64,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--workers", type=int, default=10, help="controller --workers, and raw client threads"
     )
     parser.add_argument("--nodes", type=int, default=4, help="simulated nodes")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="control plane on core 0, the controller and this driver (the raw client) on core 1",
+    )
     parser.add_argument(
         "--controller-qps",
         type=float,
@@ -491,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
             "nodes": args.nodes,
             "repeat": args.repeat,
             "controller_qps": args.controller_qps,
+            "pinned": {},
         },
         "machine": report.machine(),
         "scenarios": {},
@@ -500,6 +507,10 @@ def main(argv: list[str] | None = None) -> int:
         install_crd(cluster, Api(cluster))
         controller = Controller(cluster, workers=args.workers, qps=args.controller_qps, burst=DEFAULT_BURST)
         controller.start()
+        if args.pin:
+            results["settings"]["pinned"] = pin_layout(
+                cluster.pids(), {"controller": controller.pid, "bench driver": os.getpid()}
+            )
         profile_dir = args.out / f"profile-{args.scale}-seed{args.seed}" if args.profile else None
         bench = Bench(
             cluster, controller, scale, args.seed, args.workers, out=args.out, profile_dir=profile_dir
