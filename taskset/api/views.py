@@ -7,11 +7,12 @@ attempt's Pod is adopted, a previous attempt's Pod is waited for, anything else 
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 from informers import strip_managed_fields
 from taskset.api.constants import (
@@ -22,10 +23,11 @@ from taskset.api.constants import (
     ANNOTATION_TASKSET,
     ANNOTATION_TASKSET_ATTEMPT_ID,
     ANNOTATION_TASKSET_UID,
+    CONTROL_UNIT_SNAPSHOT_KEY,
     LABEL_ROLE,
     LABEL_TASKSET,
 )
-from taskset.api.status import EXIT_MESSAGE_MAX, QUOTED_MAX, REASON_MAX, clip
+from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
 
 POD_PHASE_PENDING = "Pending"
 POD_PHASE_UNKNOWN = "Unknown"  # the kubelet lost track of the Pod (node lost); O treats it as exited (8.2)
@@ -97,6 +99,21 @@ POD_STATUS_KEPT = frozenset(
 )
 CONTAINER_STATUS_KEPT = frozenset({"name", "state", "containerID"})
 CONDITIONS_KEPT = frozenset({"PodScheduled"})  # its False/Unschedulable is the only one read
+CONDITION_FIELDS_KEPT = frozenset({"type", "status", "reason", "message"})
+# Of a container's state, what ``pod_view`` reads: why it waits, and how it exited.
+STATE_FIELDS_KEPT: Mapping[str, frozenset[str]] = {
+    "waiting": frozenset({"reason", "message"}),
+    "terminated": frozenset({"exitCode", "signal", "reason", "message", "finishedAt"}),
+}
+# A Pod may declare any number of containers, and each one's status carries texts (a termination message
+# of up to 4 KiB, the kubelet's maximum): a cached Pod keeps this many entries of each list (spec
+# containers, container and init container statuses, conditions), and the workload's status (the first
+# spec container's, W-13) wherever it is. Every real Pod of ours is far below it.
+LIST_KEPT = 16
+# Each text a cached Pod keeps, clipped where it is stored to the bound ``pod_view`` (and so the status)
+# copies it with: a stranger's Pod costs a bounded amount whatever its status says (issue 30). ``clip``
+# is idempotent, so the transform stays so.
+MESSAGE_KEPT: Mapping[str, int] = {"waiting": QUOTED_MAX, "terminated": EXIT_MESSAGE_MAX}
 
 
 def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
@@ -113,22 +130,63 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
         slim["metadata"] = slim_metadata(pod["metadata"])
     spec = pod.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
-        slim["spec"] = {"containers": [_only(c, {"name"}) for c in spec["containers"]]}
-    elif spec is not None:
-        slim["spec"] = spec
-    status = pod.get("status")
-    if isinstance(status, dict):
-        kept = _only(status, POD_STATUS_KEPT)
-        for key in ("containerStatuses", "initContainerStatuses"):
-            if isinstance(kept.get(key), list):
-                kept[key] = [_only(c, CONTAINER_STATUS_KEPT) for c in kept[key]]
-        if isinstance(kept.get("conditions"), list):
-            kept["conditions"] = [c for c in kept["conditions"] if _get(c, "type") in CONDITIONS_KEPT]
-        slim["status"] = kept
-    elif status is not None:
-        slim["status"] = status
+        slim["spec"] = {"containers": [_only(c, {"name"}) for c in spec["containers"][:LIST_KEPT]]}
+    elif isinstance(spec, dict):
+        slim["spec"] = {}  # nothing in it is read
+    if isinstance(pod.get("status"), dict):
+        slim["status"] = _slim_pod_status(pod["status"], _main_container(pod)[0])
     shared: dict[str, Any] = _shared(slim)
     return shared
+
+
+def _slim_pod_status(status: dict[str, Any], main: str) -> dict[str, Any]:
+    """A Pod's status as the cache keeps it: ``POD_STATUS_KEPT``, each list bounded (``LIST_KEPT``, the
+    ``main`` container's status kept wherever it is) and each text clipped as ``pod_view`` clips it."""
+    kept: dict[str, Any] = _only(status, POD_STATUS_KEPT)
+    for key, limit in (("reason", REASON_MAX), ("message", QUOTED_MAX)):
+        if isinstance(kept.get(key), str):
+            kept[key] = clip(kept[key], limit)
+    for key in ("containerStatuses", "initContainerStatuses"):
+        if isinstance(kept.get(key), list):
+            entries = _bounded(kept[key], main if key == "containerStatuses" else None)
+            kept[key] = [_slim_container_status(entry) for entry in entries]
+    if isinstance(kept.get("conditions"), list):
+        scheduled = [c for c in kept["conditions"] if _get(c, "type") in CONDITIONS_KEPT][:LIST_KEPT]
+        kept["conditions"] = [_clip_texts(_only(c, CONDITION_FIELDS_KEPT), QUOTED_MAX) for c in scheduled]
+    return kept
+
+
+def _bounded(statuses: list[Any], main: str | None) -> list[Any]:
+    """The container statuses a cached Pod keeps: the first ``LIST_KEPT``, and the one ``pod_view``
+    takes for the workload's (the first named ``main``, or the first of all) if it comes later."""
+    kept = [entry for entry in statuses[:LIST_KEPT] if isinstance(entry, dict)]
+    if main is None:
+        return kept
+    chosen = next((s for s in statuses if isinstance(s, dict) and (not main or s.get("name") == main)), None)
+    return kept if chosen is None or any(entry is chosen for entry in kept) else [*kept, chosen]
+
+
+def _slim_container_status(entry: dict[str, Any]) -> dict[str, Any]:
+    """One container's status: its name, ID, and the waiting or terminated state with clipped texts."""
+    kept: dict[str, Any] = _only(entry, CONTAINER_STATUS_KEPT)
+    if isinstance(kept.get("containerID"), str):
+        kept["containerID"] = clip(kept["containerID"], IDENTIFIER_MAX)
+    state = kept.get("state")
+    if isinstance(state, dict):
+        kept["state"] = {
+            name: _clip_texts(_only(value, STATE_FIELDS_KEPT[name]), MESSAGE_KEPT[name])
+            for name, value in state.items()
+            if name in STATE_FIELDS_KEPT
+        }
+    return kept
+
+
+def _clip_texts(value: Any, message_max: int) -> Any:
+    """A condition's or a container state's ``reason`` and ``message`` clipped (anything else as it is)."""
+    if not isinstance(value, dict):
+        return value
+    limits = {"reason": REASON_MAX, "message": message_max}
+    return {k: clip(v, limits[k]) if k in limits and isinstance(v, str) else v for k, v in value.items()}
 
 
 def slim_metadata(meta: Any) -> Any:
@@ -165,15 +223,41 @@ def _own_values(value: Any, keys: frozenset[str]) -> dict[str, Any]:
     }
 
 
+def snapshot_digest(snapshot: str | None) -> str:
+    """The digest the status records for a ControlUnit's snapshot: sha256 of its exact bytes (UTF-8).
+    A ControlUnit without a snapshot digests as the empty text, so adding one later is a change too."""
+    return "sha256:" + hashlib.sha256((snapshot or "").encode()).hexdigest()
+
+
+NO_SNAPSHOT_DIGEST: Final = snapshot_digest(None)
+# What a cached ConfigMap keeps instead of its data (issue 30): the digest of its ``spec.json``, under a
+# key no ConfigMap has (the API server drops unknown fields, so it never sends one): only
+# ``slim_config_map`` writes it. A snapshot is judged by this digest; its text is fetched only to be
+# used (``taskset.decide.snapshot``, ``taskset.runtime.snapshots``).
+SNAPSHOT_DIGEST_FIELD: Final = "snapshotDigest"
+
+
 def slim_config_map(obj: dict[str, Any]) -> dict[str, Any]:
     """The ConfigMap informer's transform (ControlUnits and ConfigMaps integrations own): the metadata
-    as ``slim_metadata`` keeps it, without ``binaryData``, which nobody reads. ``data`` is kept as it
-    is: the ControlUnit's ``spec.json`` snapshot is read from it. Idempotent, and it never changes
-    ``obj``."""
-    slim: dict[str, Any] = {key: value for key, value in obj.items() if key not in ("metadata", "binaryData")}
-    if "metadata" in obj:
-        slim["metadata"] = slim_metadata(obj["metadata"])
+    as ``slim_metadata`` keeps it and, of its data, only the digest of the ControlUnit's snapshot
+    (``SNAPSHOT_DIGEST_FIELD``): a stranger's labelled ConfigMap of 1 MB costs what an empty one costs.
+    Idempotent, and it never changes ``obj``."""
+    slim = slim_owned(obj)
+    kept = obj.get(SNAPSHOT_DIGEST_FIELD)
+    slim[SNAPSHOT_DIGEST_FIELD] = kept if isinstance(kept, str) and "data" not in obj else _digest_of(obj)
     return slim
+
+
+def _digest_of(cm: Mapping[str, Any]) -> str:
+    """The digest of a whole ConfigMap's snapshot (the shared ``NO_SNAPSHOT_DIGEST`` when it has none)."""
+    snapshot = _snapshot_text(cm)
+    return snapshot_digest(snapshot) if snapshot else NO_SNAPSHOT_DIGEST
+
+
+def _snapshot_text(cm: Mapping[str, Any]) -> str | None:
+    data = _get(cm, "data")
+    snapshot = data.get(CONTROL_UNIT_SNAPSHOT_KEY) if isinstance(data, dict) else None
+    return snapshot if isinstance(snapshot, str) else None
 
 
 def slim_taskset(obj: dict[str, Any]) -> dict[str, Any]:
@@ -325,7 +409,7 @@ def _unschedulable(pod: Mapping[str, Any]) -> str:
             and condition.get("status") == "False"
             and condition.get("reason") == "Unschedulable"
         ):
-            return _str(condition.get("message")) or "Unschedulable"
+            return clip(_str(condition.get("message")), QUOTED_MAX) or "Unschedulable"
     return ""
 
 
@@ -341,7 +425,8 @@ def _container_waiting(pod: Mapping[str, Any]) -> ContainerWaiting | None:
         waiting = _get(status, "state", "waiting")
         reason = _str(_get(waiting, "reason"))
         if reason and reason not in STARTING_WAITING_REASONS:
-            return ContainerWaiting(_str(_get(status, "name")), reason, _str(_get(waiting, "message")))
+            message = clip(_str(_get(waiting, "message")), QUOTED_MAX)
+            return ContainerWaiting(_str(_get(status, "name")), clip(reason, REASON_MAX), message)
     return None
 
 
@@ -367,7 +452,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         if isinstance(_get(pod, "status", "startTime"), str)
         else None,
         container_name=container_name,
-        container_id=_str(container.get("containerID")),
+        container_id=clip(_str(container.get("containerID")), IDENTIFIER_MAX),
         terminated=_terminated(container),
         unschedulable_message=_unschedulable(pod),
         waiting=_container_waiting(pod),
@@ -380,23 +465,34 @@ class ControlUnitView:
     uid: str
     deleting: bool
     controller_uid: str | None
-    # The spec the attempt started with (W-18), if the ControlUnit carries a snapshot.
+    # The spec the attempt started with (W-18), if the ControlUnit carries a snapshot and its text is
+    # known (``snapshot_known``): a cached ControlUnit has only its digest until the text is fetched.
     spec_snapshot: str | None = None
     controller_kind: str = ""
     controller_name: str = ""
+    spec_digest: str = NO_SNAPSHOT_DIGEST  # ``snapshot_digest`` of the snapshot, known or not
+    snapshot_known: bool = True
 
 
-def control_unit_view(cm: Mapping[str, Any], snapshot_key: str) -> ControlUnitView:
-    data = _get(cm, "data") or {}
-    snapshot = data.get(snapshot_key) if isinstance(data, dict) else None
+def control_unit_view(
+    cm: Mapping[str, Any], snapshot_key: str = CONTROL_UNIT_SNAPSHOT_KEY
+) -> ControlUnitView:
+    """The view of a whole ConfigMap (a create's response, a live read), whose snapshot text is known,
+    or of a cached one (``slim_config_map``), whose snapshot is known by its digest only."""
+    cached = _get(cm, SNAPSHOT_DIGEST_FIELD)
+    data = _get(cm, "data")
+    snapshot = data.get(snapshot_key) if isinstance(data, dict) and not isinstance(cached, str) else None
+    snapshot = snapshot if isinstance(snapshot, str) else None
     return ControlUnitView(
         name=_str(_get(cm, "metadata", "name")),
         uid=_str(_get(cm, "metadata", "uid")),
         deleting=_get(cm, "metadata", "deletionTimestamp") is not None,
         controller_uid=controller_uid(cm),
-        spec_snapshot=snapshot if isinstance(snapshot, str) else None,
+        spec_snapshot=snapshot,
         controller_kind=_str(controller_ref(cm).get("kind")),
         controller_name=_str(controller_ref(cm).get("name")),
+        spec_digest=cached if isinstance(cached, str) else snapshot_digest(snapshot),
+        snapshot_known=not isinstance(cached, str),
     )
 
 
@@ -409,6 +505,16 @@ class OwnedView:
     uid: str
     deleting: bool
     controller_uid: str | None
+
+
+def slim_owned(obj: dict[str, Any]) -> dict[str, Any]:
+    """The transform of the caches of the kinds integrations own (besides ConfigMaps): ``owned_view``
+    reads only the metadata, so that is all they keep, as ``slim_metadata`` keeps it; a stranger's
+    labelled object of any kind costs a bounded amount (issue 30). Idempotent, never changes ``obj``."""
+    slim: dict[str, Any] = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
+    if "metadata" in obj:
+        slim["metadata"] = slim_metadata(obj["metadata"])
+    return slim
 
 
 def owned_view(obj: Mapping[str, Any]) -> OwnedView:
