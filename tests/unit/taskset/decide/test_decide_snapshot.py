@@ -10,8 +10,8 @@ import pytest
 
 from taskset.api.constants import ConditionStatus, ConditionType, State
 from taskset.api.constants import TaskSetPhase as T
-from taskset.decide.snapshot import UNVERIFIED, Verdict, check_snapshot
 from taskset.api.views import snapshot_digest
+from taskset.decide.snapshot import UNVERIFIED, Verdict, check_snapshot
 from taskset.objects.controlunit import build_control_unit, snapshot_of
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import retrying_replica, running, single, the_status
