@@ -13,12 +13,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench import strangers
 from bench.controller import ALL_CORES, Samples, by_labels, total
 from bench.recorder import PodRecord, TaskSetRecord
 
 BEGIN = "<!-- BEGIN GENERATED: python -m bench rewrites this section -->"
 END = "<!-- END GENERATED -->"
 TASKSET_SCENARIOS = ("burst", "large", "steady", "churn")
+MEMORY_SCENARIOS = ("cache", "strangers")  # a memory record each, not a row of the table
 PAIRED_SCENARIOS = ("burst", "large")  # the throughput targets: each gets its own raw run just before it
 
 
@@ -338,7 +340,7 @@ def table(results: dict[str, Any]) -> str:
     ]
     for name, s in scenarios.items():
         ok = "yes" if s["correctness"]["ok"] else f"NO ({s['correctness'].get('error_count', '?')} errors)"
-        if name == "cache":
+        if name in MEMORY_SCENARIOS:
             continue  # a memory figure, below
         if name.startswith("raw"):
             rate_text = f"{_fmt(s['pod_creation_rate'])} (delete {_fmt(s['pod_deletion_rate'])})"
@@ -368,7 +370,8 @@ def table(results: dict[str, Any]) -> str:
         f"whole run {results.get('wall_seconds')} s; controller lifetime peak RSS (VmHWM) "
         f"{results.get('controller', {}).get('peak_rss_mib_lifetime')} MiB."
     )
-    tables = memory_line(scenarios) + cpu_table(scenarios) + window_table(scenarios)
+    tables = memory_line(scenarios) + strangers.memory_line(scenarios) + cpu_table(scenarios)
+    tables += window_table(scenarios)
     return head + "\n\n" + "\n".join(rows) + "\n\n" + tables
 
 
