@@ -477,7 +477,7 @@ def run_memory(bench: Bench, scenario: str, scenarios: dict[str, Any]) -> None:
     """Run a memory scenario (``cache``, ``strangers``) and print its figure."""
     if scenario == "strangers":
         scenarios.update(strangers.run(bench))
-        print(strangers.memory_line(scenarios), flush=True)
+        print(report.strangers_line(scenarios), flush=True)
         return
     outcome = bench.run_cache()
     scenarios["cache"] = outcome

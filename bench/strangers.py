@@ -53,18 +53,16 @@ class Bench(Protocol):
     def rss_kib(self) -> int: ...
 
 
+def labelled(name: str, **annotations: str) -> dict[str, Any]:
+    """Metadata as the controller's objects carry it: the ``TaskSet`` label and annotation, and more."""
+    labels, own = {c.LABEL_TASKSET: name}, {c.ANNOTATION_TASKSET: name}
+    return {"name": name, "labels": labels, "annotations": own | annotations}
+
+
 def config_map(name: str) -> dict[str, Any]:
     """A stranger's ConfigMap of 1 MB, labelled and annotated as a ControlUnit would be."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": name,
-            "labels": {c.LABEL_TASKSET: name},
-            "annotations": {c.ANNOTATION_TASKSET: name},
-        },
-        "data": {"spec.json": "x" * CONFIG_MAP_BYTES},
-    }
+    data = {"spec.json": "x" * CONFIG_MAP_BYTES}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": labelled(name), "data": data}
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -72,11 +70,7 @@ def pod(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": {c.LABEL_TASKSET: name},
-            "annotations": {c.ANNOTATION_TASKSET: name, "notes": "x" * ANNOTATION_BYTES},
-        },
+        "metadata": labelled(name, notes="x" * ANNOTATION_BYTES),
         "spec": {
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
@@ -100,26 +94,6 @@ def memory(without_kib: int, arrived_kib: int, with_kib: int, errors: list[str])
         },
         "correctness": {"errors": errors[:20], "ok": not errors},
     }
-
-
-def memory_line(scenarios: dict[str, Any]) -> str:
-    """The report's line for the scenario (empty when it did not run)."""
-    record = scenarios.get("strangers")
-    if record is None:
-        return ""
-    ctl = record["controller"]
-    ok = (
-        "all correct"
-        if record["correctness"]["ok"]
-        else "NOT correct: " + "; ".join(record["correctness"]["errors"])
-    )
-    return (
-        f"Memory with strangers (`strangers`): {record['config_maps']} labelled ConfigMaps of 1 MB and "
-        f"{record['pods']} labelled Pods with 250 KB annotations in another namespace: controller RSS "
-        f"{ctl['rss_mib_with']} MiB after a burst with them against {ctl['rss_mib_without']} MiB after the "
-        f"same burst before them ({ctl['rss_ratio_with_to_without']}x; {ctl['rss_mib_strangers_arrived']} "
-        f"MiB once they were all there); {ok}.\n\n"
-    )
 
 
 def run(bench: Bench) -> dict[str, dict[str, Any]]:
