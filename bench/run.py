@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from bench import report, strangers
 from bench.churn import SUSPECT_LISTS, churn_check, ending_passes
 from bench.controller import Controller, Sampler, cpu_by_process, diff, error_lines
 from bench.kube import Api, ApiError
@@ -40,7 +40,7 @@ from taskset.runtime.kube import RateLimiter
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "manifests" / "crd" / "tasksets.octopus.openi.pcl.cn.yaml"
-SCENARIOS = ("raw", "burst", "large", "steady", "churn", "cache")
+SCENARIOS = ("raw", "burst", "large", "steady", "churn", "cache", "strangers")
 CACHE_REPLICAS = 500  # replicas per TaskSet of the cache scenario
 CACHE_SETTLE = 5.0  # seconds after the last Pod runs: the controller's last passes and writes
 CREATE_THREADS = 8  # the driver's parallel TaskSet creates in a burst
@@ -330,6 +330,10 @@ class Bench:
         self.drop(namespace)
         return result
 
+    def rss_kib(self) -> int:
+        """The controller's resident memory now."""
+        return self.sampler.sample()[2]
+
     def running(self, namespace: str) -> int:
         listed = self.api.request(
             "GET", f"/api/v1/namespaces/{namespace}/pods?fieldSelector=status.phase%3DRunning"
@@ -482,6 +486,21 @@ def install_crd(cluster: Cluster, api: Api) -> None:
     )
 
 
+def run_memory(bench: Bench, scenario: str, scenarios: dict[str, Any]) -> None:
+    """Run a memory scenario (``cache``, ``strangers``) and print its figure."""
+    if scenario == "strangers":
+        scenarios.update(strangers.run(bench))
+        print(report.strangers_line(scenarios), flush=True)
+        return
+    outcome = bench.run_cache()
+    scenarios["cache"] = outcome
+    print(
+        f"  cache: {outcome['pods_running']} Pods Running, controller RSS "
+        f"{outcome['controller']['rss_mib_holding']} MiB",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     scale = SCALES[args.scale]
@@ -518,14 +537,8 @@ def main(argv: list[str] | None = None) -> int:
         bench.sampler.start()
         try:
             for scenario in chosen:
-                if scenario == "cache":
-                    outcome = bench.run_cache()
-                    results["scenarios"]["cache"] = outcome
-                    print(
-                        f"  cache: {outcome['pods_running']} Pods Running, controller RSS "
-                        f"{outcome['controller']['rss_mib_holding']} MiB",
-                        flush=True,
-                    )
+                if scenario in report.MEMORY_SCENARIOS:
+                    run_memory(bench, scenario, results["scenarios"])
                 elif scenario == "raw":
                     for qps, burst in ((0.0, DEFAULT_BURST), (DEFAULT_QPS, DEFAULT_BURST)):
                         outcome = bench.run_raw(qps, burst)

@@ -66,6 +66,9 @@ ANNOTATION_REPLICA_ATTEMPT_ID: Final = "ReplicaAttemptID"  # R only (D1)
 # The creation proof (taskset.api.proof): a keyed digest only the controller can write (issue 30).
 ANNOTATION_CREATION_PROOF: Final = "octopus.openi.pcl.cn/creation-proof"
 
+# The ControlUnit's data key holding the attempt's spec snapshot (W-18; taskset.objects.controlunit).
+CONTROL_UNIT_SNAPSHOT_KEY: Final = "spec.json"
+
 # ----- environment variables prepended to every container and init container, in this order (3.2) ------
 ENV_TASKSET_NAMESPACE: Final = "TASKSET_NAMESPACE"
 ENV_TASKSET_NAME: Final = "TASKSET_NAME"

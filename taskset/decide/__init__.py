@@ -144,6 +144,8 @@ def decide(
     status.observed_generation = ref.generation
     ctx = PassContext(ref, live, observed, now, settings, Plan(status=status, spec=None))
     ctx.plan.spec = _attempt_spec(ctx)
+    if ctx.plan.snapshot_wanted is not None:
+        return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
     run_taskset(ctx)
     report_waiting(ctx)
     return Pass(ctx)

@@ -23,6 +23,7 @@ from taskset.api.constants import (
     TaskSetPhase,
 )
 from taskset.api.constants import TaskSetPhase as T
+from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure, control_unit_name
 from taskset.api.status import AttemptResult, seconds_since
 from taskset.api.views import ControlUnitView
@@ -46,7 +47,7 @@ from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, R
 from taskset.decide.policies import Outcome, attempt_outcome, retry_due, taskset_retry_decision
 from taskset.decide.roles import sync_roles
 from taskset.decide.waiting import report_waiting
-from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit, snapshot_digest
+from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
 
 _RUNNING_PHASES = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
 _ENDING_PHASES = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)

@@ -191,6 +191,10 @@ class Plan:
     backoff: bool = False
     # Target phases of the TaskSet, role and replica moves since the status was last written.
     moves: list[str] = field(default_factory=list)
+    # The UID of the ControlUnit whose snapshot this pass must use and whose text the caches do not hold
+    # (taskset.decide.snapshot): the pass stopped before deciding anything; the reconciler fetches the
+    # text and decides again. Nothing else in such a plan counts.
+    snapshot_wanted: str | None = None
 
     def requeue(self, seconds: float) -> None:
         seconds = max(0.0, seconds)
