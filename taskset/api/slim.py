@@ -16,19 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from informers import strip_managed_fields
-from taskset.api.constants import (
-    ANNOTATION_CONTROL_UNIT_UID,
-    ANNOTATION_CREATION_PROOF,
-    ANNOTATION_NAMESPACE,
-    ANNOTATION_REPLICA_ATTEMPT_ID,
-    ANNOTATION_REPLICA_INDEX,
-    ANNOTATION_TASKSET,
-    ANNOTATION_TASKSET_ATTEMPT_ID,
-    ANNOTATION_TASKSET_UID,
-    CONTROL_UNIT_SNAPSHOT_KEY,
-    LABEL_ROLE,
-    LABEL_TASKSET,
-)
+from taskset.api.constants import CONTROL_UNIT_SNAPSHOT_KEY, OWN_ANNOTATIONS, OWN_LABELS
 from taskset.api.fields import controller_ref, get_path, items, main_container
 from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
 
@@ -49,24 +37,9 @@ POD_METADATA_KEPT = frozenset(
         "finalizers",  # at most FINALIZERS_KEPT
     }
 )
-# The label and annotation keys the controller writes (``build_pod``, ``control_unit``, owned objects),
-# the only ones a cache keeps (issue 30: anyone may label a Pod ``TaskSet`` and annotate it with 256 KB).
-# Read today: the TaskSet annotation (``taskset_index``, ``pod_view``), TSUID and ReplicaAttemptID
-# (``pod_view``); the rest are kept because they are ours and small, so that a reader added later finds
-# them. A new key the controller writes and reads from a cached object must be added here.
-OWN_LABELS = frozenset({LABEL_TASKSET, LABEL_ROLE})
-OWN_ANNOTATIONS = frozenset(
-    {
-        ANNOTATION_REPLICA_INDEX,
-        ANNOTATION_TASKSET,
-        ANNOTATION_NAMESPACE,
-        ANNOTATION_TASKSET_UID,
-        ANNOTATION_CONTROL_UNIT_UID,
-        ANNOTATION_TASKSET_ATTEMPT_ID,
-        ANNOTATION_REPLICA_ATTEMPT_ID,
-        ANNOTATION_CREATION_PROOF,
-    }
-)
+# The only label and annotation keys a cache keeps are the controller's own (``OWN_LABELS``,
+# ``OWN_ANNOTATIONS`` in ``taskset.api.constants``; issue 30: anyone may label a Pod ``TaskSet`` and
+# annotate it with 256 KB).
 # Every value the controller writes into a kept label, annotation or owner reference is a name (a
 # TaskSet's or a ControlUnit's: a DNS subdomain, at most 253 characters), a namespace (63), a UID (36),
 # a kind or an API version, or a decimal count below MAX_RETRY_COUNT. A longer value is therefore not

@@ -12,12 +12,11 @@ import orjson
 import pytest
 
 from taskset.api import constants
+from taskset.api.constants import OWN_ANNOTATIONS, OWN_LABELS
 from taskset.api.slim import (
     FINALIZERS_KEPT,
     LIST_KEPT,
     NO_SNAPSHOT_DIGEST,
-    OWN_ANNOTATIONS,
-    OWN_LABELS,
     OWN_VALUE_MAX,
     SNAPSHOT_DIGEST_FIELD,
     slim_config_map,
