@@ -280,6 +280,10 @@ class PodView:
     terminated: Terminated | None = None
     unschedulable_message: str = ""
     waiting: ContainerWaiting | None = None  # only for a Pending Pod
+    # Since when the Pod is being deleted, and the finalizers holding it (issue 30, item 6: a Pod held
+    # in Terminating is named with them).
+    deletion_timestamp: str | None = None
+    finalizers: tuple[str, ...] = ()
 
     @property
     def terminal(self) -> bool:
@@ -371,7 +375,20 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         terminated=_terminated(container),
         unschedulable_message=_unschedulable(pod),
         waiting=_container_waiting(pod),
+        deletion_timestamp=_timestamp(_get(pod, "metadata", "deletionTimestamp")),
+        finalizers=_finalizers(pod),
     )
+
+
+def _timestamp(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _finalizers(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The finalizers as the caches keep them (``slim_metadata``): names of a finalizer's length, the
+    first FINALIZERS_KEPT, so a live object's list is bounded the same way."""
+    names = [f for f in _items(_get(obj, "metadata", "finalizers")) if isinstance(f, str)]
+    return tuple(f for f in names if len(f) <= FINALIZER_MAX)[:FINALIZERS_KEPT]
 
 
 @dataclass(frozen=True)

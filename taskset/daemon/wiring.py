@@ -26,6 +26,7 @@ def build_controller(
         qps=config.qps,
         burst=config.burst,
         cache_creation_timeout=config.cache_creation_timeout,
+        stuck_terminating_after=config.stuck_terminating_after,
     )
     controller = Controller(
         api_client=api_client,

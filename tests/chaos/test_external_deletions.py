@@ -80,7 +80,7 @@ class CaseError(AssertionError):
     pass
 
 
-T11_MESSAGE = c.MSG_CONTROL_UNIT_DELETED_EXTERNALLY
+T11_MESSAGE = c.MSG_CONTROL_UNIT_DELETED
 T12_MESSAGE = "The ControlUnit is being deleted"
 
 
