@@ -21,7 +21,13 @@ from taskset.api.constants import (
 )
 from taskset.api.fields import controller_ref, controller_uid, count, get_path, items, main_container, text
 from taskset.api.proof import ProofSubject, proves
-from taskset.api.slim import NO_SNAPSHOT_DIGEST, SNAPSHOT_DIGEST_FIELD, snapshot_digest
+from taskset.api.slim import (
+    FINALIZER_MAX,
+    FINALIZERS_KEPT,
+    NO_SNAPSHOT_DIGEST,
+    SNAPSHOT_DIGEST_FIELD,
+    snapshot_digest,
+)
 from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
 
 POD_PHASE_PENDING = "Pending"
@@ -74,6 +80,10 @@ class PodView:
     unschedulable_message: str = ""
     waiting: ContainerWaiting | None = None  # only for a Pending Pod
     proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
+    # Since when the Pod is being deleted, and the finalizers holding it (issue 30, item 6: a Pod held
+    # in Terminating is named with them).
+    deletion_timestamp: str | None = None
+    finalizers: tuple[str, ...] = ()
 
     @property
     def terminal(self) -> bool:
@@ -157,7 +167,20 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         unschedulable_message=_unschedulable(pod),
         waiting=_container_waiting(pod),
         proof=_annotation(pod, ANNOTATION_CREATION_PROOF),
+        deletion_timestamp=_timestamp(get_path(pod, "metadata", "deletionTimestamp")),
+        finalizers=_finalizers(pod),
     )
+
+
+def _timestamp(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _finalizers(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The finalizers as the caches keep them (``slim_metadata``): names of a finalizer's length, the
+    first FINALIZERS_KEPT, so a live object's list is bounded the same way."""
+    names = [f for f in items(get_path(obj, "metadata", "finalizers")) if isinstance(f, str)]
+    return tuple(f for f in names if len(f) <= FINALIZER_MAX)[:FINALIZERS_KEPT]
 
 
 @dataclass(frozen=True)

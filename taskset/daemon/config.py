@@ -89,6 +89,10 @@ class Config:
     cache_creation_timeout: int = 300
     """Seconds a just-created ControlUnit or Pod may take to appear in the cache (spec 8.6)."""
 
+    stuck_terminating_after: float = 300.0
+    """Seconds a Pod of a TaskSet may stay after its deletion time (grace period included) before the
+    TaskSet's ``PodsStuckTerminating`` condition and a Warning event name it and what holds it."""
+
     namespace: str = ""
     """The one namespace to watch; "" = all namespaces, as O does."""
 
@@ -341,6 +345,9 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("cache_creation_timeout", "--cache-creation-timeout", "CacheCreationTimeoutSec",
             "cacheCreationTimeoutSec", _positive_integer, "SECONDS",
             "how long a created ControlUnit or Pod may take to appear in the cache"),
+    Setting("stuck_terminating_after", "--stuck-terminating-after", _env("STUCK_TERMINATING_AFTER"),
+            "stuckTerminatingAfterSec", _non_negative_number, "SECONDS",
+            "how long a Pod may stay terminating past its deletion time before the TaskSet warns about it"),
     Setting("namespace", "--namespace", _env("NAMESPACE"), "namespace", _namespace, "NAME",
             "watch only this namespace; empty = all namespaces"),
     Setting("qps", "--qps", _env("QPS"), "qps", _non_negative_number, "N",

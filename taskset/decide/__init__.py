@@ -22,6 +22,7 @@ from taskset.api.spec import ParseResult, TaskSetSpec
 from taskset.api.status import TaskSetStatus, clip, stamp
 from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
+from taskset.decide.deletions import report_terminating
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
 from taskset.decide.owned import owned_created, owned_deleted
 from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
@@ -148,6 +149,7 @@ def decide(
         return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
     run_taskset(ctx)
     report_waiting(ctx)
+    report_terminating(ctx)
     return Pass(ctx)
 
 

@@ -78,6 +78,7 @@ class ControllerSettings:
     qps: float = 0.0  # client-side request rate limit; 0 = off
     burst: int = 1
     cache_creation_timeout: float = 300.0  # seconds (O: cacheCreationTimeoutSec)
+    stuck_terminating_after: float = 300.0  # seconds past a Pod's deletion time before the TaskSet warns
     sync_timeout: float = 120.0  # seconds to wait for the first LIST of each cache before giving up
     proof_key: bytes = field(default=PROCESS_PROOF_KEY, repr=False)  # taskset.api.proof
 
@@ -149,6 +150,7 @@ class Controller:
             logger=logger,
             settings=DecideSettings(
                 cache_creation_timeout=settings.cache_creation_timeout,
+                stuck_terminating_after=settings.stuck_terminating_after,
                 integrations=tuple(integrations),
                 proof_key=settings.proof_key,
             ),

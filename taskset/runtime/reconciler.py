@@ -408,6 +408,8 @@ class Reconciler:
         if err.invalid and isinstance(intent, CreatePod | CreateOwned):
             # The API server's words go into the status: bounded, so the retry decision after them fits.
             return ActionResult(ResultKind.INVALID, message=clip(err.message, QUOTED_MAX))
+        if err.denied_for_now and isinstance(intent, CreatePod | CreateOwned):
+            return ActionResult(ResultKind.REFUSED, message=clip(err.message, QUOTED_MAX))
         return ActionResult(ResultKind.ERROR, message=clip(str(err), QUOTED_MAX))
 
     def _existing(self, namespace: str, intent: CreatePod | CreateOwned, err: KubeError) -> ActionResult:
