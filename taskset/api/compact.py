@@ -54,8 +54,8 @@ ROLE_MESSAGE_BYTES: Final = 512
 # control character as ``\u0001``): the worst case of one character of a string.
 WORST_BYTES_PER_CHARACTER: Final = 6
 
-# A replica's full record takes at least this much, every field empty (its keys alone take 300).
-FULL_RECORD_MIN_BYTES: Final = 300
+# A replica's full record takes at least this much, every field empty (its keys alone take 296).
+FULL_RECORD_MIN_BYTES: Final = 290
 
 ROWS: Final = "replicaRows"
 COUNTS: Final = "replicaCounts"
