@@ -281,14 +281,20 @@ def _row(replica: Json, prefix: str, text: int) -> str:
     return f"{code} {retries} {_epoch(replica.get('transitionTime'))} {uid_text} {text}"
 
 
-def _epoch(value: object) -> str:
+def parse_time(value: object) -> datetime | None:
+    """A stored RFC 3339 timestamp, or None when there is none (or it is not one)."""
     if not isinstance(value, str) or not value:
-        return _NONE
+        return None
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        return _NONE
-    return str(int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()))
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _epoch(value: object) -> str:
+    moment = parse_time(value)
+    return _NONE if moment is None else str(int(moment.timestamp()))
 
 
 # ----- wire -> full --------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from taskset.api import compact
 from taskset.api.compact import BUCKETS, COUNTS, expand, replica_counts, shape
 from taskset.api.constants import (
     ConditionStatus,
@@ -68,14 +69,7 @@ def stamp(moment: datetime) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+parse_time = compact.parse_time  # a stored timestamp, read where the decisions have always found it
 
 
 def seconds_since(value: str | None, now: datetime) -> float:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from taskset.api import compact
+from taskset.api import status as bounds
 from taskset.api.compact import (
     DECISION_FIELDS,
     ROWS,
@@ -32,17 +33,7 @@ from taskset.api.constants import (
     ReplicaPhase,
 )
 from taskset.api.spec import ValidationFailure, parse_taskset
-from taskset.api.status import (
-    EXIT_MESSAGE_MAX,
-    IDENTIFIER_MAX,
-    MESSAGE_MAX,
-    REASON_MAX,
-    AttemptResult,
-    ReplicaStatus,
-    RoleStatus,
-    TaskSetStatus,
-    TerminatedInfo,
-)
+from taskset.api.status import AttemptResult, ReplicaStatus, RoleStatus, TaskSetStatus, TerminatedInfo
 from taskset.decide import waiting
 from tests.builders import TaskSetBuilder
 
@@ -67,21 +58,24 @@ def worst_replica(index: int, role: str) -> ReplicaStatus:
         index=index,
         name=role,
         phase=P.ATTEMPT_DELETION_REQUESTED,
-        phase_message=worst_text(MESSAGE_MAX, index),
+        phase_message=worst_text(bounds.MESSAGE_MAX, index),
         stopped=True,
         transition_time=T0,
         start_at=T0,
         finish_at=T0,
         total_retried_count=MAX_RETRY_COUNT + 1,
         pod_name=f"{role}-{index}",
-        pod_reason=worst_text(REASON_MAX, index),
+        pod_reason=worst_text(bounds.REASON_MAX, index),
         pod_uid=UID,
         pod_ip="fd00:1234:5678:9abc:def0:1234:5678:9abc",
-        pod_host_ip=worst_text(IDENTIFIER_MAX, index),
-        container_name=worst_text(IDENTIFIER_MAX, index),
-        container_id=worst_text(IDENTIFIER_MAX, index),
+        pod_host_ip=worst_text(bounds.IDENTIFIER_MAX, index),
+        container_name=worst_text(bounds.IDENTIFIER_MAX, index),
+        container_id=worst_text(bounds.IDENTIFIER_MAX, index),
         terminated_info=TerminatedInfo(
-            -(2**31), worst_text(EXIT_MESSAGE_MAX, index), -(2**31), worst_text(REASON_MAX, index)
+            -(2**31),
+            worst_text(bounds.EXIT_MESSAGE_MAX, index),
+            -(2**31),
+            worst_text(bounds.REASON_MAX, index),
         ),
     )
 
@@ -93,11 +87,11 @@ def worst_status() -> TaskSetStatus:
     for r in range(MAX_ROLES):
         name = f"r{r}".ljust(POD_NAME_MAX_LENGTH - 10, "x")
         role = RoleStatus(name, [worst_replica(i, name) for i in range(per_role)], transition_time=T0)
-        role.phase_message = role.state_message = worst_text(MESSAGE_MAX, r)
+        role.phase_message = role.state_message = worst_text(bounds.MESSAGE_MAX, r)
         roles.append(role)
     status = TaskSetStatus(
-        phase_message=worst_text(MESSAGE_MAX, 1),
-        state_message=worst_text(MESSAGE_MAX, 2),
+        phase_message=worst_text(bounds.MESSAGE_MAX, 1),
+        state_message=worst_text(bounds.MESSAGE_MAX, 2),
         transition_time=T0,
         control_unit_uid=UID,
         spec_digest="sha256:" + "f" * 64,
@@ -107,15 +101,15 @@ def worst_status() -> TaskSetStatus:
         total_retried_count=MAX_RETRY_COUNT + 1,
         roles=roles,
         observed_generation=2**62,
-        attempt_result=AttemptResult(False, worst_text(MESSAGE_MAX, 3)),
+        attempt_result=AttemptResult(False, worst_text(bounds.MESSAGE_MAX, 3)),
     )
     for kind in ConditionType:
-        status.set_condition(kind, ConditionStatus.UNKNOWN, "R" * 1024, worst_text(MESSAGE_MAX, 4), T0)
+        status.set_condition(kind, ConditionStatus.UNKNOWN, "R" * 1024, worst_text(bounds.MESSAGE_MAX, 4), T0)
     return status
 
 
 def test_the_largest_supported_taskset_at_its_widest_fits_in_the_budget() -> None:
-    bound = worst_case_bytes(MESSAGE_MAX, POD_NAME_MAX_LENGTH, 1024)
+    bound = worst_case_bytes(bounds.MESSAGE_MAX, POD_NAME_MAX_LENGTH, 1024)
     status = worst_status()
     written = status.to_json()
     size = json_bytes(written)
@@ -150,50 +144,27 @@ def replica(phase: ReplicaPhase, **fields: Any) -> ReplicaStatus:
 
 SUCCESS = TerminatedInfo(0, "bye", 0, "Completed")
 FAILURE = TerminatedInfo(3, "stack trace", 0, "Error")
+WAITING_FOR_A_NODE = "Pod is unschedulable: 0/3 nodes are available"
+# (the replica, whether it is not fine and so keeps its full record, what it is)
 CASES = [
-    pytest.param(ReplicaStatus(0, "w", transition_time=T0), False, id="waiting, never started"),
-    pytest.param(replica(P.ATTEMPT_CREATION_REQUESTED), False, id="its Pod created"),
-    pytest.param(replica(P.ATTEMPT_RUNNING, phase_message="Pod is running"), False, id="running"),
-    pytest.param(
-        replica(P.ATTEMPT_PREPARING, phase_message="Pod is unschedulable: 0/3 nodes are available"),
-        True,
-        id="waiting for a node, with the scheduler's reason",
-    ),
-    pytest.param(
-        ReplicaStatus(0, "w", phase_message="Held: waiting for admission", transition_time=T0),
-        True,
-        id="held by an integration",
-    ),
-    pytest.param(
-        replica(P.COMPLETED, terminated_info=SUCCESS, finish_at=T0, phase_message="done"),
-        False,
-        id="succeeded",
-    ),
-    pytest.param(
-        replica(P.ATTEMPT_DELETION_REQUESTED, terminated_info=FAILURE, finish_at=T0),
-        True,
-        id="failed, ending",
-    ),
-    pytest.param(
-        replica(P.COMPLETED, terminated_info=FAILURE, finish_at=T0, phase_message="No retry"),
-        True,
-        id="failed for good",
-    ),
-    pytest.param(
-        ReplicaStatus(0, "w", phase=P.ATTEMPT_RETRY_PENDING, total_retried_count=2, transition_time=T0),
-        True,
-        id="retrying",
-    ),
-    pytest.param(
-        ReplicaStatus(0, "w", phase=P.COMPLETED, stopped=True, phase_message="stopped", transition_time=T0),
-        False,
-        id="stopped by its role",
-    ),
-    pytest.param(
-        replica(P.ATTEMPT_PENDING, pod_reason=POD_REASON_NAME_CONFLICT, pod_uid=None),
-        True,
-        id="name conflict",
-    ),
+    pytest.param(*case[:2], id=case[2])
+    for case in (
+        (ReplicaStatus(0, "w", transition_time=T0), False, "waiting, never started"),
+        (replica(P.ATTEMPT_CREATION_REQUESTED), False, "its Pod created"),
+        (replica(P.ATTEMPT_RUNNING, phase_message="Pod is running"), False, "running"),
+        (replica(P.ATTEMPT_PREPARING, phase_message=WAITING_FOR_A_NODE), True, "waiting for a node"),
+        (ReplicaStatus(0, "w", phase_message="Held: by Kueue", transition_time=T0), True, "held"),
+        (replica(P.COMPLETED, terminated_info=SUCCESS, finish_at=T0), False, "succeeded"),
+        (replica(P.ATTEMPT_DELETION_REQUESTED, terminated_info=FAILURE), True, "failed, ending"),
+        (replica(P.COMPLETED, terminated_info=FAILURE, phase_message="No retry"), True, "failed for good"),
+        (ReplicaStatus(0, "w", P.ATTEMPT_RETRY_PENDING, total_retried_count=2), True, "retrying"),
+        (ReplicaStatus(0, "w", P.COMPLETED, "stopped", True, T0), False, "stopped by its role"),
+        (
+            replica(P.ATTEMPT_PENDING, pod_reason=POD_REASON_NAME_CONFLICT, pod_uid=None),
+            True,
+            "a name conflict",
+        ),
+    )
 ]
 
 
@@ -269,7 +240,7 @@ def test_a_status_that_fits_keeps_the_full_shape() -> None:
     """Small TaskSets keep today's shape, as do large ones whose replicas say little: 400 replicas
     each with a maximal termination message (issue 30's case) take about 400 KB."""
     done = [
-        replica(P.COMPLETED, terminated_info=TerminatedInfo(0, "m" * EXIT_MESSAGE_MAX, 0, "Completed"))
+        replica(P.COMPLETED, terminated_info=TerminatedInfo(0, "m" * bounds.EXIT_MESSAGE_MAX, 0, "Completed"))
         for _ in range(400)
     ]
     for index, one in enumerate(done):
