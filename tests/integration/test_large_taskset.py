@@ -5,8 +5,9 @@ large`` once about 2,400 replicas were recorded; Pods were left uncreated and un
 get ts`` said ``Running`` for ever. Now the status goes compact past its budget (``taskset.api.compact``)
 and the TaskSet completes with a status well under it, its counts saying what happened.
 
-The 10,000-replica case is ``TASKSET_LARGE_REPLICAS=10000``: it took about 12 minutes here (see
-docs/status.md), too long for the CI budget, so the suite runs 3,000, which takes about 4.
+The 10,000-replica case is ``TASKSET_LARGE_REPLICAS=10000``: it took 6.7 minutes here (391 s to
+complete, status 571,740 bytes), too long for the CI budget, so the suite runs 3,000 (130 s to complete,
+status 172,735 bytes).
 """
 
 from __future__ import annotations
