@@ -42,8 +42,9 @@ POD_NAME_MAX_LENGTH: Final = 63
 QUEUE_PATTERN: Final = "^[a-z0-9]{1,63}$"
 MIN_REPLICAS: Final = 1
 MAX_REPLICAS: Final = 10_000
-# Bounds the CRD's whole-object CEL rule (pod-name length) within the API server's cost budget.
-MAX_ROLES: Final = 1000
+# The largest supported TaskSet (issue 22): the status budget (taskset.api.compact) is proved for these.
+MAX_TOTAL_REPLICAS: Final = 10_000  # replicas of all roles together
+MAX_ROLES: Final = 100
 # Retry bounds: generous for any real job, and small enough that `now + delay` can never overflow a
 # datetime and `count + 1` never leaves int64. Relaxing them later is compatible; tightening is not.
 MAX_RETRY_COUNT: Final = 1_000_000
