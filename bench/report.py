@@ -18,7 +18,7 @@ from bench.recorder import PodRecord, TaskSetRecord
 
 BEGIN = "<!-- BEGIN GENERATED: python -m bench rewrites this section -->"
 END = "<!-- END GENERATED -->"
-TASKSET_SCENARIOS = ("burst", "large", "steady", "churn")
+TASKSET_SCENARIOS = ("burst", "large", "steady", "churn", "huge")
 MEMORY_SCENARIOS = ("cache", "strangers")  # a memory record each, not a row of the table
 PAIRED_SCENARIOS = ("burst", "large")  # the throughput targets: each gets its own raw run just before it
 
@@ -168,6 +168,7 @@ def taskset_scenario(
         "latency_last_exit_to_final_s": percentiles(exit_to_final),
         "pod_creation_rate": rate(first_added),
         "pod_creation_rate_including_retries": rate(pod_added),
+        "status_bytes_peak": max((t.status_bytes_peak for t in tasksets), default=0),
         "controller": {
             "cpu_seconds": round(cpu, 2),
             "cpu_seconds_per_1000_pods": round(cpu / len(pods) * 1000, 2) if pods else None,
@@ -317,6 +318,8 @@ def one_line(s: dict[str, Any]) -> str:
     if "latency_create_to_all_pods_s" in s:
         lat = s["latency_create_to_all_pods_s"]
         line += f", create->all pods p50/p99 {lat['p50']}/{lat['p99']} s"
+    if s.get("status_bytes_peak"):
+        line += f", status peak {s['status_bytes_peak']} B"
     return f"{line} [{ok}]"
 
 

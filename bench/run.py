@@ -40,7 +40,7 @@ from taskset.runtime.kube import RateLimiter
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "manifests" / "crd" / "tasksets.octopus.openi.pcl.cn.yaml"
-SCENARIOS = ("raw", "burst", "large", "steady", "churn", "cache", "strangers")
+SCENARIOS = ("raw", "burst", "large", "steady", "churn", "cache", "strangers", "huge")
 CACHE_REPLICAS = 500  # replicas per TaskSet of the cache scenario
 CACHE_SETTLE = 5.0  # seconds after the last Pod runs: the controller's last passes and writes
 CREATE_THREADS = 8  # the driver's parallel TaskSet creates in a burst
@@ -163,6 +163,8 @@ class Bench:
         scale = self.scale
         if scenario == "large":
             return [taskset("large", scale.large, ps=False)]
+        if scenario == "huge":
+            return [taskset("huge", scale.huge, ps=False)]
         if scenario == "steady":
             count = round(scale.steady_rate * scale.steady_seconds)
             return [taskset(f"steady-{i:04d}", WORKERS_PER_TASKSET) for i in range(count)]
