@@ -11,9 +11,10 @@ from collections.abc import Sequence
 
 from taskset.api.spec import SpecCheck
 from taskset.integrations.base import Attempt, CheckFailure, Integration
+from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv
 
-BUILT_IN: tuple[Integration, ...] = (IdentityEnv(),)
+BUILT_IN: tuple[Integration, ...] = (IdentityEnv(), HeadlessService())
 
 
 def spec_checks(integrations: Sequence[Integration]) -> tuple[SpecCheck, ...]:

@@ -10,6 +10,7 @@ import pytest
 from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LABEL_ROLE, LABEL_TASKSET
 from taskset.api.spec import CheckFailure, ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.integrations import BUILT_IN
+from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv, identity_decoration
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import (
@@ -140,8 +141,8 @@ def test_the_identity_variables_are_the_seeds_six_in_the_seeds_order() -> None:
     )
 
 
-def test_the_identity_variables_are_built_in() -> None:
-    assert [type(integration) for integration in BUILT_IN] == [IdentityEnv]
+def test_the_built_in_integrations_in_their_order() -> None:
+    assert [type(integration) for integration in BUILT_IN] == [IdentityEnv, HeadlessService]
 
 
 @pytest.mark.parametrize(
