@@ -13,8 +13,9 @@ from taskset.api.spec import SpecCheck
 from taskset.integrations.base import Attempt, CheckFailure, Integration
 from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv
+from taskset.integrations.peer_env import PeerEnv
 
-BUILT_IN: tuple[Integration, ...] = (IdentityEnv(), HeadlessService())
+BUILT_IN: tuple[Integration, ...] = (IdentityEnv(), HeadlessService(), PeerEnv())
 
 
 def spec_checks(integrations: Sequence[Integration]) -> tuple[SpecCheck, ...]:

@@ -12,6 +12,7 @@ from taskset.api.spec import CheckFailure, ParsedTaskSet, ValidationFailure, par
 from taskset.integrations import BUILT_IN
 from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv, identity_decoration
+from taskset.integrations.peer_env import PeerEnv
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import (
     CONFIGMAPS,
@@ -142,7 +143,7 @@ def test_the_identity_variables_are_the_seeds_six_in_the_seeds_order() -> None:
 
 
 def test_the_built_in_integrations_in_their_order() -> None:
-    assert [type(integration) for integration in BUILT_IN] == [IdentityEnv, HeadlessService]
+    assert [type(integration) for integration in BUILT_IN] == [IdentityEnv, HeadlessService, PeerEnv]
 
 
 @pytest.mark.parametrize(
