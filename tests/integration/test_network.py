@@ -4,12 +4,14 @@ under the name, never taken over."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
 
 from devcluster import Cluster, sim
+from devcluster.coredns import CLUSTER_DOMAIN, CoreDNS
 from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.harness import TaskSets, eventually
@@ -115,3 +117,59 @@ def test_a_strangers_service_under_the_name_ends_the_attempt_naming_it(
     left = ts.service("taken")
     assert left is not None and not left["metadata"].get("ownerReferences")
     assert left["spec"]["selector"] == {"app": "someone-else"}
+
+
+@pytest.fixture(scope="module")
+def coredns(cluster: Cluster) -> Iterator[CoreDNS]:
+    """CoreDNS over the embedded API server, for the tests that resolve names (built by ``make
+    binaries``; built here if missing, never skipped)."""
+    server = CoreDNS(cluster).start()
+    yield server
+    server.stop()
+
+
+def pod_ips(ts: TaskSets, taskset: str, names: list[str]) -> dict[str, tuple[str, str]] | None:
+    """Name -> (UID, IP) of every named Pod, once each has an IP."""
+    pods = {pod["metadata"]["name"]: pod for pod in ts.pods(taskset)}
+    found: dict[str, tuple[str, str]] = {
+        name: (pods[name]["metadata"]["uid"], (pods[name].get("status") or {}).get("podIP") or "")
+        for name in names
+        if name in pods and not pods[name]["metadata"].get("deletionTimestamp")
+    }
+    return found if len(found) == len(names) and all(ip for _, ip in found.values()) else None
+
+
+def test_every_replica_resolves_through_coredns_and_follows_a_retry_to_the_new_pod(
+    cluster: Cluster, namespace: str, controller: Controller, coredns: CoreDNS
+) -> None:
+    ts = TaskSets(cluster, namespace)
+    template = pod_template(annotations=sim.outcome())
+    ts.create(
+        TaskSetBuilder("dns")
+        .role("ps", 1, template=template)
+        .role("worker", 2, template=template, retry=(True, 1, 0))
+        .obj()
+    )
+    names = ["dns-ps-0", "dns-worker-0", "dns-worker-1"]
+    fqdn = {name: f"{name}.dns.{namespace}.svc.{CLUSTER_DOMAIN}" for name in names}
+
+    def all_resolve() -> dict[str, tuple[str, str]] | None:
+        pods = pod_ips(ts, "dns", names)
+        if pods is None:
+            return None
+        ok = all(coredns.resolve(fqdn[name]) == [ip] for name, (_, ip) in pods.items())
+        return pods if ok else None
+
+    before = eventually(all_resolve, 60, "every replica's name to resolve to its Pod's IP")
+
+    # A replica's retry: a new Pod under the same name, and the name follows it.
+    ts.end_pod("dns-worker-0", 1)
+
+    def moved() -> tuple[str, str] | None:
+        pods = pod_ips(ts, "dns", names)
+        if pods is None or pods["dns-worker-0"][0] == before["dns-worker-0"][0]:
+            return None
+        uid, ip = pods["dns-worker-0"]
+        return (uid, ip) if coredns.resolve(fqdn["dns-worker-0"]) == [ip] else None
+
+    eventually(moved, 60, "the retried replica's name to point at its new Pod")
