@@ -365,6 +365,12 @@ def _spec_schema(template: Schema) -> Schema:
                 "x-kubernetes-list-map-keys": ["name"],
             },
             "network": _network_schema(),
+            "framework": {
+                "type": "string",
+                "enum": ["tensorflow"],
+                "description": "A framework preset (issue 23): tensorflow gives every container TF_CONFIG "
+                "built from the replicas' DNS names.",
+            },
             "queue": {
                 "type": "string",
                 "pattern": c.QUEUE_PATTERN,

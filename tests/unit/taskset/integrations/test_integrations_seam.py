@@ -10,6 +10,7 @@ import pytest
 from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, LABEL_ROLE, LABEL_TASKSET
 from taskset.api.spec import CheckFailure, ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.integrations import BUILT_IN
+from taskset.integrations.framework_env import FrameworkEnv
 from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv, identity_decoration
 from taskset.integrations.peer_env import PeerEnv
@@ -143,7 +144,12 @@ def test_the_identity_variables_are_the_seeds_six_in_the_seeds_order() -> None:
 
 
 def test_the_built_in_integrations_in_their_order() -> None:
-    assert [type(integration) for integration in BUILT_IN] == [IdentityEnv, HeadlessService, PeerEnv]
+    assert [type(integration) for integration in BUILT_IN] == [
+        IdentityEnv,
+        HeadlessService,
+        PeerEnv,
+        FrameworkEnv,
+    ]
 
 
 @pytest.mark.parametrize(
