@@ -68,7 +68,11 @@ KUBERNETES = Component(
 )
 ETCD = Component("etcd", {"etcd": "go.etcd.io/etcd/server/v3"})
 KWOK = Component("kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
-COMPONENTS = (ETCD, KWOK, KUBERNETES)
+COMPONENTS = (ETCD, KWOK, KUBERNETES)  # the control plane: every Cluster needs them
+# Started only by the tests that need them (issue 23: CoreDNS resolves the replicas' names), but built
+# with the rest by ``make binaries``, so that no test builds them on its own clock.
+COREDNS = Component("coredns", {"coredns": "github.com/coredns/coredns"})
+ADDONS = (COREDNS,)
 
 
 def cache_root() -> Path:
@@ -116,18 +120,18 @@ def build(component: Component) -> Path:
     return target
 
 
-def build_all() -> dict[str, Path]:
-    """Build every component; return binary name -> path."""
+def build_all(components: tuple[Component, ...] = COMPONENTS + ADDONS) -> dict[str, Path]:
+    """Build every component (the add-ons too); return binary name -> path."""
     paths: dict[str, Path] = {}
-    for component in COMPONENTS:
+    for component in components:
         directory = build(component)
         paths.update({binary: directory / binary for binary in component.packages})
     return paths
 
 
 def binary_paths() -> dict[str, Path]:
-    """Paths of all binaries, building whatever is missing first."""
-    return build_all()
+    """Paths of the control plane's binaries, building whatever is missing first."""
+    return build_all(COMPONENTS)
 
 
 def _log(message: str) -> None:

@@ -39,8 +39,10 @@ POD_CIDR = "10.0.0.1/16"
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 # The controllers the project relies on: garbage collection (control unit -> pods cascade), namespace
 # deletion, resource quotas (their usage, which quota admission needs), and ServiceAccounts with their
-# tokens (so ServiceAccount admission can stay on).
+# tokens (so ServiceAccount admission can stay on), and EndpointSlices (a TaskSet's headless Service lists
+# its replicas in them, and CoreDNS answers from them).
 KCM_CONTROLLERS = (
+    "endpointslice-controller",
     "garbage-collector-controller",
     "namespace-controller",
     "resourcequota-controller",

@@ -378,6 +378,13 @@ def _spec_schema(template: Schema) -> Schema:
                 "x-kubernetes-list-type": "map",
                 "x-kubernetes-list-map-keys": ["name"],
             },
+            "network": _network_schema(),
+            "framework": {
+                "type": "string",
+                "enum": ["tensorflow"],
+                "description": "A framework preset (issue 23): tensorflow gives every container TF_CONFIG "
+                "built from the replicas' DNS names.",
+            },
             "queue": {
                 "type": "string",
                 "pattern": c.QUEUE_PATTERN,
@@ -386,6 +393,29 @@ def _spec_schema(template: Schema) -> Schema:
             "priority": {
                 "type": "integer",
                 "description": "Reserved: accepted and preserved, ignored by the controller.",
+            },
+        },
+    }
+
+
+def _network_schema() -> Schema:
+    """``spec.network`` (issue 23, ``taskset.objects.network``): the replicas' DNS names and their
+    headless Service."""
+    return {
+        "type": "object",
+        "description": "The replicas' network identity: a headless Service per TaskSet and a hostname "
+        "per Pod, so <taskset>-<role>-<index>.<subdomain>.<namespace>.svc resolves to the replica's Pod.",
+        "properties": {
+            "enableDNSHostnames": {
+                "type": "boolean",
+                "description": "Whether Pods get hostnames under the headless Service (default true).",
+            },
+            "subdomain": {
+                "type": "string",
+                "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                "pattern": "^[a-z]([-a-z0-9]*[a-z0-9])?$",
+                "description": "The headless Service's name, a DNS-1035 label (default: the TaskSet's "
+                "name; a TaskSet whose name starts with a digit gets names only when this is set).",
             },
         },
     }

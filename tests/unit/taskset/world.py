@@ -39,6 +39,8 @@ from taskset.decide import (
     TaskSetRef,
     decide,
 )
+from taskset.integrations import Integration
+from taskset.integrations.identity_env import IdentityEnv
 from taskset.objects.controlunit import build_control_unit
 from taskset.objects.pods import build_pod
 from taskset.runtime.kube import KubeError
@@ -475,6 +477,11 @@ class Caches(NamedTuple):
     units: Store
 
 
+# The integrations the runtime's own tests run with: the status-write and expectation tests count every
+# request, and the headless Service (which these caches do not hold) has its own tests.
+CORE_INTEGRATIONS: tuple[Integration, ...] = (IdentityEnv(),)
+
+
 def reconciler_over(
     world: World, client: Any, *, clock: Clock | None = None, parallelism: int = 1
 ) -> tuple[Reconciler, Caches]:
@@ -496,6 +503,7 @@ def reconciler_over(
         logger=structlog.get_logger("test"),
         clock=clock,
         action_parallelism=parallelism,
+        settings=Settings(integrations=CORE_INTEGRATIONS),
     )
     return reconciler, Caches(tasksets, pods, units)
 
