@@ -279,7 +279,7 @@ class Client:
         """The Events recorded on the TaskSet, oldest first."""
         selector = {"field_selector": f"involvedObject.kind={KIND},involvedObject.name={name}"}
         items = self._core_items(self._core.list_namespaced_event, self._ns(namespace), name, selector)
-        return sorted(map(EventView.parse, items), key=lambda e: (e.first, e.last))
+        return sorted(map(EventView.parse, items), key=lambda e: (e.first, e.order))
 
     @staticmethod
     def _core_items(list_call: Any, ns: str, name: str, selector: dict[str, str]) -> builtins.list[Any]:

@@ -222,6 +222,7 @@ class EventView:
     count: int
     first: str
     last: str
+    order: int  # the resourceVersion: breaks ties between events of the same second
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> EventView:
@@ -237,6 +238,7 @@ class EventView:
             count=int(raw.get("count") or 1),
             first=str(first or ""),
             last=str(raw.get("lastTimestamp") or first or ""),
+            order=_int((raw.get("metadata") or {}).get("resourceVersion")) or 0,
         )
 
 
