@@ -64,6 +64,8 @@ class World:
     plans: list[Plan] = field(default_factory=list)
     deleting: bool = False
     pods_refused: bool = False  # Pod creates answer 503, as an overloaded API server does
+    # When set, what every Pod create answers instead (an admission denial, for now or for good).
+    pod_refusal: ActionResult | None = None
     # Objects integrations own, by (kind key, name), as the API server keeps them; and, when set, the
     # message with which the API server refuses to create any more of them (a 422).
     owned: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
@@ -143,6 +145,8 @@ class World:
             unit["metadata"]["deletionTimestamp"] = "now"  # foreground: pods go first (gc())
             return ActionResult(ResultKind.OK)
         if isinstance(intent, CreatePod):
+            if self.pod_refusal is not None:
+                return self.pod_refusal
             if self.pods_refused:
                 return ActionResult(ResultKind.ERROR, message="the server is currently unable to handle it")
             if intent.name in self.pods:
