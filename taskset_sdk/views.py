@@ -17,6 +17,12 @@ from taskset_sdk.constants import (
 __all__ = ["Condition", "EventView", "LogTarget", "PodView", "ReplicaView", "RoleView", "TaskSetView"]
 
 
+def _part(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """A nested object of ``raw``; empty when absent or null."""
+    part: Mapping[str, Any] = raw.get(key) or {}
+    return part
+
+
 def _text(raw: Mapping[str, Any], key: str) -> str:
     """``raw[key]`` as a string; "" when absent or null (the status writes null for unset pointers)."""
     return str(raw.get(key) or "")
@@ -73,7 +79,7 @@ class ReplicaView:
 
     @classmethod
     def parse(cls, role: str, raw: Mapping[str, Any]) -> ReplicaView:
-        ended: Mapping[str, Any] = raw.get("terminatedInfo") or {}
+        ended: Mapping[str, Any] = _part(raw, "terminatedInfo")
         return cls(
             role=role,
             index=int(raw.get("index", 0)),
@@ -143,8 +149,8 @@ class TaskSetView:
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> TaskSetView:
-        meta: Mapping[str, Any] = raw.get("metadata") or {}
-        status: Mapping[str, Any] = raw.get("status") or {}
+        meta: Mapping[str, Any] = _part(raw, "metadata")
+        status: Mapping[str, Any] = _part(raw, "status")
         return cls(
             namespace=_text(meta, "namespace"),
             name=_text(meta, "name"),
@@ -197,9 +203,9 @@ class PodView:
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> PodView:
-        meta: Mapping[str, Any] = raw.get("metadata") or {}
-        annotations: Mapping[str, str] = meta.get("annotations") or {}
-        spec: Mapping[str, Any] = raw.get("spec") or {}
+        meta: Mapping[str, Any] = _part(raw, "metadata")
+        annotations: Mapping[str, str] = _part(meta, "annotations")
+        spec: Mapping[str, Any] = _part(raw, "spec")
         return cls(
             name=_text(meta, "name"),
             uid=_text(meta, "uid"),
