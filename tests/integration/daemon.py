@@ -53,6 +53,7 @@ class Daemon:
             f"--kubeconfig={self.cluster.kubeconfig}",
             f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
             f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            "--metrics-secure=false",  # plain HTTP for the tests that read metrics; test_rbac secures it
             "--register-crd=false",
             *self.args,
         ]
