@@ -30,7 +30,7 @@ from taskset.daemon.metrics_auth import DECISION_TTL
 from taskset.daemon.tls import CERT_FILE, KEY_FILE, self_signed
 from tests.builders import TaskSetBuilder, pod_template
 from tests.docs import Rule, documented_rbac_rules
-from tests.integration.daemon import Daemon
+from tests.integration.daemon import Daemon, scrape, token_of
 from tests.integration.harness import TaskSets, eventually
 from tests.integration.manifests import MANIFESTS, into_namespace, render, to_yaml
 
@@ -97,14 +97,6 @@ def account(
     for obj in rbac:
         if obj["kind"] in ("ClusterRole", "ClusterRoleBinding"):
             cluster.kubectl("delete", obj["kind"], obj["metadata"]["name"], "--ignore-not-found", check=False)
-
-
-def token_of(cluster: Cluster, namespace: str, account: str) -> str:
-    """A token of the ServiceAccount from the TokenRequest API, as a kubelet projects one into a Pod."""
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
-    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
-    token: str = cluster.request("POST", path, request)["status"]["token"]
-    return token
 
 
 def kubectl_as(cluster: Cluster, kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -283,16 +275,6 @@ def test_can_i_list_equals_the_documented_rules(cluster: Cluster, namespace: str
 
 
 # ----- who may read /metrics (issue 27, item 3) ----------------------------------------------------------
-
-
-def scrape(port: int, token: str | None, context: ssl.SSLContext) -> tuple[int, str]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics", headers=headers)
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=10) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 def test_metrics_are_served_to_a_token_with_the_reader_role_only(
