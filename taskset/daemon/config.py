@@ -109,6 +109,13 @@ class Config:
     metrics_bind_address: str = ":8080"
     """Where ``/metrics`` is served: ``:port``, ``host:port``, or ``0`` to disable."""
 
+    metrics_secure: bool = True
+    """``/metrics`` over HTTPS, for bearer tokens the API server authenticates (TokenReview) and allows
+    to get ``/metrics`` (SubjectAccessReview); false = plain HTTP without authentication."""
+
+    metrics_cert_dir: str = ""
+    """Directory with ``tls.crt`` and ``tls.key`` for ``/metrics``; "" = a self-signed one made at start."""
+
     health_probe_bind_address: str = ":8081"
     """Where ``/healthz`` and ``/readyz`` are served; same forms as the metrics address."""
 
@@ -357,6 +364,11 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "requests allowed above --qps in a burst"),
     Setting("metrics_bind_address", "--metrics-bind-address", _env("METRICS_BIND_ADDRESS"),
             "metricsBindAddress", _bind_address, "ADDR", "serve /metrics here (:port, host:port); 0 = off"),
+    Setting("metrics_secure", "--metrics-secure", _env("METRICS_SECURE"), "metricsSecure", _boolean, "BOOL",
+            "/metrics over HTTPS for callers allowed to get it (TokenReview, SubjectAccessReview); "
+            "false = plain HTTP, no authentication"),
+    Setting("metrics_cert_dir", "--metrics-cert-dir", _env("METRICS_CERT_DIR"), "metricsCertDir", _string,
+            "DIR", "directory with tls.crt and tls.key for /metrics; empty = self-signed, made at start"),
     Setting("health_probe_bind_address", "--health-probe-bind-address", _env("HEALTH_PROBE_BIND_ADDRESS"),
             "healthProbeBindAddress", _bind_address, "ADDR", "serve /healthz and /readyz here; 0 = off"),
     Setting("log_level", "--log-level", _env("LOG_LEVEL"), "logLevel", _log_level, "LEVEL",
@@ -473,6 +485,8 @@ def load_config(argv: Sequence[str], environ: Mapping[str, str], read_file: Call
             )
             values["workers"] = DEFAULT_WORKERS
     config = Config(**values, config_file=config_file, warnings=tuple(warnings), sources=sources)
+    if config.metrics_secure and config.metrics_bind_address == config.health_probe_bind_address != "0":
+        raise ConfigError("with --metrics-secure, /metrics needs its own address: probes stay plain HTTP")
     if config.leader_elect:
         timings = Timings(
             config.leader_elect_lease_duration,
