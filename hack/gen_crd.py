@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from taskset.api import constants as c  # noqa: E402  (after the sys.path tweak, so the script runs from anywhere)
 from taskset.api.compact import BUCKETS  # noqa: E402
+from taskset.integrations import framework_env as fw  # noqa: E402
 
 OUTPUT = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
 KUBERNETES_VERSION_FILE = ROOT / "devcluster" / "go" / "kubernetes" / "VERSION"
@@ -367,7 +368,7 @@ def _total_replicas_rule() -> Schema:
 def _spec_schema(template: Schema) -> Schema:
     return {
         "type": "object",
-        "x-kubernetes-validations": [_total_replicas_rule()],
+        "x-kubernetes-validations": [_total_replicas_rule(), *_framework_rules()],
         "properties": {
             "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
             "roles": {
@@ -381,10 +382,13 @@ def _spec_schema(template: Schema) -> Schema:
             "network": _network_schema(),
             "framework": {
                 "type": "string",
-                "enum": ["tensorflow"],
-                "description": "A framework preset (issue 23): tensorflow gives every container TF_CONFIG "
-                "built from the replicas' DNS names.",
+                "enum": list(fw.FRAMEWORKS),
+                "description": "A framework preset (issue 23), built from the replicas' DNS names: "
+                "tensorflow gives every container TF_CONFIG; pytorch MASTER_ADDR, MASTER_PORT, WORLD_SIZE, "
+                "RANK and torchrun's PET_*; jax JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID; "
+                "mpi a hostfile mounted at /etc/mpi.",
             },
+            "frameworkOptions": _framework_options_schema(),
             "queue": {
                 "type": "string",
                 "pattern": c.QUEUE_PATTERN,
@@ -393,6 +397,62 @@ def _spec_schema(template: Schema) -> Schema:
             "priority": {
                 "type": "integer",
                 "description": "Reserved: accepted and preserved, ignored by the controller.",
+            },
+        },
+    }
+
+
+def _framework_rules() -> list[Schema]:
+    """CEL (issue 23): the master role is one of the roles; a preset needs the replicas' names."""
+    return [
+        {
+            "rule": "!has(self.frameworkOptions) || !has(self.frameworkOptions.masterRole) || "
+            "(has(self.roles) && self.roles.exists(r, r.name == self.frameworkOptions.masterRole))",
+            "message": "must name one of the roles",
+            "fieldPath": ".frameworkOptions.masterRole",
+            "reason": "FieldValueInvalid",
+        },
+        {
+            "rule": "!has(self.framework) || !has(self.network) || !has(self.network.enableDNSHostnames) || "
+            "self.network.enableDNSHostnames",
+            "message": "a framework preset needs the replicas' DNS names",
+            "fieldPath": ".network.enableDNSHostnames",
+            "reason": "FieldValueInvalid",
+        },
+    ]
+
+
+def _framework_options_schema() -> Schema:
+    """``spec.frameworkOptions`` (issue 23, ``taskset.integrations.framework_env``)."""
+    return {
+        "type": "object",
+        "description": "Tunes the framework preset.",
+        "properties": {
+            "masterRole": {
+                "type": "string",
+                "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                "description": "The role that plays master, chief, coordinator or launcher (default: the "
+                "first role named master, chief, launcher or coordinator, else the first role).",
+            },
+            "port": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "maximum": fw.PORT_MAX,
+                "description": "The master's port (default: the master role's first container port, else "
+                f"{fw.DEFAULT_PYTORCH_PORT} for pytorch, {fw.DEFAULT_JAX_PORT} for jax).",
+            },
+            "nprocPerNode": {
+                "type": "string",
+                "pattern": fw.NPROC_PATTERN,
+                "description": "torchrun's processes per replica: auto, cpu, gpu or a number (default auto).",
+            },
+            "slotsPerWorker": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "maximum": fw.MAX_SLOTS,
+                "description": "MPI slots per replica in the hostfile (default 1).",
             },
         },
     }

@@ -248,6 +248,31 @@ CORPUS = [
         rejected("spec.framework", "Unsupported value"),
         id="an unknown framework",
     ),
+    pytest.param(
+        taskset({"roles": [good_role()], "framework": "pytorch", "frameworkOptions": {"masterRole": "boss"}}),
+        rejected("spec.frameworkOptions.masterRole", "must name one of the roles"),
+        id="a master role that is not a role",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "frameworkOptions": {"port": 70000}}),
+        rejected("spec.frameworkOptions.port", "should be less than or equal to 65535"),
+        id="a port beyond 65535",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "frameworkOptions": {"nprocPerNode": "lots"}}),
+        rejected("spec.frameworkOptions.nprocPerNode", "should match"),
+        id="nprocPerNode is a word",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "frameworkOptions": {"slotsPerWorker": 0}}),
+        rejected("spec.frameworkOptions.slotsPerWorker", "should be greater than or equal to 1"),
+        id="no MPI slots",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "framework": "jax", "network": {"enableDNSHostnames": False}}),
+        rejected("spec.network.enableDNSHostnames", "needs the replicas' DNS names"),
+        id="a preset without names",
+    ),
     pytest.param(taskset([]), rejected("spec", OBJ), id="spec is a list"),
     pytest.param(taskset("run everything"), rejected("spec", OBJ), id="spec is a string"),
     pytest.param(taskset(42), rejected("spec", OBJ), id="spec is a number"),
