@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from taskset.api import constants as c  # noqa: E402  (after the sys.path tweak, so the script runs from anywhere)
 from taskset.api.compact import BUCKETS  # noqa: E402
 from taskset.integrations import framework_env as fw  # noqa: E402
+from taskset.integrations import start_order  # noqa: E402
 
 OUTPUT = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
 KUBERNETES_VERSION_FILE = ROOT / "devcluster" / "go" / "kubernetes" / "VERSION"
@@ -322,12 +323,64 @@ def _role_schema(template: Schema) -> Schema:
                     },
                 },
             },
+            "dependsOn": _depends_on_schema(),
             "template": template,
         },
         "x-kubernetes-validations": [
             _completion_rule("minSucceeded", c.MSG_MIN_SUCCEEDED_ABOVE_REPLICAS),
             _completion_rule("maxFailed", c.MSG_MAX_FAILED_ABOVE_REPLICAS),
+            {
+                "rule": "!has(self.dependsOn) || !self.dependsOn.exists(d, d.role == self.name)",
+                "message": "a role cannot depend on itself",
+                "fieldPath": ".dependsOn",
+                "reason": "FieldValueInvalid",
+            },
         ],
+    }
+
+
+def _depends_on_schema() -> Schema:
+    """``roles[].dependsOn`` (issue 23, ``taskset.integrations.start_order``)."""
+    return {
+        "type": "array",
+        "maxItems": start_order.MAX_DEPENDENCIES,
+        "description": "Start order: the role's Pods are created only once these roles have reached a point.",
+        "items": {
+            "type": "object",
+            "required": ["role"],
+            "properties": {
+                "role": {
+                    "type": "string",
+                    "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                    "description": "Another role of the TaskSet.",
+                },
+                "until": {
+                    "type": "string",
+                    "enum": [str(u) for u in start_order.Until],
+                    "description": "Running (default), Ready or Succeeded.",
+                },
+                "minReplicas": {
+                    "type": "integer",
+                    "format": "int32",
+                    "minimum": 1,
+                    "description": "How many of its replicas must have reached it (default all; for "
+                    "Succeeded, its completionPolicy.minSucceeded).",
+                },
+            },
+        },
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["role"],
+    }
+
+
+def _depends_on_rule() -> Schema:
+    """CEL (issue 23): every role a dependsOn names is a role of the TaskSet (cycles: the controller)."""
+    return {
+        "rule": "!has(self.roles) || self.roles.all(r, !has(r.dependsOn) || "
+        "r.dependsOn.all(d, self.roles.exists(o, o.name == d.role)))",
+        "message": "dependsOn must name roles of the TaskSet",
+        "fieldPath": ".roles",
+        "reason": "FieldValueInvalid",
     }
 
 
@@ -368,7 +421,7 @@ def _total_replicas_rule() -> Schema:
 def _spec_schema(template: Schema) -> Schema:
     return {
         "type": "object",
-        "x-kubernetes-validations": [_total_replicas_rule(), *_framework_rules()],
+        "x-kubernetes-validations": [_total_replicas_rule(), _depends_on_rule(), *_framework_rules()],
         "properties": {
             "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
             "roles": {

@@ -66,7 +66,8 @@ POD_STATUS_KEPT = frozenset(
     }
 )
 CONTAINER_STATUS_KEPT = frozenset({"name", "state", "containerID"})
-CONDITIONS_KEPT = frozenset({"PodScheduled"})  # its False/Unschedulable is the only one read
+# PodScheduled: its False/Unschedulable says why a Pod waits; Ready: a dependsOn ``until: Ready`` (issue 23).
+CONDITIONS_KEPT = frozenset({"PodScheduled", "Ready"})
 CONDITION_FIELDS_KEPT = frozenset({"type", "status", "reason", "message"})
 # Of a container's state, what ``pod_view`` reads: why it waits, and how it exited.
 STATE_FIELDS_KEPT: Mapping[str, frozenset[str]] = {

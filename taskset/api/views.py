@@ -84,6 +84,7 @@ class PodView:
     # in Terminating is named with them).
     deletion_timestamp: str | None = None
     finalizers: tuple[str, ...] = ()
+    ready: bool = False  # the Pod's Ready condition is True (a dependsOn ``until: Ready``, issue 23)
 
     @property
     def terminal(self) -> bool:
@@ -140,6 +141,13 @@ def _container_waiting(pod: Mapping[str, Any]) -> ContainerWaiting | None:
     return None
 
 
+def _ready(pod: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(condition, dict) and condition.get("type") == "Ready" and condition.get("status") == "True"
+        for condition in items(get_path(pod, "status", "conditions"))
+    )
+
+
 def pod_view(pod: Mapping[str, Any]) -> PodView:
     annotations = get_path(pod, "metadata", "annotations") or {}
     attempt = annotations.get(ANNOTATION_REPLICA_ATTEMPT_ID) if isinstance(annotations, dict) else None
@@ -169,6 +177,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         proof=_annotation(pod, ANNOTATION_CREATION_PROOF),
         deletion_timestamp=_timestamp(get_path(pod, "metadata", "deletionTimestamp")),
         finalizers=_finalizers(pod),
+        ready=_ready(pod),
     )
 
 
