@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from taskset.api.spec import CheckFailure, Role, TaskSetSpec
+from taskset.api.spec import CheckFailure, Role, TaskSetSpec, spec_object
 from taskset.integrations.base import Attempt, Integration
 from taskset.objects.decorations import EnvVar, PodDecoration
 from taskset.objects.network import ENABLE_FIELD, NETWORK_FIELD, replica_fqdn, service_name
@@ -183,12 +183,10 @@ def _int_in(value: object, low: int, high: int) -> bool:
 
 def check_options(spec: Mapping[str, Any]) -> CheckFailure | None:
     """``spec.frameworkOptions``: an object whose fields each name what is wrong with them."""
-    raw = spec.get(OPTIONS_FIELD)
+    raw = spec_object(spec, OPTIONS_FIELD)
     path = f"spec.{OPTIONS_FIELD}"
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        return CheckFailure(path, f"{path}: must be an object")
+    if raw is None or isinstance(raw, CheckFailure):
+        return raw
     roles = spec.get("roles")
     names = {r.get("name") for r in roles if isinstance(r, Mapping)} if isinstance(roles, list) else set()
     master, port, nproc, slots = (
