@@ -46,6 +46,8 @@ from taskset.api.failures import (  # noqa: E402
     RULE_NAME_PATTERN,
 )
 from taskset.api.spec import MAX_BACKOFF_FACTOR  # noqa: E402
+from taskset.integrations import framework_env as fw  # noqa: E402
+from taskset.integrations import start_order  # noqa: E402
 
 OUTPUT = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
 KUBERNETES_VERSION_FILE = ROOT / "devcluster" / "go" / "kubernetes" / "VERSION"
@@ -441,13 +443,65 @@ def _role_schema(template: Schema) -> Schema:
                     },
                 },
             },
+            "dependsOn": _depends_on_schema(),
             "template": template,
             "failureRules": _failure_rules("of this role, matched before the TaskSet's"),
         },
         "x-kubernetes-validations": [
             _completion_rule("minSucceeded", c.MSG_MIN_SUCCEEDED_ABOVE_REPLICAS),
             _completion_rule("maxFailed", c.MSG_MAX_FAILED_ABOVE_REPLICAS),
+            {
+                "rule": "!has(self.dependsOn) || !self.dependsOn.exists(d, d.role == self.name)",
+                "message": "a role cannot depend on itself",
+                "fieldPath": ".dependsOn",
+                "reason": "FieldValueInvalid",
+            },
         ],
+    }
+
+
+def _depends_on_schema() -> Schema:
+    """``roles[].dependsOn`` (issue 23, ``taskset.integrations.start_order``)."""
+    return {
+        "type": "array",
+        "maxItems": start_order.MAX_DEPENDENCIES,
+        "description": "Start order: the role's Pods are created only once these roles have reached a point.",
+        "items": {
+            "type": "object",
+            "required": ["role"],
+            "properties": {
+                "role": {
+                    "type": "string",
+                    "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                    "description": "Another role of the TaskSet.",
+                },
+                "until": {
+                    "type": "string",
+                    "enum": [str(u) for u in start_order.Until],
+                    "description": "Running (default), Ready or Succeeded.",
+                },
+                "minReplicas": {
+                    "type": "integer",
+                    "format": "int32",
+                    "minimum": 1,
+                    "description": "How many of its replicas must have reached it (default all; for "
+                    "Succeeded, its completionPolicy.minSucceeded).",
+                },
+            },
+        },
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["role"],
+    }
+
+
+def _depends_on_rule() -> Schema:
+    """CEL (issue 23): every role a dependsOn names is a role of the TaskSet (cycles: the controller)."""
+    return {
+        "rule": "!has(self.roles) || self.roles.all(r, !has(r.dependsOn) || "
+        "r.dependsOn.all(d, self.roles.exists(o, o.name == d.role)))",
+        "message": "dependsOn must name roles of the TaskSet",
+        "fieldPath": ".roles",
+        "reason": "FieldValueInvalid",
     }
 
 
@@ -488,7 +542,7 @@ def _total_replicas_rule() -> Schema:
 def _spec_schema(template: Schema) -> Schema:
     return {
         "type": "object",
-        "x-kubernetes-validations": [_total_replicas_rule()],
+        "x-kubernetes-validations": [_total_replicas_rule(), _depends_on_rule(), *_framework_rules()],
         "properties": {
             "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
             "failureRules": _failure_rules("for every role, after the role's own"),
@@ -503,10 +557,13 @@ def _spec_schema(template: Schema) -> Schema:
             "network": _network_schema(),
             "framework": {
                 "type": "string",
-                "enum": ["tensorflow"],
-                "description": "A framework preset (issue 23): tensorflow gives every container TF_CONFIG "
-                "built from the replicas' DNS names.",
+                "enum": list(fw.FRAMEWORKS),
+                "description": "A framework preset (issue 23), built from the replicas' DNS names: "
+                "tensorflow gives every container TF_CONFIG; pytorch MASTER_ADDR, MASTER_PORT, WORLD_SIZE, "
+                "RANK and torchrun's PET_*; jax JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID; "
+                "mpi a hostfile mounted at /etc/mpi.",
             },
+            "frameworkOptions": _framework_options_schema(),
             "queue": {
                 "type": "string",
                 "pattern": c.QUEUE_PATTERN,
@@ -515,6 +572,62 @@ def _spec_schema(template: Schema) -> Schema:
             "priority": {
                 "type": "integer",
                 "description": "Reserved: accepted and preserved, ignored by the controller.",
+            },
+        },
+    }
+
+
+def _framework_rules() -> list[Schema]:
+    """CEL (issue 23): the master role is one of the roles; a preset needs the replicas' names."""
+    return [
+        {
+            "rule": "!has(self.frameworkOptions) || !has(self.frameworkOptions.masterRole) || "
+            "(has(self.roles) && self.roles.exists(r, r.name == self.frameworkOptions.masterRole))",
+            "message": "must name one of the roles",
+            "fieldPath": ".frameworkOptions.masterRole",
+            "reason": "FieldValueInvalid",
+        },
+        {
+            "rule": "!has(self.framework) || !has(self.network) || !has(self.network.enableDNSHostnames) || "
+            "self.network.enableDNSHostnames",
+            "message": "a framework preset needs the replicas' DNS names",
+            "fieldPath": ".network.enableDNSHostnames",
+            "reason": "FieldValueInvalid",
+        },
+    ]
+
+
+def _framework_options_schema() -> Schema:
+    """``spec.frameworkOptions`` (issue 23, ``taskset.integrations.framework_env``)."""
+    return {
+        "type": "object",
+        "description": "Tunes the framework preset.",
+        "properties": {
+            "masterRole": {
+                "type": "string",
+                "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                "description": "The role that plays master, chief, coordinator or launcher (default: the "
+                "first role named master, chief, launcher or coordinator, else the first role).",
+            },
+            "port": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "maximum": fw.PORT_MAX,
+                "description": "The master's port (default: the master role's first container port, else "
+                f"{fw.DEFAULT_PYTORCH_PORT} for pytorch, {fw.DEFAULT_JAX_PORT} for jax).",
+            },
+            "nprocPerNode": {
+                "type": "string",
+                "pattern": fw.NPROC_PATTERN,
+                "description": "torchrun's processes per replica: auto, cpu, gpu or a number (default auto).",
+            },
+            "slotsPerWorker": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "maximum": fw.MAX_SLOTS,
+                "description": "MPI slots per replica in the hostfile (default 1).",
             },
         },
     }

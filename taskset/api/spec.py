@@ -522,6 +522,15 @@ class CheckFailure:
     message: str
 
 
+def spec_object(spec: Mapping[str, Any], name: str) -> Mapping[str, Any] | CheckFailure | None:
+    """An integration's optional object field ``spec.<name>``: the object, None when absent, or the
+    failure naming it when it is something else."""
+    raw = spec.get(name)
+    if raw is None or isinstance(raw, Mapping):
+        return raw
+    return CheckFailure(f"spec.{name}", f"spec.{name}: must be an object")
+
+
 # An integration's check of its own part of a spec (``Integration.check``): None when it is valid.
 SpecCheck = Callable[[Mapping[str, Any]], CheckFailure | None]
 

@@ -24,7 +24,7 @@ from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
 from taskset.decide.deletions import report_terminating
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
-from taskset.decide.owned import owned_created, owned_deleted
+from taskset.decide.owned import owned_created, owned_deleted, recheck_gates
 from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
 from taskset.decide.plan import (
     CONTROL_UNIT,
@@ -148,6 +148,7 @@ def decide(
     if ctx.plan.snapshot_wanted is not None:
         return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
     run_taskset(ctx)
+    recheck_gates(ctx)
     report_waiting(ctx)
     report_terminating(ctx)
     return Pass(ctx)

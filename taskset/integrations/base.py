@@ -10,8 +10,10 @@ object with up to four hooks, each a pure function of what it is given, returnin
   watch) and lets the garbage collector take them away with their owner;
 * ``decorate_pod(attempt, role, identity)``: what it adds to one replica's Pod
   (``taskset.objects.decorations``: env, volumes, hostname/subdomain, labels, scheduling fields);
-* ``gate(attempt, role, observed)``: whether a role's Pods may be created now, or the human reason why
-  not, which the replicas' status shows until the gate opens.
+* ``gate(attempt, role, observed, status)``: whether a role's Pods may be created now, or the human
+  reason why not, which the replicas' status shows until the gate opens. ``status`` is the TaskSet's
+  status as this pass has it (the current attempt's roles and replicas, read only): what the replicas
+  have reached (a ``dependsOn`` waits for it) is recorded there, not in the cluster.
 
 The decisions ask the hooks and carry their answers in their intents; the reconciler only applies what
 they return. So an integration never does I/O, never reads the clock and never imports another
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec
+from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import ObjectKind, OwnedObject
@@ -63,5 +66,5 @@ class Integration:
     def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration | None:
         return None
 
-    def gate(self, attempt: Attempt, role: Role, observed: Observed) -> str | None:
+    def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
         return None

@@ -248,6 +248,69 @@ CORPUS = [
         rejected("spec.framework", "Unsupported value"),
         id="an unknown framework",
     ),
+    pytest.param(
+        taskset({"roles": [good_role()], "framework": "pytorch", "frameworkOptions": {"masterRole": "boss"}}),
+        rejected("spec.frameworkOptions.masterRole", "must name one of the roles"),
+        id="a master role that is not a role",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "frameworkOptions": {"port": 70000}}),
+        rejected("spec.frameworkOptions.port", "should be less than or equal to 65535"),
+        id="a port beyond 65535",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "frameworkOptions": {"nprocPerNode": "lots"}}),
+        rejected("spec.frameworkOptions.nprocPerNode", "should match"),
+        id="nprocPerNode is a word",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "frameworkOptions": {"slotsPerWorker": 0}}),
+        rejected("spec.frameworkOptions.slotsPerWorker", "should be greater than or equal to 1"),
+        id="no MPI slots",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "framework": "jax", "network": {"enableDNSHostnames": False}}),
+        rejected("spec.network.enableDNSHostnames", "needs the replicas' DNS names"),
+        id="a preset without names",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("a", dependsOn=[{"role": "a"}])]}),
+        rejected("spec.roles[0].dependsOn", "a role cannot depend on itself"),
+        id="a role that depends on itself",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("a", dependsOn=[{"role": "ghost"}])]}),
+        rejected("spec.roles", "dependsOn must name roles of the TaskSet"),
+        id="a dependency on no role",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("a"), good_role("b", dependsOn=[{"role": "a", "until": "Started"}])]}),
+        rejected("spec.roles[1].dependsOn[0].until", "Unsupported value"),
+        id="an unknown point to wait for",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("a"), good_role("b", dependsOn=[{"role": "a", "minReplicas": 0}])]}),
+        rejected("spec.roles[1].dependsOn[0].minReplicas", "should be greater than or equal to 1"),
+        id="minReplicas 0",
+    ),
+    pytest.param(
+        taskset(
+            {"roles": [good_role("a", dependsOn=[{"role": "b"}]), good_role("b", dependsOn=[{"role": "a"}])]}
+        ),
+        Fails(("spec.roles[0].dependsOn: the roles a -> b -> a depend on one another in a cycle",), False),
+        id="a cycle",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("a"), good_role("b", dependsOn=[{"role": "a", "minReplicas": 2}])]}),
+        Fails(
+            (
+                "spec.roles[1].dependsOn[0].minReplicas: must be an integer between 1 and the replicas of "
+                "role a",
+            ),
+            False,
+        ),
+        id="minReplicas beyond the role",
+    ),
     pytest.param(taskset([]), rejected("spec", OBJ), id="spec is a list"),
     pytest.param(taskset("run everything"), rejected("spec", OBJ), id="spec is a string"),
     pytest.param(taskset(42), rejected("spec", OBJ), id="spec is a number"),
