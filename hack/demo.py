@@ -28,6 +28,7 @@ import yaml
 
 from devcluster import Cluster, Settings, sim
 from devcluster.coredns import CLUSTER_DOMAIN, CoreDNS
+from taskset_sdk.kubectl import main as kubectl_taskset
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tests" / "examples" / "readme-zh-quickstart.yaml"
@@ -144,6 +145,8 @@ def run_demo(cluster: Cluster, log_path: Path, coredns: CoreDNS) -> int:
         ).stdout
     )
     print(f"final state: {status.get('state')} — {status.get('stateMessage')}")
+    print("\n$ kubectl taskset get " + name, flush=True)  # the plugin's tree (taskset_sdk.kubectl)
+    kubectl_taskset(["get", name, "--kubeconfig", str(cluster.kubeconfig), "-n", "default"])
     cluster.kubectl("delete", "taskset", name, "--wait=true", check=False)
     return 0 if status.get("state") == "Succeeded" else 1
 
