@@ -373,7 +373,33 @@ def _spec_schema(template: Schema) -> Schema:
                 "type": "integer",
                 "description": "Reserved: accepted and preserved, ignored by the controller.",
             },
+            "suspend": {
+                "type": "boolean",
+                "description": "Mutable. While true, the attempt's running Pods are deleted without "
+                "counting a failure or a retry, and no Pod (nor, before the attempt started, its "
+                "ControlUnit) is created; setting it false again recreates what the attempt still needs.",
+            },
+            "managedBy": {
+                "type": "string",
+                "maxLength": c.MANAGED_BY_MAX_LENGTH,
+                "pattern": c.MANAGED_BY_PATTERN,
+                "description": "Immutable. The controller that reconciles this TaskSet, a domain-prefixed "
+                f"path; absent means {c.CONTROLLER_NAME}. Any other value, and this controller leaves the "
+                "TaskSet alone (as the Job controller does with its spec.managedBy).",
+            },
         },
+        "x-kubernetes-validations": [_managed_by_rule()],
+    }
+
+
+def _managed_by_rule() -> Schema:
+    """CEL transition rule: spec.managedBy may be neither set, changed nor removed after creation."""
+    return {
+        "rule": "has(self.managedBy) == has(oldSelf.managedBy) && "
+        "(!has(self.managedBy) || self.managedBy == oldSelf.managedBy)",
+        "message": c.MSG_MANAGED_BY_IMMUTABLE,
+        "fieldPath": ".managedBy",
+        "reason": "FieldValueInvalid",
     }
 
 
@@ -433,6 +459,7 @@ def _status_schema() -> Schema:
             "phase": _enum(c.ReplicaPhase),
             "phaseMessage": _string(),
             "stopped": {"type": "boolean"},
+            "suspended": {"type": "boolean"},
             "transitionTime": _time(nullable=True),
             "startAt": _time(nullable=True),
             "finishAt": _time(nullable=True),
@@ -533,6 +560,7 @@ def _printer_columns() -> list[Schema]:
         column("Started", "date", ".status.startAt", "First time the TaskSet ran", wide=True),
         column("Finished", "date", ".status.finishAt", "Time the TaskSet completed", wide=True),
         column("Message", "string", ".status.stateMessage", "Why the state is what it is", wide=True),
+        column("Suspended", "boolean", ".spec.suspend", "spec.suspend (issue 24)", wide=True),
     ]
 
 

@@ -49,6 +49,16 @@ MAX_ROLES: Final = 1000
 MAX_RETRY_COUNT: Final = 1_000_000
 MAX_RETRY_DELAY_SECONDS: Final = 366 * 24 * 3600
 
+# ----- shared clusters (issue 24) ----------------------------------------------------------------------
+# spec.managedBy names the controller that reconciles a TaskSet, as the Job's field of that name does: a
+# multi-cluster dispatcher (MultiKueue) claims a TaskSet by writing its own name there, and this
+# controller then leaves the TaskSet alone. Absent means this controller, whose name is this one.
+CONTROLLER_NAME: Final = f"{GROUP}/taskset-controller"
+# The Job's rule for spec.managedBy: a domain-prefixed path (at most 63 characters in all).
+MANAGED_BY_PATTERN: Final = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[-a-zA-Z0-9_.~%!$&'()*+,;=:@/]+$"
+MANAGED_BY_MAX_LENGTH: Final = 63
+MSG_MANAGED_BY_IMMUTABLE: Final = "spec.managedBy is immutable"
+
 POD_NAME_FORMAT: Final = "{taskset}-{role}-{index}"  # the same in every attempt (D1)
 CONTROL_UNIT_NAME_FORMAT: Final = "c-{taskset}-{attempt}"
 
@@ -162,6 +172,9 @@ class ConditionType(StrEnum):
     # R only (issue 30): an attempt's ControlUnit snapshot was changed by someone else, or could not be
     # verified; it names the ControlUnit and stays as the record once set.
     CONTROL_UNIT_TAMPERED = "ControlUnitTampered"
+    # R only (issue 24): spec.suspend is true, so the attempt has no Pods and creates none until it is
+    # false again; False (reason Resumed) once it was true and is no longer.
+    SUSPENDED = "Suspended"
 
 
 class ConditionStatus(StrEnum):
@@ -178,6 +191,8 @@ class ConditionReason(StrEnum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     VALIDATION_FAILED = "ValidationFailed"
+    SUSPENDED = "Suspended"  # the Suspended condition's reasons (issue 24)
+    RESUMED = "Resumed"
 
 
 # ----- Kubernetes events, all recorded on the TaskSet (spec 10.1) ----------------------------------------
@@ -211,6 +226,9 @@ class EventReason(StrEnum):
     # R only (issue 30): the API server refused a status write for good (too large, invalid), so the
     # status itself cannot say so; once per distinct refusal, naming it and the status's size.
     STATUS_WRITE_REFUSED = "StatusWriteRefused"
+    # R only (issue 24): spec.suspend turned true (the Pods are being deleted) or false again.
+    TASKSET_SUSPENDED = "TaskSetSuspended"
+    TASKSET_RESUMED = "TaskSetResumed"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"

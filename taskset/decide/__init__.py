@@ -45,6 +45,7 @@ from taskset.decide.plan import (
 from taskset.decide.replicas import REPLICA_ROWS, UNSEEN_DELETE_POLL, pod_created, pod_deleted
 from taskset.decide.roles import ROLE_ROWS
 from taskset.decide.snapshot import attempt_spec
+from taskset.decide.suspension import report_suspension
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
     WAITING_ENTRY_MAX,
@@ -146,6 +147,7 @@ def decide(
     ctx.plan.spec = _attempt_spec(ctx)
     run_taskset(ctx)
     report_waiting(ctx)
+    report_suspension(ctx)
     return Pass(ctx)
 
 

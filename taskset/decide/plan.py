@@ -75,6 +75,8 @@ class TaskSetRef:
     uid: str
     generation: int
     deleting: bool
+    # spec.suspend, read live (taskset.api.sharing): the attempt keeps no Pods and creates none (issue 24).
+    suspended: bool = False
 
 
 # Who asked for an owned object: the attempt's ControlUnit is the controller's own, every other one an

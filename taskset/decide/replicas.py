@@ -41,6 +41,7 @@ from taskset.decide.passes import (
 )
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, LogRecord, ResultKind
 from taskset.decide.policies import replica_may_retry, retry_due, taskset_retry_decision
+from taskset.decide.suspension import replica_rows
 from taskset.decide.waiting import WAIT_MESSAGE_MAX, WAITING_PHASES, pod_wait, wait_kind
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
@@ -158,6 +159,8 @@ def _replica_facts(
         may_retry=replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting),
         retry_due=retry_due(role.retry_policy.delay_seconds, elapsed),
         earlier_attempt_alive=replica.phase == P.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
+        suspended=ctx.ref.suspended,
+        suspend_deleted=replica.suspended,
     )
 
 
@@ -424,6 +427,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P13": Row(message=_final_message),
     "P14": Row(effect=_start_retry, message="TaskRole replica is going to retry"),
     "P14b": Row(wait=_wait_for_retry_delay),
+    **replica_rows(ReplicaAt),  # issue 24
 }
 check_rows(REPLICA_MACHINE, REPLICA_ROWS)
 

@@ -17,6 +17,7 @@ from typing import Any, Final
 import orjson
 
 from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, API_VERSION, KIND, LABEL_TASKSET
+from taskset.api.sharing import without_live_fields
 from taskset.api.spec import ParsedTaskSet, SpecCheck, TaskSetSpec, parse_taskset
 
 SNAPSHOT_KEY: Final = "spec.json"
@@ -65,7 +66,10 @@ def snapshot_digest(snapshot: str | None) -> str:
 
 def _snapshot(spec: object) -> str | None:
     """The spec as the snapshot keeps it, or None when it cannot be kept: larger than a ConfigMap holds,
-    or nested deeper than JSON encoding allows (decisions build this, so it must not raise)."""
+    or nested deeper than JSON encoding allows (decisions build this, so it must not raise). The fields
+    that steer the attempt from outside (``spec.suspend``) are left out: they are read live."""
+    if isinstance(spec, Mapping):
+        spec = without_live_fields(spec)
     try:
         encoded = orjson.dumps(spec)
     except orjson.JSONEncodeError:

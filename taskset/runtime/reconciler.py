@@ -36,6 +36,7 @@ import orjson
 from clock import Clock, RealClock
 from informers import Store
 from taskset.api.constants import ANNOTATION_TASKSET, LOGGER_NAME, EventReason
+from taskset.api.sharing import managed_here, suspended
 from taskset.api.spec import ParseResult, control_unit_name, is_control_unit_name, parse_taskset
 from taskset.api.status import QUOTED_MAX, TaskSetStatus, clip
 from taskset.api.views import Observed, OwnedView, control_unit_view, controller_uid, owned_view, pod_view
@@ -179,7 +180,7 @@ class Reconciler:
     # ----- entry ----------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> ReconcileResult:
         obj = self._tasksets.get_by_key(key)
-        if obj is None:
+        if obj is None or not managed_here(obj):  # spec.managedBy names another controller: hands off
             self._forget(key)
             return ReconcileResult()
         meta = obj["metadata"]
@@ -192,6 +193,7 @@ class Reconciler:
             uid=meta.get("uid", ""),
             generation=int(meta.get("generation") or 0),
             deleting=meta.get("deletionTimestamp") is not None,
+            suspended=suspended(obj),
         )
         try:
             record = self._record(key, obj)

@@ -525,7 +525,7 @@ def test_status_is_a_subresource_that_keeps_the_full_shape(
     assert table[0].split() == ["NAME", "STATE", "ROLES", "REPLICAS", "RETRIES", "AGE"]
     assert table[1].split()[:5] == ["ts", "Running", "1/2", "1/3", "0"]
     wide = cluster.kubectl("get", "ts", "-n", namespace, "-o", "wide").stdout.split("\n")[0].split()
-    assert wide[-4:] == ["PHASE", "STARTED", "FINISHED", "MESSAGE"]
+    assert wide[-5:] == ["PHASE", "STARTED", "FINISHED", "MESSAGE", "SUSPENDED"]
 
 
 @pytest.mark.parametrize(

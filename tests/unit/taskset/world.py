@@ -21,6 +21,7 @@ from clock import Clock
 from informers import Store
 from taskset.api.constants import ANNOTATION_CREATION_PROOF, TaskSetPhase
 from taskset.api.proof import PROCESS_PROOF_KEY, ProofSubject, creation_proof
+from taskset.api.sharing import suspended
 from taskset.api.spec import parse_taskset
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
 from taskset.api.views import Observed, control_unit_view, owned_view, pod_view
@@ -78,7 +79,14 @@ class World:
     @property
     def ref(self) -> TaskSetRef:
         meta = self.taskset["metadata"]
-        return TaskSetRef(meta["name"], meta["namespace"], meta["uid"], meta["generation"], self.deleting)
+        return TaskSetRef(
+            meta["name"],
+            meta["namespace"],
+            meta["uid"],
+            meta["generation"],
+            self.deleting,
+            suspended=suspended(self.taskset),
+        )
 
     def observed(self) -> Observed:
         status = self.status

@@ -68,13 +68,13 @@ def test_resource_identity() -> None:
         ),
         pytest.param(
             c.ConditionType,
-            ["Running", "Succeeded", "Failed", "ControlUnitTampered"],
-            id="condition types (2.5.1), and issue 30's",
+            ["Running", "Succeeded", "Failed", "ControlUnitTampered", "Suspended"],
+            id="condition types (2.5.1), and issues 30's and 24's",
         ),
         pytest.param(
             c.ConditionReason,
-            ["Running", "Waiting", "Succeeded", "Failed", "ValidationFailed"],
-            id="condition reasons (2.5.1)",
+            ["Running", "Waiting", "Succeeded", "Failed", "ValidationFailed", "Suspended", "Resumed"],
+            id="condition reasons (2.5.1), and issue 24's",
         ),
         pytest.param(
             c.EventReason,
@@ -97,6 +97,8 @@ def test_resource_identity() -> None:
                 "OwnedObjectCreationFailed",
                 "ControlUnitTampered",
                 "StatusWriteRefused",
+                "TaskSetSuspended",
+                "TaskSetResumed",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),

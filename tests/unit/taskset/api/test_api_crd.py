@@ -247,6 +247,7 @@ def test_printer_columns_point_at_declared_fields(crd: dict[str, Any], root: dic
         ("Started", 1),
         ("Finished", 1),
         ("Message", 1),
+        ("Suspended", 1),
     ]
     for col in columns:
         node = root
@@ -255,4 +256,4 @@ def test_printer_columns_point_at_declared_fields(crd: dict[str, Any], root: dic
                 break
             node = node["properties"][part]
         else:
-            assert node["type"] in ("string", "integer"), col
+            assert node["type"] in ("string", "integer", "boolean"), col
