@@ -69,6 +69,27 @@ KUBERNETES = Component(
 ETCD = Component("etcd", {"etcd": "go.etcd.io/etcd/server/v3"})
 KWOK = Component("kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
 COMPONENTS = (ETCD, KWOK, KUBERNETES)
+# Issue 24: built with the others, but started only by the tests that need them (devcluster/kueue.py,
+# devcluster/coscheduling.py).
+KUEUE = Component("kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"})
+SCHEDULER_PLUGINS = Component(
+    "scheduler-plugins", {"scheduler-plugins": "sigs.k8s.io/scheduler-plugins/cmd/scheduler"}
+)
+ADDONS = (KUEUE, SCHEDULER_PLUGINS)
+
+
+def module_dir(component: Component, module: str) -> Path:
+    """Where ``module``, a dependency of ``component``'s wrapper, lies in the Go module cache (the build
+    downloaded it): for the manifests that ship in its zip, such as CRDs."""
+    done = subprocess.run(
+        ["go", "list", "-m", "-f", "{{.Dir}}", module],
+        cwd=GO_DIR / component.name,
+        env={**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(done.stdout.strip())
 
 
 def cache_root() -> Path:
@@ -119,7 +140,7 @@ def build(component: Component) -> Path:
 def build_all() -> dict[str, Path]:
     """Build every component; return binary name -> path."""
     paths: dict[str, Path] = {}
-    for component in COMPONENTS:
+    for component in (*COMPONENTS, *ADDONS):
         directory = build(component)
         paths.update({binary: directory / binary for binary in component.packages})
     return paths

@@ -75,7 +75,7 @@ class Settings:
     extra_apiserver_args: tuple[str, ...] = ()
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the child before exec: ask the kernel to SIGKILL us when our parent dies."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -96,7 +96,7 @@ class _Process:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509  (only a prctl; children start from the main thread)
+                preexec_fn=die_with_parent,  # noqa: PLW1509  (only a prctl; children start from the main thread)
             )
         finally:
             log.close()
@@ -276,9 +276,19 @@ class Cluster:
         with urllib.request.urlopen(req, context=self._ssl_context(), timeout=30) as response:
             return json.loads(response.read() or b"null")
 
-    def create_nodes(self, count: int, prefix: str = "kwok-node") -> list[str]:
+    def create_nodes(
+        self,
+        count: int,
+        prefix: str = "kwok-node",
+        *,
+        capacity: dict[str, str] | None = None,
+        labels: dict[str, str] | None = None,
+        taints: tuple[dict[str, str], ...] = (),
+    ) -> list[str]:
+        """Simulated nodes ``<prefix>-<i>``, of the settings' size unless ``capacity`` says otherwise (a
+        gang test wants small ones, issue 24), with extra ``labels`` and ``taints``."""
         names = [f"{prefix}-{i}" for i in range(count)]
-        resources = {
+        resources = capacity or {
             "cpu": self.settings.node_cpu,
             "memory": self.settings.node_memory,
             "pods": self.settings.node_pods,
@@ -291,8 +301,14 @@ class Cluster:
                 "metadata": {
                     "name": name,
                     "annotations": {NODE_ANNOTATION: "fake"},
-                    "labels": {"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+                    "labels": {
+                        "type": "kwok",
+                        "kubernetes.io/hostname": name,
+                        "kubernetes.io/os": "linux",
+                        **(labels or {}),
+                    },
                 },
+                "spec": {"taints": list(taints)},
                 "status": {"allocatable": resources, "capacity": resources},
             }
             with contextlib.suppress(urllib.error.HTTPError):
