@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from bench.kube import Api, RawObject
 from taskset.api import constants as c
 
@@ -44,6 +46,7 @@ class TaskSetRecord:
     state: str = ""
     message: str = ""  # stateMessage at the end
     status_versions: int = 0  # distinct statuses seen (a lower bound of status writes)
+    status_bytes_peak: int = 0  # the largest status seen, serialized as JSON (issue 22's budget)
 
 
 @dataclass
@@ -121,6 +124,7 @@ class Recorder:
                 record = self.tasksets[name] = TaskSetRecord(name=name, added=now)
             if status:
                 record.status_versions += 1
+                record.status_bytes_peak = max(record.status_bytes_peak, len(orjson.dumps(status)))
             if record.final is None and status.get("phase") == c.TaskSetPhase.COMPLETED:
                 record.final, record.state = now, str(status.get("state", ""))
                 record.message = str(status.get("stateMessage", ""))

@@ -18,7 +18,8 @@ from bench.recorder import PodRecord, TaskSetRecord
 
 BEGIN = "<!-- BEGIN GENERATED: python -m bench rewrites this section -->"
 END = "<!-- END GENERATED -->"
-TASKSET_SCENARIOS = ("burst", "large", "steady", "churn")
+TASKSET_SCENARIOS = ("burst", "large", "steady", "churn", "huge")
+MEMORY_SCENARIOS = ("cache", "strangers")  # a memory record each, not a row of the table
 PAIRED_SCENARIOS = ("burst", "large")  # the throughput targets: each gets its own raw run just before it
 
 
@@ -167,6 +168,7 @@ def taskset_scenario(
         "latency_last_exit_to_final_s": percentiles(exit_to_final),
         "pod_creation_rate": rate(first_added),
         "pod_creation_rate_including_retries": rate(pod_added),
+        "status_bytes_peak": max((t.status_bytes_peak for t in tasksets), default=0),
         "controller": {
             "cpu_seconds": round(cpu, 2),
             "cpu_seconds_per_1000_pods": round(cpu / len(pods) * 1000, 2) if pods else None,
@@ -316,6 +318,8 @@ def one_line(s: dict[str, Any]) -> str:
     if "latency_create_to_all_pods_s" in s:
         lat = s["latency_create_to_all_pods_s"]
         line += f", create->all pods p50/p99 {lat['p50']}/{lat['p99']} s"
+    if s.get("status_bytes_peak"):
+        line += f", status peak {s['status_bytes_peak']} B"
     return f"{line} [{ok}]"
 
 
@@ -338,7 +342,7 @@ def table(results: dict[str, Any]) -> str:
     ]
     for name, s in scenarios.items():
         ok = "yes" if s["correctness"]["ok"] else f"NO ({s['correctness'].get('error_count', '?')} errors)"
-        if name == "cache":
+        if name in MEMORY_SCENARIOS:
             continue  # a memory figure, below
         if name.startswith("raw"):
             rate_text = f"{_fmt(s['pod_creation_rate'])} (delete {_fmt(s['pod_deletion_rate'])})"
@@ -368,25 +372,47 @@ def table(results: dict[str, Any]) -> str:
         f"whole run {results.get('wall_seconds')} s; controller lifetime peak RSS (VmHWM) "
         f"{results.get('controller', {}).get('peak_rss_mib_lifetime')} MiB."
     )
-    tables = memory_line(scenarios) + cpu_table(scenarios) + window_table(scenarios)
+    tables = memory_line(scenarios) + strangers_line(scenarios) + cpu_table(scenarios)
+    tables += window_table(scenarios)
     return head + "\n\n" + "\n".join(rows) + "\n\n" + tables
+
+
+def correct(record: dict[str, Any]) -> str:
+    """A memory scenario's verdict, in words."""
+    if record["correctness"]["ok"]:
+        return "all correct"
+    return "NOT correct: " + "; ".join(record["correctness"]["errors"])
 
 
 def memory_line(scenarios: dict[str, Any]) -> str:
     cache = scenarios.get("cache")
     if cache is None:
         return ""
-    ctl = cache["controller"]
-    ok = (
-        "all correct"
-        if cache["correctness"]["ok"]
-        else "NOT correct: " + "; ".join(cache["correctness"]["errors"])
-    )
+    ctl, ok = cache["controller"], correct(cache)
     return (
         f"Memory (`cache`): {cache['pods_running']} Pods Running in {cache['tasksets']} TaskSets, all in the "
         f"controller's caches: RSS {ctl['rss_mib_holding']} MiB (before the scenario "
         f"{ctl['rss_mib_before']} MiB; lifetime peak so far {ctl['peak_rss_mib_lifetime']} MiB); "
         f"{cache['seconds_to_all_running']} s to all Running; {ok}.\n\n"
+    )
+
+
+def strangers_line(scenarios: dict[str, Any]) -> str:
+    """The ``strangers`` scenario's line (bench/strangers.py), empty when it did not run."""
+    record = scenarios.get("strangers")
+    if record is None:
+        return ""
+    ctl = record["controller"]
+    what = (
+        f"{record['config_maps']} labelled ConfigMaps of 1 MB and {record['pods']} labelled Pods with "
+        "250 KB annotations in another namespace"
+    )
+    with_, without = ctl["rss_mib_with"], ctl["rss_mib_without"]
+    ratio, arrived = ctl["rss_ratio_with_to_without"], ctl["rss_mib_strangers_arrived"]
+    figure = f"{with_} MiB after a burst with them against {without} MiB after the same burst before them"
+    return (
+        f"Memory with strangers (`strangers`): {what}: controller RSS {figure} ({ratio}x; {arrived} MiB "
+        f"once they were all there); {correct(record)}.\n\n"
     )
 
 

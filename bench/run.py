@@ -17,10 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from bench import report, strangers
 from bench.churn import SUSPECT_LISTS, churn_check, ending_passes
 from bench.controller import Controller, Sampler, cpu_by_process, diff, error_lines
 from bench.kube import Api, ApiError
+from bench.pinning import pin_layout
 from bench.profile import Profiler
 from bench.recorder import TASKSETS_PATH, PodRecord, Recorder, TaskSetRecord, wait_until
 from bench.scenarios import (
@@ -39,11 +40,12 @@ from taskset.runtime.kube import RateLimiter
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "manifests" / "crd" / "tasksets.octopus.openi.pcl.cn.yaml"
-SCENARIOS = ("raw", "burst", "large", "steady", "churn", "cache")
+SCENARIOS = ("raw", "burst", "large", "steady", "churn", "cache", "strangers", "huge")
 CACHE_REPLICAS = 500  # replicas per TaskSet of the cache scenario
 CACHE_SETTLE = 5.0  # seconds after the last Pod runs: the controller's last passes and writes
 CREATE_THREADS = 8  # the driver's parallel TaskSet creates in a burst
-DEFAULT_QPS, DEFAULT_BURST = 50.0, 100  # the controller's defaults: the raw client's "limited" run
+# The client limit the controller had by default until issue 22 (now off): the raw client's "limited" run.
+DEFAULT_QPS, DEFAULT_BURST = 50.0, 100
 WATCH_SETTLE = 1.0  # seconds for the recorder's initial lists before a scenario starts
 
 
@@ -62,6 +64,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--workers", type=int, default=10, help="controller --workers, and raw client threads"
     )
     parser.add_argument("--nodes", type=int, default=4, help="simulated nodes")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="control plane on core 0, the controller and this driver (the raw client) on core 1",
+    )
+    parser.add_argument(
+        "--controller-qps",
+        type=float,
+        default=0.0,
+        help="the controller's --qps (0: unlimited, its default); --burst is 100 (issue 22's measurement)",
+    )
     parser.add_argument(
         "--repeat",
         type=int,
@@ -150,6 +163,8 @@ class Bench:
         scale = self.scale
         if scenario == "large":
             return [taskset("large", scale.large, ps=False)]
+        if scenario == "huge":
+            return [taskset("huge", scale.huge, ps=False)]
         if scenario == "steady":
             count = round(scale.steady_rate * scale.steady_seconds)
             return [taskset(f"steady-{i:04d}", WORKERS_PER_TASKSET) for i in range(count)]
@@ -317,6 +332,10 @@ class Bench:
         self.drop(namespace)
         return result
 
+    def rss_kib(self) -> int:
+        """The controller's resident memory now."""
+        return self.sampler.sample()[2]
+
     def running(self, namespace: str) -> int:
         listed = self.api.request(
             "GET", f"/api/v1/namespaces/{namespace}/pods?fieldSelector=status.phase%3DRunning"
@@ -469,6 +488,21 @@ def install_crd(cluster: Cluster, api: Api) -> None:
     )
 
 
+def run_memory(bench: Bench, scenario: str, scenarios: dict[str, Any]) -> None:
+    """Run a memory scenario (``cache``, ``strangers``) and print its figure."""
+    if scenario == "strangers":
+        scenarios.update(strangers.run(bench))
+        print(report.strangers_line(scenarios), flush=True)
+        return
+    outcome = bench.run_cache()
+    scenarios["cache"] = outcome
+    print(
+        f"  cache: {outcome['pods_running']} Pods Running, controller RSS "
+        f"{outcome['controller']['rss_mib_holding']} MiB",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     scale = SCALES[args.scale]
@@ -483,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
             "controller_workers": args.workers,
             "nodes": args.nodes,
             "repeat": args.repeat,
+            "controller_qps": args.controller_qps,
+            "pinned": {},
         },
         "machine": report.machine(),
         "scenarios": {},
@@ -490,8 +526,12 @@ def main(argv: list[str] | None = None) -> int:
     with Cluster(settings) as cluster:
         print(f"control plane ready in {time.monotonic() - begun:.1f}s ({cluster.server})", flush=True)
         install_crd(cluster, Api(cluster))
-        controller = Controller(cluster, workers=args.workers, qps=0, burst=DEFAULT_BURST)
+        controller = Controller(cluster, workers=args.workers, qps=args.controller_qps, burst=DEFAULT_BURST)
         controller.start()
+        if args.pin:
+            results["settings"]["pinned"] = pin_layout(
+                cluster.pids(), {"controller": controller.pid, "bench driver": os.getpid()}
+            )
         profile_dir = args.out / f"profile-{args.scale}-seed{args.seed}" if args.profile else None
         bench = Bench(
             cluster, controller, scale, args.seed, args.workers, out=args.out, profile_dir=profile_dir
@@ -499,14 +539,8 @@ def main(argv: list[str] | None = None) -> int:
         bench.sampler.start()
         try:
             for scenario in chosen:
-                if scenario == "cache":
-                    outcome = bench.run_cache()
-                    results["scenarios"]["cache"] = outcome
-                    print(
-                        f"  cache: {outcome['pods_running']} Pods Running, controller RSS "
-                        f"{outcome['controller']['rss_mib_holding']} MiB",
-                        flush=True,
-                    )
+                if scenario in report.MEMORY_SCENARIOS:
+                    run_memory(bench, scenario, results["scenarios"])
                 elif scenario == "raw":
                     for qps, burst in ((0.0, DEFAULT_BURST), (DEFAULT_QPS, DEFAULT_BURST)):
                         outcome = bench.run_raw(qps, burst)

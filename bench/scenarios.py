@@ -4,7 +4,8 @@ Shape of a burst/steady/churn TaskSet: a ``ps`` role of 1 replica that runs unti
 server never exits by itself) and a ``worker`` role of 4 replicas that run 5 s and exit 0, with the event
 policy ``RoleSucceeded -> TaskSetSucceeded`` on the workers (as in the README's quick start). So a
 TaskSet ends when its 4 workers have succeeded, and the controller then deletes the ps Pod; the
-expected final state is ``Succeeded``. ``large`` is one TaskSet with only a worker role.
+expected final state is ``Succeeded``. ``large`` is one TaskSet with only a worker role; ``huge`` the
+same at the largest supported size (10,000 replicas at full scale, issue 22).
 
 Churn: both roles get ``retryPolicy {retry: true, maxRetryCount: 1, delay: 0}``, and a seeded 20% of
 all replicas (ps included) fail their first attempt: the role's template carries
@@ -36,6 +37,7 @@ RAW_LABEL = "bench-raw-taskset"  # in place of the TaskSet label: the controller
 class Scale:
     burst: int  # TaskSets created at once
     large: int  # worker replicas of the one large TaskSet
+    huge: int  # worker replicas of the one TaskSet at the supported maximum (issue 22)
     steady_rate: float  # TaskSets per second
     steady_seconds: float
     churn: int  # TaskSets of the churn burst
@@ -50,10 +52,24 @@ class Scale:
 
 SCALES = {
     "small": Scale(
-        burst=40, large=400, steady_rate=2.0, steady_seconds=60.0, churn=40, cache=2000, timeout=600.0
+        burst=40,
+        large=400,
+        huge=1000,
+        steady_rate=2.0,
+        steady_seconds=60.0,
+        churn=40,
+        cache=2000,
+        timeout=600.0,
     ),
     "full": Scale(
-        burst=200, large=2000, steady_rate=5.0, steady_seconds=120.0, churn=200, cache=10000, timeout=1800.0
+        burst=200,
+        large=2000,
+        huge=10000,
+        steady_rate=5.0,
+        steady_seconds=120.0,
+        churn=200,
+        cache=10000,
+        timeout=1800.0,
     ),
 }
 

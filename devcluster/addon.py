@@ -4,20 +4,17 @@ stopped with it (it also dies with the process that started it)."""
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from devcluster.cluster import die_with_parent
+from devcluster.cluster import ClusterError, _Process
 
 if TYPE_CHECKING:
     from devcluster.cluster import Cluster
 
 READY_TIMEOUT = 120.0  # seconds; informers sync in a few on a warm API server, 2 busy cores are slower
-STOP_GRACE = 10.0  # seconds to exit after SIGTERM before SIGKILL
 
 
 class Addon:
@@ -28,7 +25,7 @@ class Addon:
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.directory = cluster.directory / self.name
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: _Process | None = None
 
     # ----- what a component says --------------------------------------------------------------
     def prepare(self) -> list[str]:
@@ -51,44 +48,22 @@ class Addon:
 
     def start(self) -> Self:
         self.directory.mkdir(parents=True, exist_ok=True)
-        command = self.prepare()
-        log = self.log_path.open("ab")
-        try:
-            self._process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent,  # noqa: PLW1509  (only a prctl, as the cluster's components)
-            )
-        finally:
-            log.close()
+        self._process = _Process(self.name, self.prepare(), self.log_path)
+        self._process.start()
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
             if self.ready():
                 return self
-            if self._process.poll() is not None:
+            if not self._process.running():
                 break
             time.sleep(0.2)
-        tail = self.log()[-3000:]
+        tail = self._process.tail(60)
         self.stop()
-        raise RuntimeError(f"{self.name} did not become ready:\n{tail}")
-
-    def log(self) -> str:
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")
-        return ""
+        raise ClusterError(f"{self.name} did not become ready:\n{tail}")
 
     def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if self._process is not None:
+            self._process.stop()
 
     def __enter__(self) -> Self:
         return self.start()

@@ -68,14 +68,16 @@ KUBERNETES = Component(
 )
 ETCD = Component("etcd", {"etcd": "go.etcd.io/etcd/server/v3"})
 KWOK = Component("kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
-COMPONENTS = (ETCD, KWOK, KUBERNETES)
-# Issue 24: built with the others, but started only by the tests that need them (devcluster/kueue.py,
-# devcluster/coscheduling.py).
+COMPONENTS = (ETCD, KWOK, KUBERNETES)  # the control plane: every Cluster needs them
+# Started only by the tests that need them (issue 23: CoreDNS resolves the replicas' names; issue 24:
+# Kueue and the coscheduling scheduler, devcluster/kueue.py and devcluster/coscheduling.py), but built
+# with the rest by ``make binaries``, so that no test builds them on its own clock.
+COREDNS = Component("coredns", {"coredns": "github.com/coredns/coredns"})
 KUEUE = Component("kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"})
 SCHEDULER_PLUGINS = Component(
     "scheduler-plugins", {"scheduler-plugins": "sigs.k8s.io/scheduler-plugins/cmd/scheduler"}
 )
-ADDONS = (KUEUE, SCHEDULER_PLUGINS)
+ADDONS = (COREDNS, KUEUE, SCHEDULER_PLUGINS)
 
 
 def module_dir(component: Component, module: str) -> Path:
@@ -137,18 +139,18 @@ def build(component: Component) -> Path:
     return target
 
 
-def build_all() -> dict[str, Path]:
-    """Build every component; return binary name -> path."""
+def build_all(components: tuple[Component, ...] = COMPONENTS + ADDONS) -> dict[str, Path]:
+    """Build every component (the add-ons too); return binary name -> path."""
     paths: dict[str, Path] = {}
-    for component in (*COMPONENTS, *ADDONS):
+    for component in components:
         directory = build(component)
         paths.update({binary: directory / binary for binary in component.packages})
     return paths
 
 
 def binary_paths() -> dict[str, Path]:
-    """Paths of all binaries, building whatever is missing first."""
-    return build_all()
+    """Paths of the control plane's binaries, building whatever is missing first."""
+    return build_all(COMPONENTS)
 
 
 def _log(message: str) -> None:

@@ -39,8 +39,10 @@ POD_CIDR = "10.0.0.1/16"
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 # The controllers the project relies on: garbage collection (control unit -> pods cascade), namespace
 # deletion, resource quotas (their usage, which quota admission needs), and ServiceAccounts with their
-# tokens (so ServiceAccount admission can stay on).
+# tokens (so ServiceAccount admission can stay on), and EndpointSlices (a TaskSet's headless Service lists
+# its replicas in them, and CoreDNS answers from them).
 KCM_CONTROLLERS = (
+    "endpointslice-controller",
     "garbage-collector-controller",
     "namespace-controller",
     "resourcequota-controller",
@@ -75,7 +77,7 @@ class Settings:
     extra_apiserver_args: tuple[str, ...] = ()
 
 
-def die_with_parent() -> None:
+def _die_with_parent() -> None:
     """Runs in the child before exec: ask the kernel to SIGKILL us when our parent dies."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -96,7 +98,7 @@ class _Process:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent,  # noqa: PLW1509  (only a prctl; children start from the main thread)
+                preexec_fn=_die_with_parent,  # noqa: PLW1509  (only a prctl; children start from the main thread)
             )
         finally:
             log.close()

@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from taskset.api import constants as c  # noqa: E402  (after the sys.path tweak, so the script runs from anywhere)
+from taskset.api.compact import BUCKETS  # noqa: E402
 
 OUTPUT = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
 KUBERNETES_VERSION_FILE = ROOT / "devcluster" / "go" / "kubernetes" / "VERSION"
@@ -351,9 +352,22 @@ def _pod_name_rule() -> Schema:
     }
 
 
+def _total_replicas_rule() -> Schema:
+    """CEL (issue 22): the largest supported TaskSet, for which the status budget is proved."""
+    return {
+        "rule": "!has(self.roles) || "
+        f"self.roles.map(r, has(r.replicas) ? r.replicas : 0).sum() <= {c.MAX_TOTAL_REPLICAS}",
+        # No messageExpression: one naming the sum is priced beyond the API server's CEL budget.
+        "message": f"the replicas of all roles must total at most {c.MAX_TOTAL_REPLICAS}",
+        "fieldPath": ".roles",
+        "reason": "FieldValueInvalid",
+    }
+
+
 def _spec_schema(template: Schema) -> Schema:
     return {
         "type": "object",
+        "x-kubernetes-validations": [_total_replicas_rule(), _managed_by_rule()],
         "properties": {
             "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
             "roles": {
@@ -363,6 +377,13 @@ def _spec_schema(template: Schema) -> Schema:
                 "items": _role_schema(template),
                 "x-kubernetes-list-type": "map",
                 "x-kubernetes-list-map-keys": ["name"],
+            },
+            "network": _network_schema(),
+            "framework": {
+                "type": "string",
+                "enum": ["tensorflow"],
+                "description": "A framework preset (issue 23): tensorflow gives every container TF_CONFIG "
+                "built from the replicas' DNS names.",
             },
             "queue": {
                 "type": "string",
@@ -388,7 +409,6 @@ def _spec_schema(template: Schema) -> Schema:
                 "TaskSet alone (as the Job controller does with its spec.managedBy).",
             },
         },
-        "x-kubernetes-validations": [_managed_by_rule()],
     }
 
 
@@ -400,6 +420,29 @@ def _managed_by_rule() -> Schema:
         "message": c.MSG_MANAGED_BY_IMMUTABLE,
         "fieldPath": ".managedBy",
         "reason": "FieldValueInvalid",
+    }
+
+
+def _network_schema() -> Schema:
+    """``spec.network`` (issue 23, ``taskset.objects.network``): the replicas' DNS names and their
+    headless Service."""
+    return {
+        "type": "object",
+        "description": "The replicas' network identity: a headless Service per TaskSet and a hostname "
+        "per Pod, so <taskset>-<role>-<index>.<subdomain>.<namespace>.svc resolves to the replica's Pod.",
+        "properties": {
+            "enableDNSHostnames": {
+                "type": "boolean",
+                "description": "Whether Pods get hostnames under the headless Service (default true).",
+            },
+            "subdomain": {
+                "type": "string",
+                "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                "pattern": "^[a-z]([-a-z0-9]*[a-z0-9])?$",
+                "description": "The headless Service's name, a DNS-1035 label (default: the TaskSet's "
+                "name; a TaskSet whose name starts with a digit gets names only when this is set).",
+            },
+        },
     }
 
 
@@ -442,6 +485,41 @@ def _condition_schema() -> Schema:
                 "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                 r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
             },
+        },
+    }
+
+
+def _replica_counts(description: str) -> Schema:
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {bucket: _count() for bucket in BUCKETS},
+    }
+
+
+def _replica_rows() -> Schema:
+    """The compact shape of a role's replicas (taskset.api.compact), written only when the full shape
+    would not fit in the status budget."""
+    texts = {
+        "type": "object",
+        "properties": {
+            "phaseMessage": _string(),
+            "podReason": _string(),
+            "podHostIP": _string(),
+            "containerName": _string(),
+            "exitCode": {"type": "integer", "format": "int32"},
+            "signal": {"type": "integer", "format": "int32"},
+            "reason": _string(),
+        },
+    }
+    return {
+        "type": "object",
+        "description": "Compact shape of a large status (issue 22): one row per replica, "
+        "'<phase letter><flags> <retries> <transition epoch> <podUID> <texts index>'. See docs/status.md.",
+        "properties": {
+            "podNamePrefix": _string(),
+            "texts": {"type": "array", "items": texts, "x-kubernetes-list-type": "atomic"},
+            "rows": {"type": "array", "items": _string(), "x-kubernetes-list-type": "atomic"},
         },
     }
 
@@ -495,8 +573,16 @@ def _status_schema() -> Schema:
             "transitionTime": _time(nullable=True),
             "state": _enum(c.State),
             "stateMessage": _string(),
+            "replicaCounts": _replica_counts("The role's replicas by what they do (issue 22)."),
             # Atomic, not a list-map: one entry per spec.roles entry, whatever the names.
-            "replicaStatus": {"type": "array", "items": replica, "x-kubernetes-list-type": "atomic"},
+            "replicaStatus": {
+                "type": "array",
+                "description": "Every replica; in the compact shape (replicaRows present), only the replicas "
+                "that are not fine (failed, retried, a Pod reason, waiting for something), by index.",
+                "items": replica,
+                "x-kubernetes-list-type": "atomic",
+            },
+            "replicaRows": _replica_rows(),
         },
     }
     return {
@@ -539,6 +625,7 @@ def _status_schema() -> Schema:
                 "properties": {
                     "roles": {"type": "string", "description": "Completed roles / roles, e.g. 1/2."},
                     "replicas": {"type": "string", "description": "Completed replicas / replicas, e.g. 5/8."},
+                    **{bucket: _count() for bucket in BUCKETS},
                 },
             },
         },
@@ -559,6 +646,11 @@ def _printer_columns() -> list[Schema]:
         column("Phase", "string", ".status.phase", "Attempt phase", wide=True),
         column("Started", "date", ".status.startAt", "First time the TaskSet ran", wide=True),
         column("Finished", "date", ".status.finishAt", "Time the TaskSet completed", wide=True),
+        column("Waiting", "integer", ".status.summary.waiting", "Replicas waiting for a Pod", wide=True),
+        column("Running", "integer", ".status.summary.running", "Replicas running", wide=True),
+        column("Succeeded", "integer", ".status.summary.succeeded", "Replicas succeeded", wide=True),
+        column("Failed", "integer", ".status.summary.failed", "Replicas failed", wide=True),
+        column("Retrying", "integer", ".status.summary.retrying", "Replicas waiting to retry", wide=True),
         column("Message", "string", ".status.stateMessage", "Why the state is what it is", wide=True),
         column("Suspended", "boolean", ".spec.suspend", "spec.suspend (issue 24)", wide=True),
     ]

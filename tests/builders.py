@@ -95,6 +95,11 @@ class TaskSetBuilder:
         self._obj["spec"]["queue"] = queue
         return self
 
+    def spec_field(self, name: str, value: Any) -> TaskSetBuilder:
+        """Any spec field as given (``network``, ``framework``, ...), valid or not."""
+        self._obj["spec"][name] = value
+        return self
+
     def priority(self, priority: int) -> TaskSetBuilder:
         self._obj["spec"]["priority"] = priority
         return self

@@ -42,8 +42,9 @@ POD_NAME_MAX_LENGTH: Final = 63
 QUEUE_PATTERN: Final = "^[a-z0-9]{1,63}$"
 MIN_REPLICAS: Final = 1
 MAX_REPLICAS: Final = 10_000
-# Bounds the CRD's whole-object CEL rule (pod-name length) within the API server's cost budget.
-MAX_ROLES: Final = 1000
+# The largest supported TaskSet (issue 22): the status budget (taskset.api.compact) is proved for these.
+MAX_TOTAL_REPLICAS: Final = 10_000  # replicas of all roles together
+MAX_ROLES: Final = 100
 # Retry bounds: generous for any real job, and small enough that `now + delay` can never overflow a
 # datetime and `count + 1` never leaves int64. Relaxing them later is compatible; tightening is not.
 MAX_RETRY_COUNT: Final = 1_000_000
@@ -75,6 +76,27 @@ ANNOTATION_TASKSET_ATTEMPT_ID: Final = "TaskSetAttemptID"  # R only (D1)
 ANNOTATION_REPLICA_ATTEMPT_ID: Final = "ReplicaAttemptID"  # R only (D1)
 # The creation proof (taskset.api.proof): a keyed digest only the controller can write (issue 30).
 ANNOTATION_CREATION_PROOF: Final = "octopus.openi.pcl.cn/creation-proof"
+# The label and annotation keys the controller writes (``build_pod``, ``control_unit``, owned objects),
+# the only ones the caches keep (``taskset.api.slim``). Read today: the TaskSet annotation (routing,
+# ``pod_view``), TSUID, ReplicaAttemptID and the creation proof (``pod_view``); the rest are kept
+# because they are ours and small, so that a reader added later finds them. A new key the controller
+# writes and reads from a cached object must be added here.
+OWN_LABELS: Final = frozenset({LABEL_TASKSET, LABEL_ROLE})
+OWN_ANNOTATIONS: Final = frozenset(
+    {
+        ANNOTATION_REPLICA_INDEX,
+        ANNOTATION_TASKSET,
+        ANNOTATION_NAMESPACE,
+        ANNOTATION_TASKSET_UID,
+        ANNOTATION_CONTROL_UNIT_UID,
+        ANNOTATION_TASKSET_ATTEMPT_ID,
+        ANNOTATION_REPLICA_ATTEMPT_ID,
+        ANNOTATION_CREATION_PROOF,
+    }
+)
+
+# The ControlUnit's data key holding the attempt's spec snapshot (W-18; taskset.objects.controlunit).
+CONTROL_UNIT_SNAPSHOT_KEY: Final = "spec.json"
 
 # ----- environment variables prepended to every container and init container, in this order (3.2) ------
 ENV_TASKSET_NAMESPACE: Final = "TASKSET_NAMESPACE"
@@ -172,6 +194,13 @@ class ConditionType(StrEnum):
     # R only (issue 30): an attempt's ControlUnit snapshot was changed by someone else, or could not be
     # verified; it names the ControlUnit and stays as the record once set.
     CONTROL_UNIT_TAMPERED = "ControlUnitTampered"
+    # R only (issue 30, item 6): the API server refused a replica's Pod for good (PodSecurity admission,
+    # an invalid Pod, ...); it names the Pod and the API server's words, and goes False once a Pod of
+    # this TaskSet is created again.
+    POD_CREATION_REFUSED = "PodCreationRefused"
+    # R only (issue 30, item 6): a Pod of this TaskSet has been terminating, held by finalizers, for
+    # longer than --stuck-terminating-after; True while one is, False once none is.
+    PODS_STUCK_TERMINATING = "PodsStuckTerminating"
     # R only (issue 24): spec.suspend is true, so the attempt has no Pods and creates none until it is
     # false again; False (reason Resumed) once it was true and is no longer.
     SUSPENDED = "Suspended"
@@ -226,6 +255,11 @@ class EventReason(StrEnum):
     # R only (issue 30): the API server refused a status write for good (too large, invalid), so the
     # status itself cannot say so; once per distinct refusal, naming it and the status's size.
     STATUS_WRITE_REFUSED = "StatusWriteRefused"
+    # R only (issue 30, item 6): Pods held in Terminating by finalizers past --stuck-terminating-after
+    # (once each time the set of stuck Pods changes), and a Pod left running after its ControlUnit was
+    # deleted with orphan propagation, found by the UID the status recorded and deleted.
+    POD_STUCK_TERMINATING = "PodStuckTerminating"
+    ORPHANED_POD_DELETED = "OrphanedPodDeleted"
     # R only (issue 24): spec.suspend turned true (the Pods are being deleted) or false again.
     TASKSET_SUSPENDED = "TaskSetSuspended"
     TASKSET_RESUMED = "TaskSetResumed"
@@ -247,6 +281,8 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.OWNED_OBJECT_CREATION_FAILED,
         EventReason.CONTROL_UNIT_TAMPERED,
         EventReason.STATUS_WRITE_REFUSED,
+        EventReason.POD_STUCK_TERMINATING,
+        EventReason.ORPHANED_POD_DELETED,
     }
 )
 
@@ -332,5 +368,9 @@ MSG_RETRY_EXHAUSTED: Final = "Can't retry anymore"
 MSG_TASKSET_LEGAL: Final = "TaskSet is legal"
 MSG_TASKSET_RETRYING: Final = "TaskSet is going to retry"
 MSG_REPLICA_STOPPED: Final = "Replica is stopped by parent TaskRole"
-MSG_CONTROL_UNIT_DELETED_EXTERNALLY: Final = "ControlUnit was deleted externally"
+# R (issue 30, item 6): what happened, naming the object, instead of O's "ControlUnit was deleted
+# externally" and "The Pod vanished".
+MSG_CONTROL_UNIT_DELETED: Final = "ControlUnit {name} was deleted"
+MSG_CONTROL_UNIT_BEING_DELETED: Final = "ControlUnit {name} is being deleted"
+MSG_POD_DELETED: Final = "Pod {name} was deleted"
 MSG_CONTROL_UNIT_NAME_CONFLICT: Final = "ControlUnit name conflict: {name}"

@@ -78,6 +78,36 @@ class RawReplicaStatus(TypedDict):
     terminatedInfo: RawTerminatedInfo | None
 
 
+class RawReplicaCounts(TypedDict):
+    """A role's replicas by what they do (issue 22; ``taskset.api.compact.replica_counts``)."""
+
+    waiting: int  # AttemptPending, CreationRequested, Preparing, Assigned
+    running: int  # AttemptRunning, or ending the attempt (DeletionPending/Requested, AttemptCompleted)
+    succeeded: int  # TaskRoleReplicaCompleted with exit code 0
+    failed: int  # TaskRoleReplicaCompleted otherwise (a stopped replica included)
+    retrying: int  # AttemptRetryPending
+
+
+class RawReplicaTexts(TypedDict, total=False):
+    """One distinct combination of replica texts in the compact shape; absent keys are empty."""
+
+    phaseMessage: str
+    podReason: str
+    podHostIP: str
+    containerName: str
+    exitCode: int  # present when the container ended, with signal and reason
+    signal: int
+    reason: str
+
+
+class RawReplicaRows(TypedDict):
+    """A role's replicas in the compact shape (issue 22, ``taskset.api.compact``)."""
+
+    podNamePrefix: str  # "<taskset>-<role>-"
+    texts: list[RawReplicaTexts]
+    rows: list[str]  # "<phase letter><flags> <retries> <transition epoch> <podUID> <texts index>"
+
+
 class RawRoleStatus(TypedDict):
     name: str
     phase: str
@@ -85,7 +115,10 @@ class RawRoleStatus(TypedDict):
     transitionTime: str
     state: str
     stateMessage: str
+    replicaCounts: RawReplicaCounts
+    # Full shape: every replica. Compact shape: the replicas that are not fine, by index order.
     replicaStatus: list[RawReplicaStatus]
+    replicaRows: NotRequired[RawReplicaRows]  # the compact shape only
 
 
 class RawCondition(TypedDict):
@@ -102,6 +135,12 @@ class RawStatusSummary(TypedDict):
 
     roles: str  # "<roles in TaskRoleCompleted>/<roles>", e.g. "1/2"
     replicas: str  # "<replicas in TaskRoleReplicaCompleted>/<replicas>", e.g. "5/8"
+    # The roles' replicaCounts added up (issue 22).
+    waiting: int
+    running: int
+    succeeded: int
+    failed: int
+    retrying: int
 
 
 class RawAttemptResult(TypedDict):

@@ -38,6 +38,7 @@ from taskset.api.constants import (
     MAX_RETRY_COUNT,
     MAX_RETRY_DELAY_SECONDS,
     MAX_ROLES,
+    MAX_TOTAL_REPLICAS,
     MIN_REPLICAS,
     MSG_MAX_FAILED_ABOVE_REPLICAS,
     MSG_MAX_FAILED_BELOW_ONE,
@@ -417,6 +418,10 @@ def _parse(obj: object) -> ParsedTaskSet:
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
     shaped = [_shape_role(raw, index) for index, raw in enumerate(raw_roles)]
+    total = sum(role.replicas for role in shaped)
+    if total > MAX_TOTAL_REPLICAS:  # the status budget is proved up to here (taskset.api.compact)
+        problem = f"the replicas of all roles must total at most {MAX_TOTAL_REPLICAS}, not {total}"
+        raise _shape_error("spec.roles", problem)
 
     # Spec 2.4, in order. Check 1: the second occurrence of a name is the one reported.
     seen: set[str] = set()

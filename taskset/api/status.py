@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from taskset.api import compact
+from taskset.api.compact import BUCKETS, COUNTS, expand, replica_counts, shape
 from taskset.api.constants import (
     ConditionStatus,
     ConditionType,
@@ -67,14 +69,7 @@ def stamp(moment: datetime) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+parse_time = compact.parse_time  # a stored timestamp, read where the decisions have always found it
 
 
 def seconds_since(value: str | None, now: datetime) -> float:
@@ -250,6 +245,7 @@ class RoleStatus:
         )
 
     def to_json(self) -> Json:
+        replicas = [replica.to_json() for replica in self.replicas]
         return {
             "name": self.name,
             "phase": str(self.phase),
@@ -257,7 +253,8 @@ class RoleStatus:
             "transitionTime": self.transition_time,
             "state": str(self.state),
             "stateMessage": clip(self.state_message, MESSAGE_MAX),
-            "replicaStatus": [replica.to_json() for replica in self.replicas],
+            COUNTS: replica_counts(replicas),
+            "replicaStatus": replicas,
         }
 
     @classmethod
@@ -377,14 +374,29 @@ class TaskSetStatus:
         existing.message = message
         existing.observed_generation = self.observed_generation
 
-    def summary(self) -> Json:
-        """Progress counters for ``kubectl get ts`` printer columns."""
+    def summary(self, roles: list[Json] | None = None) -> Json:
+        """Progress for ``kubectl get ts`` printer columns, which can only show values, not add them up
+        (``roles``: the roles' JSON with their counts, when the caller has it already)."""
+        if roles is None:
+            roles = [role.to_json() for role in self.roles]
         replicas = [replica for role in self.roles for replica in role.replicas]
         done_roles = sum(1 for role in self.roles if role.phase == RolePhase.COMPLETED)
         finished = sum(1 for r in replicas if r.phase == ReplicaPhase.COMPLETED)
-        return {"roles": f"{done_roles}/{len(self.roles)}", "replicas": f"{finished}/{len(replicas)}"}
+        totals = {bucket: sum(role[COUNTS][bucket] for role in roles) for bucket in BUCKETS}
+        return {
+            "roles": f"{done_roles}/{len(self.roles)}",
+            "replicas": f"{finished}/{len(replicas)}",
+            **totals,
+        }
 
     def to_json(self) -> Json:
+        """The status to write: today's full shape when it fits in the status budget, else the compact
+        one (``taskset.api.compact``, issue 22)."""
+        return shape(self.full_json())
+
+    def full_json(self) -> Json:
+        """The full shape (spec 2.5), whatever its size: what a pass's private copy is made from."""
+        roles = [role.to_json() for role in self.roles]
         return {
             "phase": str(self.phase),
             "phaseMessage": clip(self.phase_message, MESSAGE_MAX),
@@ -398,24 +410,26 @@ class TaskSetStatus:
             "finishAt": self.finish_at,
             "totalRetriedCount": self.total_retried_count,
             "preemptCount": self.preempt_count,
-            "roleStatus": [role.to_json() for role in self.roles],
+            "roleStatus": roles,
             "observedGeneration": self.observed_generation,
             "attemptResult": None if self.attempt_result is None else self.attempt_result.to_json(),
             "conditions": [condition.to_json() for condition in self.conditions],
-            "summary": self.summary(),
+            "summary": self.summary(roles),
         }
 
     def copy(self) -> TaskSetStatus:
         """A private copy, through the JSON form the status is persisted in: half a deepcopy's cost."""
-        copied = TaskSetStatus.from_json(self.to_json())
+        copied = TaskSetStatus.from_json(self.full_json())
         assert copied is not None  # to_json always writes a phase
         return copied
 
     @classmethod
     def from_json(cls, raw: object) -> TaskSetStatus | None:
-        """The recorded status, or None when nothing usable is stored (the TaskSet is new)."""
+        """The recorded status, in either shape, or None when nothing usable is stored (the TaskSet is
+        new)."""
         if not isinstance(raw, dict) or not isinstance(raw.get("phase"), str):
             return None
+        raw = expand(raw)
         return cls(
             phase=_enum(TaskSetPhase, raw.get("phase"), TaskSetPhase.VALIDATION),
             phase_message=_str(raw.get("phaseMessage")),

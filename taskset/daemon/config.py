@@ -89,15 +89,22 @@ class Config:
     cache_creation_timeout: int = 300
     """Seconds a just-created ControlUnit or Pod may take to appear in the cache (spec 8.6)."""
 
+    stuck_terminating_after: float = 300.0
+    """Seconds a Pod of a TaskSet may stay after its deletion time (grace period included) before the
+    TaskSet's ``PodsStuckTerminating`` condition and a Warning event name it and what holds it."""
+
     namespace: str = ""
     """The one namespace to watch; "" = all namespaces, as O does."""
 
-    qps: float = 50.0
-    """Client-side limit on the reconciler's requests per second to the API server; 0 = unlimited.
-    The informers' lists and watches are not limited (a handful of long-lived requests)."""
+    qps: float = 0.0
+    """Client-side limit on the reconciler's requests per second to the API server; 0 = unlimited, the
+    default (issue 22): the API server's priority and fairness protects it, as SIG API Machinery
+    recommends and controller-runtime does by default; a limit of 50 halved the Pods created per second
+    (bench/README.md). The informers' lists and watches are never limited (a handful of long-lived
+    requests)."""
 
     burst: int = 100
-    """Requests that may exceed ``qps`` momentarily (token-bucket size)."""
+    """Requests that may exceed ``qps`` momentarily (token-bucket size); unused while ``qps`` is 0."""
 
     metrics_bind_address: str = ":8080"
     """Where ``/metrics`` is served: ``:port``, ``host:port``, or ``0`` to disable."""
@@ -338,10 +345,14 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("cache_creation_timeout", "--cache-creation-timeout", "CacheCreationTimeoutSec",
             "cacheCreationTimeoutSec", _positive_integer, "SECONDS",
             "how long a created ControlUnit or Pod may take to appear in the cache"),
+    Setting("stuck_terminating_after", "--stuck-terminating-after", _env("STUCK_TERMINATING_AFTER"),
+            "stuckTerminatingAfterSec", _non_negative_number, "SECONDS",
+            "how long a Pod may stay terminating past its deletion time before the TaskSet warns about it"),
     Setting("namespace", "--namespace", _env("NAMESPACE"), "namespace", _namespace, "NAME",
             "watch only this namespace; empty = all namespaces"),
     Setting("qps", "--qps", _env("QPS"), "qps", _non_negative_number, "N",
-            "client-side limit on the reconciler's requests per second; 0 = unlimited"),
+            "client-side limit on the reconciler's requests per second; 0 = unlimited (the API server's "
+            "priority and fairness protects it)"),
     Setting("burst", "--burst", _env("BURST"), "burst", _positive_integer, "N",
             "requests allowed above --qps in a burst"),
     Setting("metrics_bind_address", "--metrics-bind-address", _env("METRICS_BIND_ADDRESS"),

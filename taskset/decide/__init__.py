@@ -22,6 +22,7 @@ from taskset.api.spec import ParseResult, TaskSetSpec
 from taskset.api.status import TaskSetStatus, clip, stamp
 from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
+from taskset.decide.deletions import report_terminating
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
 from taskset.decide.owned import owned_created, owned_deleted
 from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
@@ -145,8 +146,11 @@ def decide(
     status.observed_generation = ref.generation
     ctx = PassContext(ref, live, observed, now, settings, Plan(status=status, spec=None))
     ctx.plan.spec = _attempt_spec(ctx)
+    if ctx.plan.snapshot_wanted is not None:
+        return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
     run_taskset(ctx)
     report_waiting(ctx)
+    report_terminating(ctx)
     report_suspension(ctx)
     return Pass(ctx)
 

@@ -13,6 +13,8 @@ from dataclasses import replace
 from taskset.api.constants import (
     KIND,
     LOG_MSG_TASKSET_PHASE_TRANSITION,
+    MSG_CONTROL_UNIT_BEING_DELETED,
+    MSG_CONTROL_UNIT_DELETED,
     ConditionReason,
     ConditionStatus,
     ConditionType,
@@ -23,9 +25,11 @@ from taskset.api.constants import (
     TaskSetPhase,
 )
 from taskset.api.constants import TaskSetPhase as T
+from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure, control_unit_name
 from taskset.api.status import AttemptResult, seconds_since
 from taskset.api.views import ControlUnitView
+from taskset.decide.deletions import remove_orphaned_pods
 from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
 from taskset.decide.owned import sync_owned
 from taskset.decide.passes import (
@@ -46,7 +50,7 @@ from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, R
 from taskset.decide.policies import Outcome, attempt_outcome, retry_due, taskset_retry_decision
 from taskset.decide.roles import sync_roles
 from taskset.decide.waiting import report_waiting
-from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit, snapshot_digest
+from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
 
 _RUNNING_PHASES = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
 _ENDING_PHASES = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)
@@ -69,6 +73,7 @@ def run_taskset(ctx: PassContext) -> None:
         transition = TASKSET_MACHINE.step(status.phase, facts)
         if transition is None:  # terminal
             _remove_stray_units(ctx)
+            remove_orphaned_pods(ctx)
             return
         row = TASKSET_ROWS[transition.label]
         if transition.target is None:
@@ -216,6 +221,20 @@ def _start_retry(ctx: PassContext, facts: TaskSetFacts) -> bool:
     return True
 
 
+def _unit_deleted(ctx: PassContext, facts: TaskSetFacts) -> bool:
+    """Record the ControlUnit's deletion by someone else as why the attempt failed, unless the policies
+    decided it already: the final message then names it rather than only the retry decision (issue 30)."""
+    if _attempt_reason(ctx) is None:
+        ctx.status.attempt_result = AttemptResult(
+            False, MSG_CONTROL_UNIT_DELETED.format(name=_unit_name(ctx))
+        )
+    return True
+
+
+def _unit_name(ctx: PassContext) -> str:
+    return control_unit_name(ctx.ref.name, ctx.status.attempt_id)
+
+
 def _decide_attempt(ctx: PassContext, facts: TaskSetFacts) -> bool:
     """Keep the attempt's outcome, since the spec it was decided with goes away with the ControlUnit."""
     reason = _attempt_reason(ctx)
@@ -240,6 +259,16 @@ def _outcome_message(ctx: PassContext, facts: TaskSetFacts) -> str:
 def _unusable(ctx: PassContext) -> str:
     """Why the attempt has no usable spec: its refused snapshot (issue 30), or the spec itself."""
     return ctx.snapshot_refused or _UNUSABLE_SPEC
+
+
+def _unit_deleted_message(ctx: PassContext, facts: TaskSetFacts) -> str:
+    """T11's message: "ControlUnit c-x-0 was deleted"."""
+    return MSG_CONTROL_UNIT_DELETED.format(name=_unit_name(ctx))
+
+
+def _unit_deleting_message(ctx: PassContext, facts: TaskSetFacts) -> str:
+    """T12's message: "ControlUnit c-x-0 is being deleted"."""
+    return MSG_CONTROL_UNIT_BEING_DELETED.format(name=_unit_name(ctx))
 
 
 def _ending_message(ctx: PassContext, facts: TaskSetFacts) -> str:
@@ -287,11 +316,11 @@ TASKSET_ROWS: dict[str, Row[TaskSetFacts]] = {
     "T3-rejected": Row(
         message=FromResult("the name conflict, or the API server's reason for refusing the create")
     ),
-    "T12": Row(message="The ControlUnit is being deleted"),
+    "T12": Row(effect=_unit_deleted, message=_unit_deleting_message),
     "T5": Row(message="Control unit is synced,prepare to launch tasks"),
     "T4": Row(effect=_unit_timeout, message="It's already timeout ,can't wait anymore"),
     "T5b": Row(wait=_wait_for_cache),
-    "T11": Row(message="ControlUnit was deleted externally"),
+    "T11": Row(effect=_unit_deleted, message=_unit_deleted_message),
     "T6": Row(effect=_decide_attempt, message=_outcome_message),
     "T7": Row(message="Some TaskRole is running"),
     "T-wait": Row(),

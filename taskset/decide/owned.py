@@ -3,12 +3,14 @@
 While an attempt runs (its ControlUnit is ours and seen), each pass asks every integration which
 objects it wants (``owned_objects``) and compares them with what the caches show, by kind and name:
 an absent one is created (its add event brings the next pass), and one that another owner controls is
-never taken over. Until each is there and ours, and while an integration's ``gate`` is closed, a role's
-Pods are not created: its replicas stay in AttemptPending (row P1-hold), their phaseMessage says why
+never taken over. Until each is there and ours (only while a stranger's holds the name, for an object
+that does not ``hold`` the Pods), and while an integration's ``gate`` is closed, a role's Pods are not
+created: its replicas stay in AttemptPending (row P1-hold), their phaseMessage says why
 (``HELD_PREFIX``), the Running condition names them, and one event per role says so when the reason
 changes. The objects go away with their owner (the TaskSet, or the attempt's ControlUnit), so no row
 deletes them. An object the API server refuses to create ends the attempt (a Failed outcome that names
-the object and the refusal), since the same request can never succeed.
+the object and the refusal), since the same request can never succeed; so does a create that finds a
+stranger's object under the name that the caches cannot show (it lacks the TaskSet label).
 
 Nothing here asks the clock: a gate opens on a watch event (a Pod, an owned object, the TaskSet).
 """
@@ -20,6 +22,7 @@ from taskset.api.constants import TaskSetPhase as T
 from taskset.api.proof import creation_proof, owned_subject, proves
 from taskset.api.spec import Role
 from taskset.api.status import AttemptResult, clip
+from taskset.api.views import OwnedView
 from taskset.decide.passes import PassContext, next_pass_now, transient
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
 from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX
@@ -80,13 +83,18 @@ def _sync_one(ctx: PassContext, wanted: OwnedObject) -> str | None:
         proof = creation_proof(key, subject)
         body = manifest(wanted, taskset=ctx.ref.name, namespace=ctx.ref.namespace, owner=owner, proof=proof)
         ctx.plan.intents.append(CreateOwned(wanted.name, wanted.kind, wanted.integration, body))
-        return f"waiting for {label} ({wanted.integration})"
+        return f"waiting for {label} ({wanted.integration})" if wanted.holds else None
     # Its controlling owner reference is anyone's to write; the proof is only the controller's.
     if seen.controller_uid != owner.uid or not proves(seen.proof, key, subject):
-        return f"{label} exists and is not controlled by this TaskSet ({wanted.integration})"
+        return foreign_message(label, wanted.integration)
     if seen.deleting:
         return f"waiting for {label} to be deleted and made anew ({wanted.integration})"
     return None
+
+
+def foreign_message(label: str, integration: str) -> str:
+    """Why an object under the wanted name is never taken over."""
+    return f"{label} exists and is not controlled by this TaskSet ({integration})"
 
 
 def gate(ctx: PassContext, position: int, role: Role) -> str | None:
@@ -130,10 +138,13 @@ def report_hold(ctx: PassContext, position: int, role: Role, message: str) -> st
 def owned_created(ctx: PassContext, intent: CreateOwned, result: ActionResult) -> None:
     """An integration's object came back: made or already there (its watch event brings the next
     pass), refused for good (the attempt ends, naming it), or a transient failure to retry."""
-    if result.kind in (ResultKind.OK, ResultKind.EXISTS):
+    foreign = result.kind == ResultKind.EXISTS and _foreign(intent, result)
+    if result.kind in (ResultKind.OK, ResultKind.EXISTS) and not foreign:
         return
     message = f"{intent.kind.kind} {intent.name} creation rejected: {result.message}"
-    if result.kind == ResultKind.INVALID:
+    if foreign:
+        message = foreign_message(f"{intent.kind.kind} {intent.name}", intent.integration)
+    if result.kind == ResultKind.INVALID or foreign:
         ctx.plan.events.append(Event(EventReason.OWNED_OBJECT_CREATION_FAILED, message))
         if ctx.status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING) and ctx.status.attempt_result is None:
             ctx.status.attempt_result = AttemptResult(False, message)
@@ -142,6 +153,17 @@ def owned_created(ctx: PassContext, intent: CreateOwned, result: ActionResult) -
     transient(
         ctx, EventReason.OWNED_OBJECT_CREATION_FAILED, f"{intent.kind.kind} {intent.name}: {result.message}"
     )
+
+
+def _foreign(intent: CreateOwned, result: ActionResult) -> bool:
+    """Whether the object a create found under its name is controlled by another owner than the one the
+    manifest names: one the caches cannot show (it lacks the TaskSet label), so no pass can hold the
+    roles for it; the attempt ends instead, naming it, as for a refused create."""
+    view = result.view
+    if not isinstance(view, OwnedView):
+        return False
+    refs = intent.manifest.get("metadata", {}).get("ownerReferences") or [{}]
+    return bool(view.controller_uid != refs[0].get("uid"))
 
 
 def owned_deleted(ctx: PassContext, intent: DeleteOwned, result: ActionResult) -> None:

@@ -55,6 +55,9 @@ class Settings:
     cache_wait_requeue: float = 10.0
     # Requeue while a Pod or ControlUnit deletion is in flight (spec P12: "for example every 30 s").
     deletion_wait_requeue: float = 30.0
+    # How long a Pod may stay after its deletion time (which includes its grace period) before the
+    # TaskSet's PodsStuckTerminating condition and a Warning event name it (issue 30, item 6).
+    stuck_terminating_after: float = 300.0
     # Bound on chained transitions per machine and pass; far above any legal path, so only a bug hits it.
     max_chain: int = 32
     # The integrations every pass asks, in order (taskset.integrations): their objects, Pod decorations
@@ -193,6 +196,10 @@ class Plan:
     backoff: bool = False
     # Target phases of the TaskSet, role and replica moves since the status was last written.
     moves: list[str] = field(default_factory=list)
+    # The UID of the ControlUnit whose snapshot this pass must use and whose text the caches do not hold
+    # (taskset.decide.snapshot): the pass stopped before deciding anything; the reconciler fetches the
+    # text and decides again. Nothing else in such a plan counts.
+    snapshot_wanted: str | None = None
 
     def requeue(self, seconds: float) -> None:
         seconds = max(0.0, seconds)
@@ -216,7 +223,10 @@ class ResultKind(Enum):
     INVALID = "invalid"  # 422 / lasting admission denial: retrying the same request cannot succeed
     NOT_FOUND = "not-found"
     CONFLICT = "conflict"  # a UID precondition failed: the object under the name is another one
-    ERROR = "error"  # transient: 429, 5xx, timeouts, the denials of kube.TRANSIENT_DENIALS
+    # A create denied by admission for now (kube.TRANSIENT_DENIALS: a quota, a missing service account):
+    # retried with backoff like ERROR, and said in the status, since it lasts until someone acts.
+    REFUSED = "refused"
+    ERROR = "error"  # transient: 429, 5xx, timeouts
 
 
 # What the reconciler read of an action's object: the created object, or the live one under the name

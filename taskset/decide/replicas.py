@@ -8,12 +8,11 @@ the machine along the row the action was for.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from taskset.api.constants import (
-    LOG_MSG_POD_ASSIGNED,
     LOG_MSG_POD_COMPLETED,
     LOG_MSG_POD_RETRY,
+    MSG_POD_DELETED,
     POD_REASON_CREATION_FAILED,
     POD_REASON_NAME_CONFLICT,
     EventReason,
@@ -23,8 +22,9 @@ from taskset.api.constants import (
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.proof import ProofSubject, creation_proof
 from taskset.api.spec import Role, control_unit_name, pod_name
-from taskset.api.status import ReplicaStatus, TerminatedInfo, clip, parse_time, seconds_since
+from taskset.api.status import ReplicaStatus, clip, seconds_since
 from taskset.api.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
+from taskset.decide.capture import capture_pod, pod_history
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
 from taskset.decide.owned import attempt_of, gate, report_hold
 from taskset.decide.passes import (
@@ -39,15 +39,26 @@ from taskset.decide.passes import (
     transition_record,
     unhandled,
 )
-from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, LogRecord, ResultKind
+from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind
 from taskset.decide.policies import replica_may_retry, retry_due, taskset_retry_decision
 from taskset.decide.suspension import replica_rows
-from taskset.decide.waiting import WAIT_MESSAGE_MAX, WAITING_PHASES, pod_wait, wait_kind
+from taskset.decide.waiting import (
+    WAIT_MESSAGE_MAX,
+    WAITING_PHASES,
+    creation_accepted,
+    creation_denied_for_now,
+    creation_refused,
+    deleted_pod,
+    pod_wait,
+    terminating_message,
+    wait_kind,
+)
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
 
 # Seconds between deletes of a Pod the cache never showed, until the API server answers NotFound.
 UNSEEN_DELETE_POLL = 2.0
+_OURS = (PodClass.CURRENT, PodClass.ADOPTABLE)
 
 
 @dataclass(frozen=True)
@@ -76,7 +87,7 @@ def run_replica(ctx: PassContext, position: int, role: Role, replica: ReplicaSta
             and kind in (PodClass.CURRENT, PodClass.ADOPTABLE)
             and replica.phase != P.ATTEMPT_PENDING
         ):
-            _capture_pod(ctx, replica, pod)
+            capture_pod(ctx, replica, pod)
         facts = _replica_facts(ctx, position, role, replica, pod=pod, kind=kind)
         transition = REPLICA_MACHINE.step(replica.phase, facts)
         if transition is None:
@@ -233,7 +244,7 @@ def _adopt_pod(ctx: PassContext, at: ReplicaAt) -> bool:
     replica.pod_uid = pod.uid
     if pod.replica_attempt_id is not None and pod.replica_attempt_id > replica.total_retried_count:
         replica.total_retried_count = pod.replica_attempt_id
-    _capture_pod(ctx, replica, pod)
+    capture_pod(ctx, replica, pod)
     return True
 
 
@@ -276,7 +287,7 @@ def _delete_pod(ctx: PassContext, at: ReplicaAt) -> bool:
 def _start_retry(ctx: PassContext, at: ReplicaAt) -> bool:
     """Log the Pod's history, then forget the Pod and count the new attempt."""
     replica = at.replica
-    ctx.plan.records.append(_pod_history(ctx, replica, LOG_MSG_POD_RETRY))
+    ctx.plan.records.append(pod_history(ctx, replica, LOG_MSG_POD_RETRY))
     replica.clear_pod()
     replica.total_retried_count += 1
     return True
@@ -322,6 +333,8 @@ def _final_message(ctx: PassContext, at: ReplicaAt) -> str:
     if replica.stopped:
         return _STOPPED
     if replica.succeeded:
+        if deleted_pod(replica.phase_message) is not None:  # P12 named the finalizers that held it
+            return _DELETION_REQUESTED
         return replica.phase_message or "TaskRole replica succeeded"
     return _retry_decision(at.role, replica)
 
@@ -333,11 +346,24 @@ def _retry_message(ctx: PassContext, at: ReplicaAt) -> str:
 
 def _retry_decision(role: Role, replica: ReplicaStatus) -> str:
     """P13's message: the retry decision, after the reason the attempt failed when nothing else in the
-    status keeps that reason: a rejected create or a name conflict (no Pod ran), or a Pod whose phase
-    became Unknown (no container exit was ever reported)."""
+    status keeps that reason: a rejected create or a name conflict (no Pod ran), a Pod whose phase
+    became Unknown (no container exit was ever reported), or a Pod someone else deleted before it
+    exited ("Pod x-w-0 was deleted", issue 30)."""
     decision = taskset_retry_decision(role.retry_policy, replica.total_retried_count)[1]
     creation = replica.pod_reason in (POD_REASON_CREATION_FAILED, POD_REASON_NAME_CONFLICT)
-    return f"{replica.phase_message}; {decision}" if creation or _ended_unknown(replica) else decision
+    if creation or _ended_unknown(replica):
+        return f"{replica.phase_message}; {decision}"
+    deleted = deleted_pod(replica.phase_message) if replica.terminated_info is None else None
+    return f"{MSG_POD_DELETED.format(name=deleted)}; {decision}" if deleted else decision
+
+
+def _pod_deleted_message(ctx: PassContext, at: ReplicaAt) -> str:
+    """P10's and P11's message: someone else deleted the replica's Pod (P10 sees it terminating, and
+    names the finalizers that hold it; P11 sees it gone)."""
+    pod, replica = at.pod, at.replica
+    held = terminating_message(pod) if pod is not None and at.kind in _OURS else None
+    name = replica.pod_name or pod_name(ctx.ref.name, at.role.name, replica.index)
+    return held or MSG_POD_DELETED.format(name=name)
 
 
 # ----- how rows wait --------------------------------------------------------------------------------------
@@ -365,7 +391,11 @@ def _wait_for_cache(ctx: PassContext, at: ReplicaAt) -> None:
 
 
 def _wait_for_deletion(ctx: PassContext, at: ReplicaAt) -> None:
-    """Look again while the Pod goes away (its delete event usually comes first)."""
+    """Look again while the Pod goes away (its delete event usually comes first), and say so when
+    finalizers hold it in Terminating (issue 30: a TaskSet never waits on it silently)."""
+    held = terminating_message(at.pod) if at.pod is not None else None
+    if held is not None and at.replica.phase == P.ATTEMPT_DELETION_REQUESTED:
+        at.replica.phase_message = held
     ctx.plan.requeue(ctx.settings.deletion_wait_requeue)
 
 
@@ -411,7 +441,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P1-rejected": Row(
         message=FromResult("the API server's reason for refusing the create, or the name conflict")
     ),
-    "P10": Row(message="The Pod is being deleted"),
+    "P10": Row(message=_pod_deleted_message),
     "S2": Row(message="Stop replica"),
     "P3": Row(message="Creation has be made,and pod appears at local"),
     "P2": Row(message="It's already timeout ,can't wait anymore"),
@@ -419,7 +449,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P5": Row(message=_exit_message),
     "P4": Row(message="Pod is running"),
     "P6": Row(message="Pod is assigned to a node"),
-    "P11": Row(message="The Pod vanished"),
+    "P11": Row(message=_pod_deleted_message),
     "P-wait": Row(wait=_report_wait),
     "P9": Row(effect=_delete_pod, message=_deletion_requested),
     "P12": Row(wait=_wait_for_deletion),
@@ -459,7 +489,7 @@ def _move_replica(
     replica.phase_message = message
     replica.transition_time = ctx.stamp
     if target == P.COMPLETED:
-        ctx.plan.records.append(_pod_history(ctx, replica, LOG_MSG_POD_COMPLETED))
+        ctx.plan.records.append(pod_history(ctx, replica, LOG_MSG_POD_COMPLETED))
 
 
 def _move_on_result(
@@ -469,67 +499,6 @@ def _move_on_result(
     target = _TARGET[label]
     assert target is not None, f"row {label} keeps the phase"
     _move_replica(ctx, role_name, replica, target, message)
-
-
-def _capture_pod(ctx: PassContext, replica: ReplicaStatus, pod: PodView) -> None:
-    """Refresh the Pod-derived fields on every pass the Pod is observed (spec 5.3.3, R's SHOULD)."""
-    replica.pod_uid = replica.pod_uid or pod.uid
-    replica.pod_name = pod.name
-    replica.pod_reason = pod.reason or replica.pod_reason
-    replica.start_at = replica.start_at or pod.start_time
-    was_assigned = bool(replica.pod_ip or replica.pod_host_ip)
-    if pod.pod_ip and pod.pod_ip != replica.pod_ip:
-        replica.pod_ip = pod.pod_ip
-    if pod.host_ip and pod.host_ip != replica.pod_host_ip:
-        replica.pod_host_ip = pod.host_ip
-    if not was_assigned and (replica.pod_ip or replica.pod_host_ip):
-        ctx.plan.records.append(_pod_history(ctx, replica, LOG_MSG_POD_ASSIGNED))
-    replica.container_name = replica.container_name or pod.container_name
-    replica.container_id = replica.container_id or pod.container_id
-    if replica.terminated_info is None and pod.terminated is not None:
-        done = pod.terminated
-        replica.terminated_info = TerminatedInfo(done.exit_code, done.message, done.signal, done.reason)
-        replica.finish_at = done.finished_at or ctx.stamp
-
-
-def _pod_history(ctx: PassContext, replica: ReplicaStatus, msg: str) -> LogRecord:
-    fields: dict[str, Any] = {
-        "QueryKey": str(QueryKey.POD_HISTORY),
-        "TaskSet": ctx.ref.name,
-        "Namespace": ctx.ref.namespace,
-        "Role": replica.name,
-        "AttemptID": replica.total_retried_count,
-        "TaskSetAttemptID": ctx.status.attempt_id,
-        "ReplicaIndex": replica.index,
-        "PodName": replica.pod_name,
-        "PodReason": replica.pod_reason,
-        "PodIP": replica.pod_ip,
-        "PodHostIP": replica.pod_host_ip,
-        "ContainerName": replica.container_name,
-        "ContainerID": replica.container_id,
-        "Phase": str(replica.phase),
-        "PhaseMessage": replica.phase_message,
-        "TransitionTime": replica.transition_time or "",
-        "Stopped": replica.stopped,
-    }
-    for key, value in (("StartAt", replica.start_at), ("FinishAt", replica.finish_at)):
-        moment = _epoch(value)
-        if moment is not None:
-            fields[key] = moment
-    if replica.terminated_info is not None:
-        info = replica.terminated_info
-        fields |= {
-            "ContainerExitCode": info.exit_code,
-            "ContainerExitMessage": info.exit_message,
-            "ContainerExitSignal": info.signal,
-            "ContainerExitReason": info.reason,
-        }
-    return LogRecord(msg, fields)
-
-
-def _epoch(value: str | None) -> float | None:
-    moment = parse_time(value)
-    return None if moment is None else moment.timestamp()
 
 
 # ----- Pod action results ---------------------------------------------------------------------------------
@@ -551,6 +520,7 @@ def pod_created(ctx: PassContext, intent: CreatePod, result: ActionResult) -> No
         replica.pod_ip, replica.pod_host_ip = pod.pod_ip, pod.host_ip
         replica.start_at = pod.start_time
         _move_on_result(ctx, role_name, replica, "P1", fixed_message(REPLICA_ROWS, "P1"))
+        creation_accepted(ctx, pod.name)
         return
     if result.kind == ResultKind.EXISTS:
         _pod_exists(ctx, role_name, replica, pod)
@@ -558,8 +528,12 @@ def pod_created(ctx: PassContext, intent: CreatePod, result: ActionResult) -> No
     if result.kind == ResultKind.INVALID:
         replica.pod_reason = POD_REASON_CREATION_FAILED
         ctx.plan.events.append(Event(EventReason.POD_CREATION_FAILED, f"{intent.name}: {result.message}"))
+        creation_refused(ctx, intent.name, result.message)
         _move_on_result(ctx, role_name, replica, "P1-rejected", result.message)
         next_pass_now(ctx)
+        return
+    if result.kind == ResultKind.REFUSED:
+        creation_denied_for_now(ctx, intent.name, replica, result.message)
         return
     transient(ctx, EventReason.POD_CREATION_FAILED, f"{intent.name}: {result.message}")
 

@@ -17,6 +17,13 @@ with another spec, W-18): the attempt has no usable spec, so the TaskSet machine
 refusal as its reason, and fails or retries it per its policy. The refusal is reported once: a Warning
 event and the ``ControlUnitTampered`` condition, both naming the ControlUnit; a pass that finds the
 condition already saying so stays quiet. T14 clears the digest with the ControlUnit's UID.
+
+The ConfigMap cache keeps a snapshot's digest, not its text (issue 30, a bounded cache), so the verdict
+never waits for the text: it is the digest's. Only a snapshot to be *used* (trusted, its text not yet
+known) needs the text; then the pass decides nothing and asks the reconciler for it
+(``Plan.snapshot_wanted``), which fetches it once per ControlUnit and decides again. So a ControlUnit is
+never judged changed, nor adopted or passed over, for want of its data. An adopted snapshot needs no
+text: its digest is that of the snapshot the live spec builds, so it is that text.
 """
 
 from __future__ import annotations
@@ -25,12 +32,13 @@ from enum import StrEnum
 from typing import Final
 
 from taskset.api.constants import ConditionStatus, ConditionType, EventReason
+from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParsedTaskSet, TaskSetSpec
 from taskset.api.views import ControlUnitView
 from taskset.decide.passes import PassContext
 from taskset.decide.plan import Event
 from taskset.integrations import spec_checks
-from taskset.objects.controlunit import parse_snapshot, snapshot_digest, snapshot_of
+from taskset.objects.controlunit import parse_snapshot, snapshot_of
 
 # Recorded for a snapshot that could not be verified: no digest equals it, so it is never trusted.
 UNVERIFIED: Final = "unverified"
@@ -44,14 +52,15 @@ class Verdict(StrEnum):
     UNVERIFIABLE = "unverifiable"  # no digest recorded (or UNVERIFIED), and not what the live spec builds
 
 
-def check_snapshot(snapshot: str | None, recorded: str | None, expected: str | None) -> Verdict:
-    """The verdict on a ControlUnit's ``snapshot``, given the ``recorded`` digest and the snapshot this
-    controller would build from the live spec now (``expected``; None when the live spec is illegal)."""
+def check_snapshot(digest: str, recorded: str | None, expected: str | None) -> Verdict:
+    """The verdict on a ControlUnit's snapshot by its ``digest``, given the ``recorded`` digest and the
+    snapshot this controller would build from the live spec now (``expected``; None when the live spec
+    is illegal)."""
     if recorded == UNVERIFIED:
         return Verdict.UNVERIFIABLE
     if recorded is not None:
-        return Verdict.TRUSTED if snapshot_digest(snapshot) == recorded else Verdict.CHANGED
-    if expected is not None and (snapshot or "") == expected:
+        return Verdict.TRUSTED if digest == recorded else Verdict.CHANGED
+    if expected is not None and digest == snapshot_digest(expected):
         return Verdict.ADOPTED
     return Verdict.UNVERIFIABLE
 
@@ -68,7 +77,8 @@ def refusal_message(unit: str, verdict: Verdict) -> str:
 
 def attempt_spec(ctx: PassContext, verified_by_uid: str | None) -> TaskSetSpec | None:
     """The spec this attempt runs with: the ControlUnit's snapshot when there is one and it checks out
-    (W-18), else the live spec; None when the snapshot is refused or nothing is usable.
+    (W-18), else the live spec; None when the snapshot is refused or nothing is usable, or when its text
+    is still to be fetched (``Plan.snapshot_wanted`` says so, and the pass stops there).
 
     ``verified_by_uid`` is the TaskSet UID a ControlUnit must be controlled by for its snapshot to count
     (None: no ControlUnit of this attempt is in sight)."""
@@ -82,16 +92,22 @@ def attempt_spec(ctx: PassContext, verified_by_uid: str | None) -> TaskSetSpec |
     # then is that built (a JSON encoding of the whole spec, on every pass otherwise).
     unrecorded = ctx.status.spec_digest is None
     expected = snapshot_of(live.raw) if live is not None and unrecorded else None
-    verdict = check_snapshot(unit.spec_snapshot, ctx.status.spec_digest, expected)
+    verdict = check_snapshot(unit.spec_digest, ctx.status.spec_digest, expected)
     if verdict == Verdict.ADOPTED:
-        ctx.status.spec_digest = snapshot_digest(unit.spec_snapshot)
+        ctx.status.spec_digest = unit.spec_digest
+        text = expected  # the same bytes as the ControlUnit's: their digests are equal
     elif verdict != Verdict.TRUSTED:
         _refuse(ctx, unit, verdict)
         return None
-    if unit.spec_snapshot:
+    elif not unit.snapshot_known:
+        ctx.plan.snapshot_wanted = unit.uid
+        return None
+    else:
+        text = unit.spec_snapshot
+    if text:
         checks = spec_checks(ctx.settings.integrations)
         ref = ctx.ref
-        snapshot = parse_snapshot(unit.spec_snapshot, ref.name, ref.namespace, ref.uid, checks)
+        snapshot = parse_snapshot(text, ref.name, ref.namespace, ref.uid, checks)
         if snapshot is not None:
             return snapshot
     return live

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from taskset.api.constants import ConditionReason, ConditionStatus, ConditionType, EventReason, State
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.status import TaskSetStatus, clip
+from taskset.api.status import ReplicaStatus, TaskSetStatus, clip
 from taskset.api.views import PodView
 from taskset.decide.passes import PassContext
+from taskset.decide.plan import Event
 
 # Bounds: the scheduler's message grows with the cluster's variety of nodes, and a status or an event
 # is no place for kilobytes of it (the CRD allows 32 KiB per condition message). Both are within the
@@ -38,6 +39,13 @@ _WAITING_SUMMARY = re.compile(r"^\d+ replicas? waiting: ")
 WAITING_PHASES = (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED)
 # The start of the phaseMessage of a replica whose Pod an integration holds back (taskset.decide.owned).
 HELD_PREFIX = "Held: "
+# The start of the phaseMessage of a replica whose Pod create admission denies for now (a quota, a
+# missing service account: kube.TRANSIENT_DENIALS); the create is retried with backoff (issue 30).
+CREATE_REFUSED_PREFIX = "Waiting to create Pod "
+# The phaseMessage of a replica whose Pod is held in Terminating by finalizers (issue 30, item 6), and
+# of one whose Pod someone else deleted (P10, P11); group 1 is the Pod's name.
+_TERMINATING = re.compile(r"^Pod (\S+) is terminating, held by finalizers: ")
+_DELETED = re.compile(r"^Pod (\S+) (?:was deleted$|is terminating, held by finalizers: )")
 
 
 @dataclass(frozen=True)
@@ -64,21 +72,51 @@ def pod_wait(pod: PodView) -> PodWait | None:
     return None
 
 
+def create_refused_message(name: str, refusal: str) -> str:
+    """A replica's phaseMessage while admission denies its Pod for now: the API server's own words, and
+    that the controller keeps trying (the denial clears up without a change to the TaskSet)."""
+    return clip(f"{CREATE_REFUSED_PREFIX}{name}, retrying with backoff: {refusal}", WAIT_MESSAGE_MAX)
+
+
+def terminating_message(pod: PodView) -> str | None:
+    """A replica's phaseMessage while its Pod is held in Terminating by finalizers, naming them (a
+    Pod being deleted without any will be gone within its grace period): None if it is not held."""
+    if not pod.deleting or not pod.finalizers:
+        return None
+    text = f"Pod {pod.name} is terminating, held by finalizers: {', '.join(pod.finalizers)}"
+    return clip(text, WAIT_MESSAGE_MAX)
+
+
+def deleted_pod(message: str) -> str | None:
+    """The Pod a replica's phaseMessage says was deleted by someone else, or is held terminating (the
+    words of P10, P11 and ``terminating_message``); None if it says neither."""
+    found = _DELETED.match(message)
+    return found.group(1) if found else None
+
+
 def wait_kind(message: str) -> EventReason | None:
-    """Which wait a replica's phaseMessage reports, if it reports one (the inverse of ``pod_wait``)."""
+    """Which wait a replica's phaseMessage reports, if it reports one (the inverse of ``pod_wait``,
+    ``create_refused_message`` and ``terminating_message``)."""
     if message.startswith(_UNSCHEDULABLE):
         return EventReason.POD_UNSCHEDULABLE
     if _CONTAINER_WAITING.match(message):
         return EventReason.POD_CONTAINER_WAITING
     if message.startswith(HELD_PREFIX):
         return EventReason.ROLE_HELD
+    if message.startswith(CREATE_REFUSED_PREFIX):
+        return EventReason.POD_CREATION_FAILED
+    if _TERMINATING.match(message):
+        return EventReason.POD_STUCK_TERMINATING
     return None
 
 
 def _waits(phase: str, message: str) -> bool:
-    """Whether a replica's status says it waits: its Pending Pod does not start, or it is held."""
+    """Whether a replica's status says it waits: its Pending Pod does not start, it is held, admission
+    denies its Pod for now, or its Pod is held in Terminating."""
     if phase == P.ATTEMPT_PENDING:
-        return message.startswith(HELD_PREFIX)
+        return message.startswith((HELD_PREFIX, CREATE_REFUSED_PREFIX))
+    if phase == P.ATTEMPT_DELETION_REQUESTED:
+        return _TERMINATING.match(message) is not None
     return phase in WAITING_PHASES and wait_kind(message) is not None
 
 
@@ -130,4 +168,50 @@ def report_waiting(ctx: PassContext) -> None:
     elif condition is not None and _WAITING_SUMMARY.match(condition.message):
         status.set_condition(
             ConditionType.RUNNING, condition.status, condition.reason, status.state_message, ctx.stamp
+        )
+
+
+# ----- creates the API server refuses ---------------------------------------------------------------------
+
+# The PodCreationRefused condition's reasons: refused for good, and created again since.
+CREATION_REFUSED = "Refused"
+CREATION_ACCEPTED = "Created"
+
+
+def creation_denied_for_now(ctx: PassContext, name: str, replica: ReplicaStatus, refusal: str) -> None:
+    """Admission denies the Pod for now (a quota, a missing service account): the replica stays where
+    it is and says why in its phaseMessage (so in the Running condition too), a Warning event says it
+    once per distinct refusal, and the create is retried with backoff (issue 30)."""
+    message = create_refused_message(name, refusal)
+    if replica.phase_message != message:
+        ctx.plan.events.append(
+            Event(EventReason.POD_CREATION_FAILED, clip(f"{name}: {refusal}", WAIT_MESSAGE_MAX))
+        )
+    replica.phase_message = message
+    ctx.plan.backoff = True
+
+
+def creation_refused(ctx: PassContext, name: str, refusal: str) -> None:
+    """The API server refused the Pod for good (PodSecurity admission, an invalid Pod, a policy): the
+    PodCreationRefused condition names it with the API server's words, where ``kubectl describe``
+    shows it first; the replica's own message and the Warning event say it too (issue 30)."""
+    ctx.status.set_condition(
+        ConditionType.POD_CREATION_REFUSED,
+        ConditionStatus.TRUE,
+        CREATION_REFUSED,
+        f"Pod {name}: {refusal}",
+        ctx.stamp,
+    )
+
+
+def creation_accepted(ctx: PassContext, name: str) -> None:
+    """A Pod was created: a PodCreationRefused condition that said otherwise is over."""
+    condition = ctx.status.condition(ConditionType.POD_CREATION_REFUSED)
+    if condition is not None and condition.status == ConditionStatus.TRUE:
+        ctx.status.set_condition(
+            ConditionType.POD_CREATION_REFUSED,
+            ConditionStatus.FALSE,
+            CREATION_ACCEPTED,
+            f"Pod {name} was created",
+            ctx.stamp,
         )

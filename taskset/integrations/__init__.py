@@ -11,9 +11,12 @@ from collections.abc import Sequence
 
 from taskset.api.spec import SpecCheck
 from taskset.integrations.base import Attempt, CheckFailure, Integration
+from taskset.integrations.framework_env import FrameworkEnv
+from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv
+from taskset.integrations.peer_env import PeerEnv
 
-BUILT_IN: tuple[Integration, ...] = (IdentityEnv(),)
+BUILT_IN: tuple[Integration, ...] = (IdentityEnv(), HeadlessService(), PeerEnv(), FrameworkEnv())
 
 
 def spec_checks(integrations: Sequence[Integration]) -> tuple[SpecCheck, ...]:

@@ -4,23 +4,31 @@ The snapshot is the TaskSet's spec as the attempt started (W-18): an edit while 
 the replicas or policies of the running attempt; the next attempt picks the edit up (and validates it).
 
 Anyone who may write ConfigMaps in the namespace may also write the snapshot, so the controller records
-its digest (``snapshot_digest``) in the TaskSet's status, which only it writes, and uses a snapshot only
-while the two agree (issue 30; ``taskset.decide.snapshot``).
+its digest (``taskset.api.views.snapshot_digest``) in the TaskSet's status, which only it writes, and
+uses a snapshot only while the two agree (issue 30; ``taskset.decide.snapshot``). The ConfigMap cache
+keeps that digest instead of the data; the text is fetched once per ControlUnit, when it is to be used
+(``taskset.runtime.snapshots``).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import orjson
 
-from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET, API_VERSION, KIND, LABEL_TASKSET
+from taskset.api.constants import (
+    ANNOTATION_NAMESPACE,
+    ANNOTATION_TASKSET,
+    API_VERSION,
+    CONTROL_UNIT_SNAPSHOT_KEY,
+    KIND,
+    LABEL_TASKSET,
+)
 from taskset.api.sharing import without_live_fields
 from taskset.api.spec import ParsedTaskSet, SpecCheck, TaskSetSpec, parse_taskset
 
-SNAPSHOT_KEY: Final = "spec.json"
+SNAPSHOT_KEY: Final = CONTROL_UNIT_SNAPSHOT_KEY
 # ConfigMaps hold at most 1 MiB; a larger spec runs without a snapshot (the live spec is used instead),
 # as does one too deeply nested to encode.
 MAX_SNAPSHOT_BYTES: Final = 900 * 1024
@@ -56,12 +64,6 @@ def build_control_unit(taskset: Mapping[str, Any], name: str) -> dict[str, Any]:
 def snapshot_of(spec: object) -> str:
     """The exact ``spec.json`` text ``build_control_unit`` writes for ``spec``, "" when it writes none."""
     return _snapshot(spec) or ""
-
-
-def snapshot_digest(snapshot: str | None) -> str:
-    """The digest the status records for a ControlUnit's snapshot: sha256 of its exact bytes (UTF-8).
-    A ControlUnit without a snapshot digests as the empty text, so adding one later is a change too."""
-    return "sha256:" + hashlib.sha256((snapshot or "").encode()).hexdigest()
 
 
 def _snapshot(spec: object) -> str | None:

@@ -85,6 +85,9 @@ class OwnedObject:
     scope: Scope
     body: Mapping[str, Any]
     integration: str  # which integration asked for it: named in the status when it cannot be made
+    # Whether the roles' Pods wait until it is there and ours. False for what only names or describes
+    # the Pods (a headless Service): they start with it, and one in a stranger's hands still holds them.
+    holds: bool = True
 
 
 def manifest(obj: OwnedObject, *, taskset: str, namespace: str, owner: Owner, proof: str) -> dict[str, Any]:

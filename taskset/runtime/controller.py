@@ -27,7 +27,7 @@ from informers import (
 from informers.kube import lister_watcher_factory
 from taskset.api.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
 from taskset.api.proof import PROCESS_PROOF_KEY
-from taskset.api.views import slim_config_map, slim_pod, slim_taskset
+from taskset.api.slim import slim_config_map, slim_owned, slim_pod, slim_taskset
 from taskset.decide import Settings as DecideSettings
 from taskset.integrations import BUILT_IN, Integration
 from taskset.objects.owned import CONFIGMAPS as CONFIGMAP_KIND
@@ -78,6 +78,7 @@ class ControllerSettings:
     qps: float = 0.0  # client-side request rate limit; 0 = off
     burst: int = 1
     cache_creation_timeout: float = 300.0  # seconds (O: cacheCreationTimeoutSec)
+    stuck_terminating_after: float = 300.0  # seconds past a Pod's deletion time before the TaskSet warns
     sync_timeout: float = 120.0  # seconds to wait for the first LIST of each cache before giving up
     proof_key: bytes = field(default=PROCESS_PROOF_KEY, repr=False)  # taskset.api.proof
 
@@ -129,7 +130,7 @@ class Controller:
             namespace=namespace,
             label_selector=LABEL_TASKSET,
             indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index},
-            transform=slim_config_map,  # a stranger's labelled ConfigMap keeps no foreign metadata
+            transform=slim_config_map,  # no data, no foreign metadata: a stranger's costs little
         )
         # Caches of what integrations own, by kind key; ConfigMaps share the ControlUnits' cache.
         self.owned: dict[str, SharedInformer] = {CONFIGMAP_KIND.key: self.units} | {
@@ -149,6 +150,7 @@ class Controller:
             logger=logger,
             settings=DecideSettings(
                 cache_creation_timeout=settings.cache_creation_timeout,
+                stuck_terminating_after=settings.stuck_terminating_after,
                 integrations=tuple(integrations),
                 proof_key=settings.proof_key,
             ),
@@ -173,6 +175,7 @@ class Controller:
             namespace=namespace,
             label_selector=LABEL_TASKSET,
             indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index},
+            transform=slim_owned,  # owned_view reads the metadata only
         )
 
     # ----- event handlers: every change -> the owning TaskSet's key --------------------------------------
@@ -182,11 +185,11 @@ class Controller:
             on_update=self._taskset_updated,
             on_delete=self._enqueue_taskset,
         )
-        for owned in (self.units, self.pods):
+        for owned, on_delete in ((self.units, self._unit_deleted), (self.pods, self._enqueue_owner_batched)):
             owned.add_event_handler(
                 on_add=self._created,
                 on_update=lambda old, new: self._enqueue_owner_batched(new),
-                on_delete=self._enqueue_owner_batched,
+                on_delete=on_delete,
             )
         for informer in self._integration_caches():
             informer.add_event_handler(
@@ -217,6 +220,11 @@ class Controller:
 
     def _created(self, obj: Mapping[str, Any]) -> None:
         self.reconciler.creation_observed(obj)
+        self._enqueue_owner_batched(obj)
+
+    def _unit_deleted(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
+        """A ConfigMap is gone: its snapshot's text, if remembered, is no longer needed."""
+        self.reconciler.control_unit_deleted(obj)
         self._enqueue_owner_batched(obj)
 
     def _enqueue_owner_batched(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:

@@ -48,8 +48,17 @@ _TIMEOUT: Final = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=REQUEST_TIMEOUT)
 #   exists. kube-controller-manager creates a namespace's "default" one moments after the namespace (the
 #   plugin itself looks for that one 10 times before refusing; a chaos test's TaskSet, created right after
 #   its namespace, still met the refusal and ended Failed), and a user may apply a service account and a
-#   TaskSet that names it in either order.
-TRANSIENT_DENIALS: Final = ("exceeded quota", "error looking up service account")
+#   TaskSet that names it in either order;
+# * the quota plugin's "status unknown for quota", while kube-controller-manager has not yet computed a
+#   new ResourceQuota's usage.
+# Every other 403 (PodSecurity admission, a webhook's or a policy's denial, RBAC) is lasting: the same
+# Pod is refused again until someone changes the namespace or the TaskSet (docs/user-manual.md,
+# "When the API server refuses a Pod").
+TRANSIENT_DENIALS: Final = (
+    "exceeded quota",
+    "status unknown for quota",
+    "error looking up service account",
+)
 TOO_LARGE: Final = "request is too large"  # etcd's refusal of a write over its --max-request-bytes
 
 
@@ -81,6 +90,12 @@ class KubeError(Exception):
         if self.code in (400, 422):
             return True
         return self.code == 403 and not any(text in self.message for text in TRANSIENT_DENIALS)
+
+    @property
+    def denied_for_now(self) -> bool:
+        """An admission denial that clears up without a change to the request (``TRANSIENT_DENIALS``):
+        a wait to retry with backoff, and to say in the TaskSet's status."""
+        return self.code == 403 and not self.invalid
 
     @property
     def too_large(self) -> bool:

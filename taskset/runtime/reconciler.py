@@ -27,19 +27,28 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
 import cachetools
 import orjson
 
 from clock import Clock, RealClock
-from informers import Store
+from informers import DeletedFinalStateUnknown, Store
 from taskset.api.constants import ANNOTATION_TASKSET, LOGGER_NAME, EventReason
+from taskset.api.fields import controller_uid
 from taskset.api.sharing import managed_here, suspended
+from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParseResult, control_unit_name, is_control_unit_name, parse_taskset
 from taskset.api.status import QUOTED_MAX, TaskSetStatus, clip
-from taskset.api.views import Observed, OwnedView, control_unit_view, controller_uid, owned_view, pod_view
+from taskset.api.views import (
+    ControlUnitView,
+    Observed,
+    OwnedView,
+    control_unit_view,
+    owned_view,
+    pod_view,
+)
 from taskset.decide import (
     ActionResult,
     CreateOwned,
@@ -55,7 +64,7 @@ from taskset.decide import (
     decide,
 )
 from taskset.integrations import spec_checks
-from taskset.objects.controlunit import SNAPSHOT_KEY
+from taskset.objects.controlunit import SNAPSHOT_KEY, snapshot_of
 from taskset.objects.owned import CONFIGMAPS
 from taskset.objects.pods import build_pod
 from taskset.runtime.created_units import CreatedUnits
@@ -63,6 +72,7 @@ from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
 from taskset.runtime.records import Record, StatusRecords
+from taskset.runtime.snapshots import Snapshots
 
 POD_INDEX: Final = "taskset"  # Pods by "<metadata.namespace>/<TaskSet annotation>"
 OWNER_INDEX: Final = "controller-uid"  # owned objects by "<metadata.namespace>/<controlling owner's UID>"
@@ -173,6 +183,7 @@ class Reconciler:
             self._expectations, self._clock, timeout=settings.cache_creation_timeout
         )
         self._checks = spec_checks(settings.integrations)
+        self._snapshots = Snapshots()
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
@@ -203,9 +214,17 @@ class Reconciler:
             return ReconcileResult(requeue_after=self._settings.cache_wait_requeue)
         recorded = TaskSetStatus.from_json(record.latest)
         now = self._clock.wall()
-        pass_ = decide(
-            ref, self._parse(obj), recorded, self._observe(ref, recorded), now, settings=self._settings
-        )
+        observed = self._observe(ref, recorded)
+        pass_ = decide(ref, self._parse(obj), recorded, observed, now, settings=self._settings)
+        unit = observed.control_unit
+        if pass_.plan.snapshot_wanted is not None and unit is not None:
+            error = self._fetch_snapshot(obj, unit)
+            if error is not None:
+                return ReconcileResult(error=error)
+            observed = replace(observed, control_unit=self._snapshots.known(unit))
+            pass_ = decide(ref, self._parse(obj), recorded, observed, now, settings=self._settings)
+            if pass_.plan.snapshot_wanted is not None:  # not reached: the fetch checked the digest
+                return ReconcileResult(error=f"ControlUnit {unit.name}'s snapshot is still unknown")
         plan = pass_.plan
         persisted = False
         done = 0
@@ -252,7 +271,9 @@ class Reconciler:
         unit_key = f"{ref.namespace}/{unit_name}"
         unit = self._units.get_by_key(unit_key)
         unit_view = (
-            control_unit_view(unit, SNAPSHOT_KEY) if unit is not None else self._created_units.get(unit_key)
+            self._snapshots.known(control_unit_view(unit, SNAPSHOT_KEY))
+            if unit is not None
+            else self._created_units.get(unit_key)
         )
         others = tuple(
             control_unit_view(u, SNAPSHOT_KEY)
@@ -269,6 +290,33 @@ class Reconciler:
             other_control_units=others,
             owned=self._owned_views(ref, unit_view.uid if unit_view is not None else None),
         )
+
+    def _fetch_snapshot(self, obj: Mapping[str, Any], unit: ControlUnitView) -> str | None:
+        """Get the text of ``unit``'s snapshot, whose cached digest a pass trusts, into ``_snapshots``;
+        an error to retry with backoff if it cannot (snapshots.py). The TaskSet's spec as cached builds
+        it unless the spec was edited since the attempt started; else the ControlUnit is read, once,
+        and its text used only if it is the cached ControlUnit's (same UID, same digest)."""
+        text = snapshot_of(obj.get("spec") or {})
+        if snapshot_digest(text) == unit.spec_digest:
+            self._snapshots.remember(unit.uid, text)
+            return None
+        path = core_path(obj["metadata"]["namespace"], "configmaps", unit.name)
+        try:
+            live = self._client.get(path, resource="configmaps")
+        except KubeError as err:
+            return f"reading ControlUnit {unit.name}'s spec snapshot: {err}"
+        fetched = control_unit_view(live, SNAPSHOT_KEY) if live is not None else None
+        if fetched is None or (fetched.uid, fetched.spec_digest) != (unit.uid, unit.spec_digest):
+            return f"ControlUnit {unit.name} is not what the cache shows (yet): waiting for the cache"
+        self._snapshots.remember(unit.uid, fetched.spec_snapshot or "")
+        return None
+
+    def control_unit_deleted(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
+        """The ConfigMap cache's delete handler: a deleted ControlUnit's snapshot text is not needed."""
+        raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        uid = (raw.get("metadata") or {}).get("uid") if isinstance(raw, Mapping) else None
+        if isinstance(uid, str):
+            self._snapshots.forget(uid)
 
     def _owned_views(self, ref: TaskSetRef, unit_uid: str | None) -> dict[tuple[str, str], OwnedView]:
         """What the TaskSet and its current ControlUnit control, in every owned kind's cache, by (kind
@@ -341,10 +389,11 @@ class Reconciler:
         return ActionResult(ResultKind.OK, control_unit_view(created, SNAPSHOT_KEY))
 
     def _remember_created_unit(self, store_key: str, created: Mapping[str, Any]) -> None:
-        """Overlay the ControlUnit the create's response shows until the cache shows it (created_units.py)."""
-        self._created_units.remember(
-            store_key, created["metadata"]["uid"], control_unit_view(created, SNAPSHOT_KEY)
-        )
+        """Overlay the ControlUnit the create's response shows until the cache shows it (created_units.py),
+        and remember its snapshot's text, which the cache will not show (snapshots.py)."""
+        view = control_unit_view(created, SNAPSHOT_KEY)
+        self._snapshots.remember(view.uid, view.spec_snapshot or "")
+        self._created_units.remember(store_key, created["metadata"]["uid"], view)
 
     def _pod(self, plan: Plan, intent: CreatePod) -> dict[str, Any]:
         """The Pod ``intent`` decided, built from its role's template (shared, never changed)."""
@@ -361,6 +410,8 @@ class Reconciler:
         if err.invalid and isinstance(intent, CreatePod | CreateOwned):
             # The API server's words go into the status: bounded, so the retry decision after them fits.
             return ActionResult(ResultKind.INVALID, message=clip(err.message, QUOTED_MAX))
+        if err.denied_for_now and isinstance(intent, CreatePod | CreateOwned):
+            return ActionResult(ResultKind.REFUSED, message=clip(err.message, QUOTED_MAX))
         return ActionResult(ResultKind.ERROR, message=clip(str(err), QUOTED_MAX))
 
     def _existing(self, namespace: str, intent: CreatePod | CreateOwned, err: KubeError) -> ActionResult:

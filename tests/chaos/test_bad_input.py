@@ -222,6 +222,32 @@ CORPUS = [
         rejected("spec.queue", "must be of type string"),
         id="queue is a number",
     ),
+    # ----- issue 23: network and framework -------------------------------------------------------------
+    pytest.param(
+        taskset({"roles": [good_role()], "network": "on"}),
+        rejected("spec.network", OBJ),
+        id="network is a string",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "network": {"enableDNSHostnames": "yes"}}),
+        rejected("spec.network.enableDNSHostnames", "must be of type boolean"),
+        id="enableDNSHostnames is a string",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "network": {"subdomain": "9-lives"}}),
+        rejected("spec.network.subdomain", "should match"),
+        id="subdomain starts with a digit",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "network": {"subdomain": "s" * 64}}),
+        rejected("spec.network.subdomain", "Too long"),
+        id="subdomain of 64 characters",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "framework": "caffe"}),
+        rejected("spec.framework", "Unsupported value"),
+        id="an unknown framework",
+    ),
     pytest.param(taskset([]), rejected("spec", OBJ), id="spec is a list"),
     pytest.param(taskset("run everything"), rejected("spec", OBJ), id="spec is a string"),
     pytest.param(taskset(42), rejected("spec", OBJ), id="spec is a number"),

@@ -12,10 +12,11 @@ to a phase, a deletion is injected, and what follows is checked against the spec
   and the TaskSet ends ``Failed`` with ``TaskSet completed beacause taskrole(r) is failed``;
 * the ControlUnit with each propagation policy, section 8.3: the attempt ends failed and the TaskSet retry
   policy applies (``c-<ts>-1``, and the TaskSet succeeds), else the TaskSet ends ``Failed`` with the retry
-  decision as its message (6.3: no completion reason). The controller's log tells how: T11 (the ConfigMap
-  seen gone, message ``ControlUnit was deleted externally``) or T12 (seen lingering with a
-  deletionTimestamp, which Foreground and Orphan deletion allow but Background never does). With Orphan
-  and no retry the Pods run on, ownerless and untouched; a retry deletes them first (row P0) and, since
+  deletion as its message (``ControlUnit c-<ts>-0 was deleted``, issue 30). The controller's log tells
+  how: T11 (the ConfigMap seen gone, message ``ControlUnit c-<ts>-0 was deleted``) or T12 (seen lingering
+  with a deletionTimestamp, which Foreground and Orphan deletion allow but Background never does). With
+  Orphan and no retry the Pods the status recorded are deleted once the TaskSet has completed (issue 30:
+  nothing else would ever end them); a retry deletes them first (row P0) and, since
   the fix this suite found (W-11, ``taskset.decide.replicas._earlier_attempt_alive``), starts no Pod of
   the next attempt until every Pod of the previous one is gone: the slow-termination cases hold one old
   Pod with a finalizer for SLOW seconds to make that window certain;
@@ -78,10 +79,6 @@ SLOW_FINALIZER = "sim.octopus.openi.pcl.cn/slow-termination"
 
 class CaseError(AssertionError):
     pass
-
-
-T11_MESSAGE = c.MSG_CONTROL_UNIT_DELETED_EXTERNALLY
-T12_MESSAGE = "The ControlUnit is being deleted"
 
 
 @dataclass(frozen=True)
@@ -313,13 +310,18 @@ ROLE_FAILED = "TaskSet completed beacause taskrole(r) is failed"  # spec 6.3, O'
 
 def check_failed_by_the_replica(status: dict[str, Any], observed: str) -> None:
     """The deleted Pod's attempt counted as failed (no exit code captured) and nothing retried it: the
-    replica ends with the retry decision, the role fails, and the TaskSet with it (default policy)."""
+    replica ends with the retry decision, after "Pod <name> was deleted" when no exit was captured
+    (issue 30), the role fails, and the TaskSet with it (default policy)."""
     replica = first_replica(status)
     check(status["state"] == "Failed", f"expected Failed: {observed}")
     check(status["stateMessage"] == ROLE_FAILED, f"expected {ROLE_FAILED!r}: {observed}")
     check((replica["phase"], replica["totalRetriedCount"]) == (P.COMPLETED, 0), observed)
     check(not replica.get("terminatedInfo") or replica["terminatedInfo"]["exitCode"] != 0, observed)
-    check(replica["phaseMessage"] == c.MSG_RETRY_FORBIDDEN, observed)
+    deleted = c.MSG_POD_DELETED.format(name=replica.get("podName"))
+    expected = (
+        c.MSG_RETRY_FORBIDDEN if replica.get("terminatedInfo") else f"{deleted}; {c.MSG_RETRY_FORBIDDEN}"
+    )
+    check(replica["phaseMessage"] == expected, f"expected {expected!r}: {observed}")
 
 
 def check_pod_outcome(
@@ -433,39 +435,33 @@ class ControlUnitDeleted:
             check(status["totalRetriedCount"] == 1, f"expected one TaskSet retry: {ctx.observed}")
             check(api.configmap(f"c-{name}-1") is None, "the retry's ControlUnit is gone at the end")
         else:
-            # not complete, so no completion reason: the message is the retry decision (6.3); the
-            # controller's log says why the attempt ended (``check_log``)
+            # not complete, so no completion reason: the deletion is why the attempt failed (issue 30)
             check(status["state"] == "Failed", f"expected Failed: {ctx.observed}")
-            check(status["stateMessage"] == c.MSG_RETRY_FORBIDDEN, f"expected the decision: {ctx.observed}")
+            deleted = c.MSG_CONTROL_UNIT_DELETED.format(name=f"c-{name}-0")
+            check(status["stateMessage"] == deleted, f"expected {deleted!r}: {ctx.observed}")
         units = {u.name for u in ctx.history.lifetimes("ConfigMap") if u.taskset_uid == uid}
         check(
             units == ({f"c-{name}-0", f"c-{name}-1"} if self.taskset_retry else {f"c-{name}-0"}), str(units)
         )
-        left = {uid: pod for uid, pod in ctx.pod_uids(name).items() if uid in before}
-        if self.propagation == "Orphan" and not self.taskset_retry and self.phase.released:
-            # no attempt needs their names: the orphans run on, untracked and untouched (8.3)
-            check(left == before, f"the orphaned Pods are left alone: {before} -> {left}")
-            for pod in api.pods(name):
-                check(not pod["metadata"].get("ownerReferences"), f"orphan {pod['metadata']['name']} owned")
-                check(
-                    not pod["metadata"].get("deletionTimestamp"), f"orphan {pod['metadata']['name']} deleted"
-                )
-        else:
-            wait_for(lambda: not set(ctx.pod_uids(name)) & set(before), "the attempt-0 Pods gone")
+        # with Orphan and no retry, the completed TaskSet deletes the Pods its status recorded (issue 30)
+        wait_for(lambda: not set(ctx.pod_uids(name)) & set(before), "the attempt-0 Pods gone")
 
     def check_log(self, transitions: list[Transition]) -> str:
         """The controller's log of the TaskSet's phases says how attempt 0 ended: the ControlUnit seen
         gone (T11), or seen lingering with a deletionTimestamp first (T12: Foreground and Orphan deletion
         keep it until the garbage collector is done; Background deletion never does)."""
-        ends = [t for t in transitions if t.reason in (T11_MESSAGE, T12_MESSAGE)]
+        unit = f"c-{self.name}-0"
+        t11 = c.MSG_CONTROL_UNIT_DELETED.format(name=unit)
+        t12 = c.MSG_CONTROL_UNIT_BEING_DELETED.format(name=unit)
+        ends = [t for t in transitions if t.reason in (t11, t12)]
         check(bool(ends), f"no T11/T12 in the log: {transitions}")
         first = ends[0]
-        expected = {(T11_MESSAGE, T.ATTEMPT_COMPLETED)}
+        expected = {(t11, T.ATTEMPT_COMPLETED)}
         if self.propagation != "Background":
-            expected.add((T12_MESSAGE, T.ATTEMPT_DELETION_REQUESTED))
+            expected.add((t12, T.ATTEMPT_DELETION_REQUESTED))
         check((first.reason, first.target) in expected, f"{first} not in {expected}")
         check(first.source == self.phase.taskset_phase, f"{first} not from {self.phase.taskset_phase}")
-        return "T11" if first.reason == T11_MESSAGE else "T12"
+        return "T11" if first.reason == t11 else "T12"
 
 
 # ----- the TaskSet ---------------------------------------------------------------------------------------

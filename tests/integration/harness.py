@@ -280,25 +280,25 @@ class TaskSets:
         ).items
         return [self.core.api_client.sanitize_for_serialization(p) for p in items]
 
-    def pod(self, name: str) -> dict[str, Any] | None:
+    def _read(self, read: Callable[[str, str], Any], name: str) -> dict[str, Any] | None:
+        """A core object of this namespace as JSON, or None when there is none of that name."""
         try:
-            pod = self.core.read_namespaced_pod(name, self.namespace)
+            obj = read(name, self.namespace)
         except client.ApiException as err:
             if err.status == 404:
                 return None
             raise
-        found: dict[str, Any] = self.core.api_client.sanitize_for_serialization(pod)
+        found: dict[str, Any] = self.core.api_client.sanitize_for_serialization(obj)
         return found
 
+    def pod(self, name: str) -> dict[str, Any] | None:
+        return self._read(self.core.read_namespaced_pod, name)
+
     def configmap(self, name: str) -> dict[str, Any] | None:
-        try:
-            cm = self.core.read_namespaced_config_map(name, self.namespace)
-        except client.ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-        found: dict[str, Any] = self.core.api_client.sanitize_for_serialization(cm)
-        return found
+        return self._read(self.core.read_namespaced_config_map, name)
+
+    def service(self, name: str) -> dict[str, Any] | None:
+        return self._read(self.core.read_namespaced_service, name)
 
     def events(self, taskset: str) -> list[tuple[str, str]]:
         items = self.core.list_namespaced_event(

@@ -12,7 +12,9 @@ import pytest
 import yaml
 
 from devcluster import Cluster
+from taskset.api import compact
 from taskset.api import constants as c
+from taskset.api.status import TaskSetStatus
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.conftest import install_crd
 
@@ -287,8 +289,13 @@ REJECTED = [
             "metadata": {"name": "many"},
             "spec": {"roles": [{"name": f"r{i}", "replicas": 1} for i in range(c.MAX_ROLES + 1)]},
         },
-        ["spec.roles: Too many: 1001"],
-        id="more than 1000 roles",
+        [f"spec.roles: Too many: {c.MAX_ROLES + 1}"],
+        id=f"more than {c.MAX_ROLES} roles (issue 22)",
+    ),
+    pytest.param(
+        TaskSetBuilder("big").role("a", replicas=6000).role("b", replicas=4001).obj(),
+        ["spec.roles", f"the replicas of all roles must total at most {c.MAX_TOTAL_REPLICAS}"],
+        id="more than 10,000 replicas in total (issue 22)",
     ),
     pytest.param(
         _edit(one_role(), lambda o: _role(o)["template"]["spec"].update(contaners=[])),
@@ -373,13 +380,17 @@ def test_at_least_25_rejections_are_covered() -> None:
             id="the largest replica count with minSucceeded equal to it",
         ),
         pytest.param(
+            TaskSetBuilder("ts").role("a", replicas=5000).role("b", replicas=5000).obj(),
+            id="10,000 replicas in total, the largest supported TaskSet (issue 22)",
+        ),
+        pytest.param(
             {
                 "apiVersion": c.API_VERSION,
                 "kind": c.KIND,
                 "metadata": {"name": "many"},
                 "spec": {"roles": [{"name": f"r{i}", "replicas": 1} for i in range(c.MAX_ROLES)]},
             },
-            id="1000 roles, within the CEL cost budget",
+            id="the most roles, within the CEL cost budget",
         ),
         pytest.param(
             TaskSetBuilder("ts")
@@ -479,7 +490,15 @@ def full_status() -> dict[str, Any]:
                 "observedGeneration": 1,
             }
         ],
-        "summary": {"roles": "1/2", "replicas": "1/3"},
+        "summary": {
+            "roles": "1/2",
+            "replicas": "1/3",
+            "waiting": 0,
+            "running": 1,
+            "succeeded": 1,
+            "failed": 0,
+            "retrying": 0,
+        },
         "roleStatus": [
             {
                 "name": "worker",
@@ -488,6 +507,7 @@ def full_status() -> dict[str, Any]:
                 "transitionTime": T0,
                 "state": c.State.SUCCEEDED,
                 "stateMessage": "",
+                "replicaCounts": {"waiting": 0, "running": 1, "succeeded": 1, "failed": 0, "retrying": 0},
                 "replicaStatus": [
                     replica(0, c.ReplicaPhase.COMPLETED, exited),
                     replica(1, c.ReplicaPhase.ATTEMPT_RUNNING),
@@ -524,8 +544,27 @@ def test_status_is_a_subresource_that_keeps_the_full_shape(
     table = cluster.kubectl("get", "ts", "-n", namespace).stdout.split("\n")
     assert table[0].split() == ["NAME", "STATE", "ROLES", "REPLICAS", "RETRIES", "AGE"]
     assert table[1].split()[:5] == ["ts", "Running", "1/2", "1/3", "0"]
-    wide = cluster.kubectl("get", "ts", "-n", namespace, "-o", "wide").stdout.split("\n")[0].split()
-    assert wide[-5:] == ["PHASE", "STARTED", "FINISHED", "MESSAGE", "SUSPENDED"]
+    wide = cluster.kubectl("get", "ts", "-n", namespace, "-o", "wide").stdout.split("\n")
+    columns = ["PHASE", "STARTED", "FINISHED", "WAITING", "RUNNING", "SUCCEEDED", "FAILED", "RETRYING"]
+    assert wide[0].split()[-10:] == [*columns, "MESSAGE", "SUSPENDED"]
+    assert wide[1].split()[-9:-4] == ["0", "1", "1", "0", "0"]  # then "Some TaskRole is running" (no suspend)
+
+
+def test_a_compact_status_is_kept_whole_by_the_schema(
+    cluster: Cluster, crd_installed: None, namespace: str
+) -> None:
+    """The compact shape (issue 22) passes the status schema without a field pruned: a pruned row would be
+    a replica forgotten."""
+    assert create(cluster, namespace, one_role(replicas=2)).returncode == 0
+    status = full_status()
+    written = compact.compact(status)
+    role = written["roleStatus"][0]
+    assert role["replicaRows"]["rows"] and role["replicaRows"]["texts"]
+    result = put_status(cluster, namespace, written)
+    assert result.returncode == 0, result.stderr
+    stored = get_taskset(cluster, namespace, "ts")["status"]
+    assert stored == written
+    assert TaskSetStatus.from_json(stored) == TaskSetStatus.from_json(status)
 
 
 @pytest.mark.parametrize(

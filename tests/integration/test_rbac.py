@@ -190,7 +190,8 @@ FORBIDDEN = [
     pytest.param(("list", "secrets", "--all-namespaces"), id="list Secrets anywhere"),
     pytest.param(("create", "deployments.apps"), id="create Deployments"),
     pytest.param(("create", "jobs.batch"), id="create Jobs"),
-    pytest.param(("create", "services"), id="create Services"),
+    pytest.param(("delete", "services"), id="delete Services"),
+    pytest.param(("update", "services"), id="update Services"),
     pytest.param(("get", "nodes"), id="read Nodes"),
     pytest.param(("list", "namespaces"), id="list Namespaces"),
     pytest.param(("create", "tasksets.octopus.openi.pcl.cn"), id="create TaskSets"),
@@ -225,6 +226,7 @@ def test_what_the_controller_must_not_do_is_forbidden(
 ALLOWED = [
     pytest.param(("create", "pods", "--all-namespaces"), id="create Pods in any namespace"),
     pytest.param(("watch", "configmaps", "--all-namespaces"), id="watch ConfigMaps everywhere"),
+    pytest.param(("create", "services", "--all-namespaces"), id="create headless Services"),
     pytest.param(("update", "tasksets.octopus.openi.pcl.cn", "--subresource=status"), id="update status"),
     pytest.param(("create", "events", "--namespace=default"), id="Events in any namespace"),
     pytest.param(

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT = ("taskset", "informers", "workqueue", "statemachine", "clock", "devcluster")
+PROJECT = ("taskset", "informers", "workqueue", "statemachine", "clock", "devcluster", "taskset_sdk")
 # Only the adapters speak to the kubernetes package; everything else uses plain dicts (DESIGN 2).
 KUBERNETES_ADAPTERS = {"informers/kube.py", "taskset/runtime/kube.py", "devcluster/cluster.py"}
+# The SDK is a client of its own: it reaches the API only through these two modules.
+SDK_KUBERNETES_MODULES = {"taskset_sdk/client.py", "taskset_sdk/connection.py"}
 
 
 def imports(path: Path) -> set[str]:
@@ -59,6 +61,9 @@ def modules(package: str) -> list[Path]:
             id="taskset never imports the dev cluster",
         ),
         pytest.param("devcluster", {"devcluster"}, id="the dev cluster does not depend on the controller"),
+        pytest.param(
+            "taskset_sdk", {"taskset_sdk"}, id="the SDK is a client: it imports nothing of the controller"
+        ),
     ],
 )
 def test_a_package_imports_only_the_layers_below_it(package: str, may_import: set[str]) -> None:
@@ -76,7 +81,7 @@ def test_only_the_adapters_import_the_kubernetes_package() -> None:
         for path in modules(package)
         if "kubernetes" in imports(path)
     }
-    assert users == KUBERNETES_ADAPTERS
+    assert users == KUBERNETES_ADAPTERS | SDK_KUBERNETES_MODULES
 
 
 def test_cmd_is_not_an_importable_package() -> None:

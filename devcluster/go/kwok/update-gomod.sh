@@ -1,13 +1,3 @@
 #!/usr/bin/env bash
-# Regenerates go.mod/go.sum for the pinned kwok controller, in a module of its own so that kwok's
-# k8s.io library versions never have to agree with the Kubernetes build's.
-set -euo pipefail
-cd "$(dirname "$0")"
-export GOTOOLCHAIN=local GOFLAGS=-mod=mod
-version=${1:-$(sed -n 's/^KWOK_VERSION=//p' VERSION)}
-rm -f go.mod go.sum
-go mod init taskset.local/devcluster/kwok >/dev/null 2>&1
-go mod edit -go=1.26.0
-go get -tool "sigs.k8s.io/kwok/cmd/kwok@${version}"
-go mod tidy
-printf 'KWOK_VERSION=%s\n' "$version" > VERSION
+# Regenerates go.mod/go.sum for the pinned kwok controller (devcluster/go/tool-module.sh). Usage: [VERSION]
+exec "$(dirname "$0")/../tool-module.sh" kwok KWOK_VERSION sigs.k8s.io/kwok/cmd/kwok "$@"

@@ -40,6 +40,8 @@ from taskset.decide import (
     TaskSetRef,
     decide,
 )
+from taskset.integrations import Integration
+from taskset.integrations.identity_env import IdentityEnv
 from taskset.objects.controlunit import build_control_unit
 from taskset.objects.pods import build_pod
 from taskset.runtime.kube import KubeError
@@ -65,6 +67,8 @@ class World:
     plans: list[Plan] = field(default_factory=list)
     deleting: bool = False
     pods_refused: bool = False  # Pod creates answer 503, as an overloaded API server does
+    # When set, what every Pod create answers instead (an admission denial, for now or for good).
+    pod_refusal: ActionResult | None = None
     # Objects integrations own, by (kind key, name), as the API server keeps them; and, when set, the
     # message with which the API server refuses to create any more of them (a 422).
     owned: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
@@ -151,6 +155,8 @@ class World:
             unit["metadata"]["deletionTimestamp"] = "now"  # foreground: pods go first (gc())
             return ActionResult(ResultKind.OK)
         if isinstance(intent, CreatePod):
+            if self.pod_refusal is not None:
+                return self.pod_refusal
             if self.pods_refused:
                 return ActionResult(ResultKind.ERROR, message="the server is currently unable to handle it")
             if intent.name in self.pods:
@@ -479,6 +485,11 @@ class Caches(NamedTuple):
     units: Store
 
 
+# The integrations the runtime's own tests run with: the status-write and expectation tests count every
+# request, and the headless Service (which these caches do not hold) has its own tests.
+CORE_INTEGRATIONS: tuple[Integration, ...] = (IdentityEnv(),)
+
+
 def reconciler_over(
     world: World, client: Any, *, clock: Clock | None = None, parallelism: int = 1
 ) -> tuple[Reconciler, Caches]:
@@ -500,6 +511,7 @@ def reconciler_over(
         logger=structlog.get_logger("test"),
         clock=clock,
         action_parallelism=parallelism,
+        settings=Settings(integrations=CORE_INTEGRATIONS),
     )
     return reconciler, Caches(tasksets, pods, units)
 

@@ -713,8 +713,10 @@ def test_status_summary_counts_completed_roles_and_replicas() -> None:
             ),
         ]
     )
-    assert status.summary() == {"roles": "1/2", "replicas": "2/4"}
-    assert TaskSetStatus().summary() == {"roles": "0/0", "replicas": "0/0"}
+    counts = {"waiting": 0, "running": 2, "succeeded": 0, "failed": 2, "retrying": 0}
+    assert status.summary() == {"roles": "1/2", "replicas": "2/4", **counts}
+    nothing = dict.fromkeys(counts, 0)
+    assert TaskSetStatus().summary() == {"roles": "0/0", "replicas": "0/0", **nothing}
 
 
 # ======================================================================================================

@@ -68,7 +68,15 @@ def test_resource_identity() -> None:
         ),
         pytest.param(
             c.ConditionType,
-            ["Running", "Succeeded", "Failed", "ControlUnitTampered", "Suspended"],
+            [
+                "Running",
+                "Succeeded",
+                "Failed",
+                "ControlUnitTampered",
+                "PodCreationRefused",
+                "PodsStuckTerminating",
+                "Suspended",
+            ],
             id="condition types (2.5.1), and issues 30's and 24's",
         ),
         pytest.param(
@@ -97,6 +105,8 @@ def test_resource_identity() -> None:
                 "OwnedObjectCreationFailed",
                 "ControlUnitTampered",
                 "StatusWriteRefused",
+                "PodStuckTerminating",
+                "OrphanedPodDeleted",
                 "TaskSetSuspended",
                 "TaskSetResumed",
             ],
@@ -162,6 +172,8 @@ def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
         "OwnedObjectCreationFailed",  # issue 29: an integration's object refused for good
         "ControlUnitTampered",  # issue 30: a ControlUnit snapshot someone else changed
         "StatusWriteRefused",  # issue 30: a status the API server will never take
+        "PodStuckTerminating",  # issue 30: a Pod held in Terminating past the documented bound
+        "OrphanedPodDeleted",  # issue 30: a Pod left running by an orphaning delete of its ControlUnit
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 

@@ -246,6 +246,11 @@ def test_printer_columns_point_at_declared_fields(crd: dict[str, Any], root: dic
         ("Phase", 1),
         ("Started", 1),
         ("Finished", 1),
+        ("Waiting", 1),
+        ("Running", 1),
+        ("Succeeded", 1),
+        ("Failed", 1),
+        ("Retrying", 1),
         ("Message", 1),
         ("Suspended", 1),
     ]

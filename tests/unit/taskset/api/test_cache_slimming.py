@@ -5,22 +5,26 @@ stranger's object labelled ``TaskSet`` costs a small, bounded amount of memory w
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import orjson
 import pytest
 
 from taskset.api import constants
-from taskset.api.views import (
+from taskset.api.constants import OWN_ANNOTATIONS, OWN_LABELS
+from taskset.api.slim import (
     FINALIZERS_KEPT,
-    OWN_ANNOTATIONS,
-    OWN_LABELS,
+    LIST_KEPT,
+    NO_SNAPSHOT_DIGEST,
     OWN_VALUE_MAX,
-    control_unit_view,
-    pod_view,
+    SNAPSHOT_DIGEST_FIELD,
     slim_config_map,
+    slim_owned,
     slim_pod,
+    snapshot_digest,
 )
+from taskset.api.views import control_unit_view, owned_view, pod_view
 from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.controlunit import SNAPSHOT_KEY
 from taskset.objects.pods import PodIdentity, build_pod
@@ -209,26 +213,148 @@ def unit_with(**extra: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "unit",
+    ("unit", "snapshot"),
     [
-        pytest.param(unit_with(), id="a ControlUnit with a stranger's annotation"),
-        pytest.param(unit_with(binaryData={"blob": "eA==" * BIG}), id="a ControlUnit with binary data"),
-        pytest.param(unit_with(data={"other": "y" * BIG}), id="a ConfigMap without a snapshot"),
+        pytest.param(unit_with(), '{"roles": []}', id="a ControlUnit with a stranger's annotation"),
+        pytest.param(
+            unit_with(binaryData={"blob": "eA==" * BIG}), '{"roles": []}', id="a ControlUnit with binary data"
+        ),
+        pytest.param(
+            unit_with(data={"other": "y" * BIG}), None, id="a ConfigMap of 250 KB without a snapshot"
+        ),
+        pytest.param(unit_with(data={SNAPSHOT_KEY: "z" * BIG}), "z" * BIG, id="a snapshot of 250 KB"),
+        pytest.param(unit_with(data={SNAPSHOT_KEY: 3}), None, id="a snapshot that is not a string"),
+        pytest.param(unit_with(data="x" * BIG), None, id="data that is not a mapping"),
     ],
 )
-def test_a_cached_config_map_keeps_its_data_and_only_the_controllers_own_metadata(
-    unit: dict[str, Any],
+def test_a_cached_config_map_keeps_only_its_snapshot_s_digest_and_the_controllers_own_metadata(
+    unit: dict[str, Any], snapshot: str | None
 ) -> None:
-    """``data`` stays whole: the ControlUnit's snapshot is read from it."""
+    """Not its data: the snapshot is judged by its digest and its text fetched once, to be used."""
     before = copy.deepcopy(unit)
 
     slim = slim_config_map(unit)
 
-    assert slim["data"] == unit["data"]
-    assert "binaryData" not in slim
+    assert set(slim) == {"apiVersion", "kind", "metadata", SNAPSHOT_DIGEST_FIELD}
+    assert slim[SNAPSHOT_DIGEST_FIELD] == snapshot_digest(snapshot)
+    assert size(slim) < 1024
     assert slim["metadata"]["annotations"] == {"TaskSet": "train"}
-    assert control_unit_view(slim, SNAPSHOT_KEY) == control_unit_view(unit, SNAPSHOT_KEY)
     assert taskset_index(slim) == taskset_index(unit)
     assert controller_uid_index(slim) == controller_uid_index(unit)
     assert unit == before
     assert slim_config_map(slim) == slim
+
+
+def test_the_view_of_a_cached_control_unit_knows_its_snapshot_by_its_digest_only() -> None:
+    whole = unit_with()
+
+    known, cached = (
+        control_unit_view(whole, SNAPSHOT_KEY),
+        control_unit_view(slim_config_map(whole), SNAPSHOT_KEY),
+    )
+
+    assert (known.spec_snapshot, known.snapshot_known) == ('{"roles": []}', True)
+    assert (cached.spec_snapshot, cached.snapshot_known) == (None, False)
+    assert cached.spec_digest == known.spec_digest == snapshot_digest('{"roles": []}')
+    assert replace(cached, spec_snapshot=known.spec_snapshot, snapshot_known=True) == known
+
+
+def test_a_config_map_whose_data_is_gone_digests_as_one_without_a_snapshot() -> None:
+    """An ordinary ConfigMap (no ``spec.json``) and a ControlUnit of a spec too large to keep one alike."""
+    unit = unit_with()
+    del unit["data"]
+    assert control_unit_view(unit).spec_digest == NO_SNAPSHOT_DIGEST == snapshot_digest("")
+    assert control_unit_view(slim_config_map(unit)).spec_digest == NO_SNAPSHOT_DIGEST
+
+
+def test_an_owned_object_of_another_kind_is_cached_with_its_metadata_only() -> None:
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": unit_with()["metadata"],
+        "spec": {"clusterIP": "None", "selector": {"x": "y" * BIG}},
+        "status": {"loadBalancer": {}},
+    }
+    before = copy.deepcopy(service)
+
+    slim = slim_owned(service)
+
+    assert set(slim) == {"apiVersion", "kind", "metadata"}
+    assert slim["metadata"]["annotations"] == {"TaskSet": "train"}
+    assert owned_view(slim) == owned_view(service)
+    assert size(slim) < 1024
+    assert service == before
+    assert slim_owned(slim) == slim
+
+
+# ----- a Pod's status: every list bounded, every text clipped as pod_view clips it ------------------------
+
+KIB4 = 4096  # the kubelet's largest termination message
+
+
+def exited(count: int, *, main: str = "c0", text: str = "m" * KIB4) -> dict[str, Any]:
+    """A Pod of ``count`` containers (``main`` first in the spec), each exited with a 4 KiB message, as
+    the kubelet lists them: by name."""
+    names = [main, *(f"c{i:02d}" for i in range(1, count))]
+    terminated = {
+        "exitCode": 1,
+        "signal": 9,
+        "reason": "R" * KIB4,
+        "message": text,
+        "finishedAt": "2026-01-01T00:00:00Z",
+    }
+    pod = strangers()
+    pod["spec"] = {"containers": [{"name": name, "image": "i" * 1000} for name in names]}
+    pod["status"] = {
+        "phase": "Failed",
+        "reason": "r" * KIB4,
+        "message": "m" * KIB4,
+        "containerStatuses": [
+            {"name": name, "containerID": "docker://" + "d" * KIB4, "state": {"terminated": terminated}}
+            for name in sorted(names)
+        ],
+        "initContainerStatuses": [
+            {"name": f"i{i}", "state": {"waiting": {"reason": "ErrImagePull", "message": "w" * KIB4}}}
+            for i in range(count)
+        ],
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "u" * KIB4,
+                "x": "y",
+            },
+            {"type": "Ready", "status": "False", "message": "n" * KIB4},
+        ],
+    }
+    return pod
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        pytest.param(exited(1), id="one container exited with a 4 KiB message"),
+        pytest.param(exited(3), id="three containers"),
+        pytest.param(exited(200), id="200 containers: the lists are bounded"),
+        pytest.param(exited(200, main="zz"), id="200 containers, the workload's status listed last"),
+        pytest.param(exited(2, text="short"), id="a short message is kept as it is"),
+    ],
+)
+def test_a_pod_s_status_texts_are_clipped_and_its_lists_bounded_as_the_controller_reads_them(
+    pod: dict[str, Any],
+) -> None:
+    before = copy.deepcopy(pod)
+
+    slim = slim_pod(pod)
+
+    assert pod_view(slim) == pod_view(pod)
+    assert pod_view(slim).terminated is not None
+    assert size(slim) < 12 * 1024 + 3 * LIST_KEPT * 1024  # whatever the Pod lists
+    assert pod == before
+    assert slim_pod(slim) == slim
+
+
+def test_a_pod_with_200_containers_costs_what_one_with_sixteen_costs() -> None:
+    assert abs(size(slim_pod(exited(200))) - size(slim_pod(exited(LIST_KEPT)))) < 200
+    assert size(slim_pod(exited(200))) < size(exited(200)) / 50

@@ -382,7 +382,7 @@ def test_summary_masks_credentials_in_the_api_server_url() -> None:
 
 def test_defaults_match_the_documented_values() -> None:
     config = Config()
-    assert (config.workers, config.cache_creation_timeout, config.qps, config.burst) == (10, 300, 50.0, 100)
+    assert (config.workers, config.cache_creation_timeout, config.qps, config.burst) == (10, 300, 0.0, 100)
     assert (config.metrics_bind_address, config.health_probe_bind_address) == (":8080", ":8081")
     assert (config.log_level, config.register_crd, config.shutdown_grace_period) == ("info", True, 30.0)
     assert (config.namespace, config.api_server, config.kubeconfig) == ("", "", "")

@@ -20,6 +20,7 @@ from taskset.decide import (
     CreatePod,
     ResultKind,
 )
+from taskset.objects.network import SERVICES
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import (
     START,
@@ -201,6 +202,7 @@ def test_the_control_unit_create_result_moves_the_taskset_on_to_its_pods() -> No
     assert plan.status.phase_message == "Control unit is synced,prepare to launch tasks"
     assert plan.intents == [
         CreateOwned("c-job-0"),
+        CreateOwned("job", SERVICES, "headless-service"),  # made beside the Pods, which need not wait
         CreatePod(0, 0, "job-a-0", 0, 0),
         CreatePod(0, 1, "job-a-1", 0, 0),
         CreatePod(1, 0, "job-b-0", 0, 0),
@@ -232,6 +234,7 @@ def test_once_the_control_unit_is_observed_every_replica_gets_a_pod() -> None:
     assert plan.status.phase == T.ATTEMPT_PREPARING
     assert plan.status.phase_message == "Control unit is synced,prepare to launch tasks"
     assert plan.intents == [
+        CreateOwned("job", SERVICES, "headless-service"),
         CreatePod(0, 0, "job-a-0", 0, 0),
         CreatePod(0, 1, "job-a-1", 0, 0),
         CreatePod(1, 0, "job-b-0", 0, 0),

@@ -10,8 +10,9 @@ import pytest
 
 from taskset.api.constants import ConditionStatus, ConditionType, State
 from taskset.api.constants import TaskSetPhase as T
+from taskset.api.slim import snapshot_digest
 from taskset.decide.snapshot import UNVERIFIED, Verdict, check_snapshot
-from taskset.objects.controlunit import build_control_unit, snapshot_digest, snapshot_of
+from taskset.objects.controlunit import build_control_unit, snapshot_of
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import retrying_replica, running, single, the_status
 from tests.unit.taskset.world import World, adopted_unseen_control_unit, new_uid
@@ -88,7 +89,7 @@ def test_the_snapshot_the_controller_builds_is_what_its_control_unit_holds() -> 
 def test_the_verdict_on_a_snapshot(
     snapshot: str | None, recorded: str | None, expected: str | None, verdict: Verdict
 ) -> None:
-    assert check_snapshot(snapshot, recorded, expected) == verdict
+    assert check_snapshot(snapshot_digest(snapshot), recorded, expected) == verdict
 
 
 # ----- whole passes -------------------------------------------------------------------------------------

@@ -16,7 +16,10 @@ from taskset.api.constants import (
 )
 from taskset.api.spec import CheckFailure, ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.integrations import BUILT_IN
+from taskset.integrations.framework_env import FrameworkEnv
+from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv, identity_decoration
+from taskset.integrations.peer_env import PeerEnv
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import (
     CONFIGMAPS,
@@ -147,8 +150,13 @@ def test_the_identity_variables_are_the_seeds_six_in_the_seeds_order() -> None:
     )
 
 
-def test_the_identity_variables_are_built_in() -> None:
-    assert [type(integration) for integration in BUILT_IN] == [IdentityEnv]
+def test_the_built_in_integrations_in_their_order() -> None:
+    assert [type(integration) for integration in BUILT_IN] == [
+        IdentityEnv,
+        HeadlessService,
+        PeerEnv,
+        FrameworkEnv,
+    ]
 
 
 @pytest.mark.parametrize(

@@ -12,12 +12,13 @@ from taskset.api.constants import EventReason
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import TaskSetStatus
-from taskset.decide import Event, Plan
+from taskset.decide import Event, Plan, Settings
 from taskset.runtime.kube import KubeError
 from taskset.runtime.reconciler import Reconciler
 from taskset.runtime.records import HOLD_LIMIT
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import (
+    CORE_INTEGRATIONS,
     Caches,
     RecordingClient,
     World,
@@ -87,6 +88,7 @@ def test_a_first_pass_that_dies_before_its_status_write_is_redone_by_adopting_no
         units=caches.units,
         recorder=reconciler._recorder,
         logger=reconciler._log,
+        settings=Settings(integrations=CORE_INTEGRATIONS),
     )
 
     restarted.reconcile(KEY)

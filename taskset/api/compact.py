@@ -1,0 +1,405 @@
+"""The status budget (issue 22): the wire shape that keeps any supported TaskSet's status under a fixed size.
+
+etcd refuses a request over 1.5 MiB, and the status travels in the same object as the spec. Today's
+shape spends about 0.5 to 2.5 KB on each replica, so past a couple of thousand replicas a status could
+never be written again, and the TaskSet wedged. This module decides the shape the status is written in:
+
+* **Full** (today's shape, spec 2.5), whenever it fits in ``STATUS_BUDGET``: every small TaskSet, and a
+  large one as long as its replicas say little. Measured as the API server stores it (``wire_bytes``).
+* **Compact** otherwise. Each role keeps its own fields and counts, and under ``replicaRows``:
+
+  - ``rows``: one short string per replica, in index order: ``"<phase><flags> <retries> <transition>
+    <podUID> <text>"``. The phase is one letter (``PHASE_CODES``), the flags ``s`` (stopped) and ``p``
+    (the Pod name is recorded: ``podNamePrefix`` + index), the transition time in Unix seconds, ``-`` for
+    none, and ``text`` the index of an entry in ``texts``;
+  - ``texts``: the distinct combinations of the replicas' texts (phaseMessage, podReason, node IP,
+    container name, exit code, signal and reason), each stored once: ten thousand running replicas share
+    a handful;
+  - ``replicaStatus``: the full record of each replica that is not fine (``not_fine``: failed, retried,
+    its Pod named a reason or it waits for one), in index order, as long as ``DETAILS_BUDGET`` lasts.
+
+  A row keeps everything the machines decide on (``DECISION_FIELDS``), so a controller that restarts
+  from a compact status takes the same decisions. What a row does not keep (Pod IP, container ID, start
+  and finish times, the exit message) is either read again from the live Pod on the next pass, or, once
+  the Pod is gone, only of interest to a reader, who finds it in the detailed records of the replicas that
+  are not fine. When the texts of a status exceed ``TEXTS_BUDGET`` (thousands of distinct messages),
+  the later ones read ``...`` (keeping whether and how the container ended): the events said them.
+
+``expand`` turns either shape back into the full one, which ``TaskSetStatus.from_json`` parses. The sizes
+below are proved by ``worst_case_bytes``, which ``tests/unit/taskset/api/test_status_budget.py`` checks
+against serializing a status at the limits with every text at its maximum.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import orjson
+
+from taskset.api.constants import MAX_ROLES, MAX_TOTAL_REPLICAS, ConditionType, ReplicaPhase
+
+Json = dict[str, Any]
+
+# ----- the budget, in bytes of JSON as the API server stores it --------------------------------------------
+ETCD_REQUEST_LIMIT: Final = 1_572_864  # etcd's default --max-request-bytes: the whole object must fit
+# The status's share: the rest (512 KiB) is for the spec, the metadata and the API server's own fields.
+STATUS_BUDGET: Final = 1_048_576
+# Shares of the compact shape (see worst_case_bytes for how they add up under STATUS_BUDGET).
+TEXTS_BUDGET: Final = 40_960  # distinct replica texts of all roles together
+DETAILS_BUDGET: Final = 40_960  # full records of the replicas that are not fine
+# A role's own messages in the compact shape: what the role did, not the replicas' texts.
+ROLE_MESSAGE_BYTES: Final = 512
+# Outside texts may be made of characters the API server writes as 6 bytes (``\u003c`` for ``<``, a
+# control character as ``\u0001``): the worst case of one character of a string.
+WORST_BYTES_PER_CHARACTER: Final = 6
+
+# A replica's full record takes at least this much, every field empty (its keys alone take 296).
+FULL_RECORD_MIN_BYTES: Final = 290
+
+ROWS: Final = "replicaRows"
+COUNTS: Final = "replicaCounts"
+STAND_IN: Final = "..."  # the phaseMessage of a replica whose texts did not fit in TEXTS_BUDGET
+UID_MAX: Final = 36  # the API server's UIDs are RFC 4122 UUIDs; anything longer is not one of its
+
+PHASE_CODES: Final = {
+    ReplicaPhase.ATTEMPT_PENDING: "A",
+    ReplicaPhase.ATTEMPT_CREATION_REQUESTED: "C",
+    ReplicaPhase.ATTEMPT_PREPARING: "P",
+    ReplicaPhase.ATTEMPT_ASSIGNED: "N",
+    ReplicaPhase.ATTEMPT_RUNNING: "R",
+    ReplicaPhase.ATTEMPT_DELETION_PENDING: "D",
+    ReplicaPhase.ATTEMPT_DELETION_REQUESTED: "Q",
+    ReplicaPhase.ATTEMPT_COMPLETED: "E",
+    ReplicaPhase.ATTEMPT_RETRY_PENDING: "T",
+    ReplicaPhase.COMPLETED: "F",
+}
+_CODES: Final = {str(phase): code for phase, code in PHASE_CODES.items()}
+_PHASES: Final = {code: str(phase) for phase, code in PHASE_CODES.items()}
+_NONE: Final = "-"
+
+# The replica fields a row and its texts keep exactly (the round trip of the compact shape).
+DECISION_FIELDS: Final = (
+    "index",
+    "name",
+    "phase",
+    "phaseMessage",
+    "stopped",
+    "transitionTime",
+    "totalRetriedCount",
+    "podName",
+    "podReason",
+    "podUID",
+    "podHostIP",
+    "containerName",
+)
+# The texts that say a replica's Pod waits (taskset.decide.waiting; a unit test keeps them equal).
+WAIT_PREFIXES: Final = ("Pod is unschedulable: ", "container ", "Held: ")
+_WAITING: Final = {
+    str(ReplicaPhase.ATTEMPT_PENDING),
+    str(ReplicaPhase.ATTEMPT_PREPARING),
+    str(ReplicaPhase.ATTEMPT_ASSIGNED),
+}
+_ACTIVE: Final = {
+    str(ReplicaPhase.ATTEMPT_RUNNING),
+    str(ReplicaPhase.ATTEMPT_DELETION_PENDING),
+    str(ReplicaPhase.ATTEMPT_DELETION_REQUESTED),
+    str(ReplicaPhase.ATTEMPT_COMPLETED),
+}
+
+
+def wire_bytes(data: bytes) -> int:
+    """Bytes of ``data`` (compact JSON from orjson) once the API server has written it: Go escapes ``<``,
+    ``>`` and ``&`` as six bytes each, and U+2028/U+2029 (three bytes of UTF-8) as six too."""
+    extra = 5 * (data.count(b"<") + data.count(b">") + data.count(b"&"))
+    return len(data) + extra + 3 * (data.count("\u2028".encode()) + data.count("\u2029".encode()))
+
+
+def json_bytes(obj: object) -> int:
+    return wire_bytes(orjson.dumps(obj))
+
+
+def clip_bytes(text: str, limit: int) -> str:
+    """``text`` cut so that its JSON string takes at most ``limit`` bytes on the wire, visibly."""
+    if json_bytes(text) <= limit:
+        return text
+    keep = max(0, (limit - 2 - len(STAND_IN)) // WORST_BYTES_PER_CHARACTER)
+    while json_bytes(text[: keep + 1] + STAND_IN) <= limit and keep < len(text):
+        keep += 1  # a cheap lower bound first, then as much as fits
+    return text[:keep] + STAND_IN
+
+
+# ----- counts -------------------------------------------------------------------------------------------
+
+BUCKETS: Final = ("waiting", "running", "succeeded", "failed", "retrying")
+
+
+def replica_counts(replicas: list[Json]) -> Json:
+    """Replicas by what they are doing (both shapes): waiting for a Pod to run, running (or ending an
+    attempt), retrying (waiting out the retry delay), and their outcome once completed."""
+    counts = dict.fromkeys(BUCKETS, 0)
+    for replica in replicas:
+        counts[_bucket(replica)] += 1
+    return counts
+
+
+def _bucket(replica: Json) -> str:
+    phase = replica.get("phase")
+    if phase in _WAITING or phase == str(ReplicaPhase.ATTEMPT_CREATION_REQUESTED):
+        return "waiting"
+    if phase in _ACTIVE:
+        return "running"
+    if phase == str(ReplicaPhase.ATTEMPT_RETRY_PENDING):
+        return "retrying"
+    info = replica.get("terminatedInfo")
+    return "succeeded" if isinstance(info, dict) and info.get("exitCode") == 0 else "failed"
+
+
+def not_fine(replica: Json) -> bool:
+    """Whether a reader of a large status wants this replica's full record: it failed, was retried, its
+    Pod named a reason (evicted, a name conflict, a refused create), or it waits for something."""
+    info = replica.get("terminatedInfo")
+    if replica.get("totalRetriedCount") or replica.get("podReason"):
+        return True
+    if isinstance(info, dict) and info.get("exitCode") != 0:
+        return True
+    bucket = _bucket(replica)
+    if bucket in ("failed", "retrying"):
+        return not replica.get("stopped")
+    message = replica.get("phaseMessage") or ""
+    return replica.get("phase") in _WAITING and message.startswith(WAIT_PREFIXES)
+
+
+# ----- full -> wire --------------------------------------------------------------------------------------
+
+
+def shape(status: Json) -> Json:
+    """The status to write: ``status`` (full) if it fits in the budget, else its compact shape. A
+    TaskSet with more replicas than full records of the smallest size fit is not even measured."""
+    replicas = sum(len(role.get("replicaStatus") or ()) for role in status.get("roleStatus") or ())
+    if replicas * FULL_RECORD_MIN_BYTES <= STATUS_BUDGET and json_bytes(status) <= STATUS_BUDGET:
+        return status
+    return compact(status)
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.texts = TEXTS_BUDGET
+        self.details = DETAILS_BUDGET
+
+
+def compact(status: Json) -> Json:
+    budget = _Budget()
+    return {**status, "roleStatus": [_compact_role(role, budget) for role in status.get("roleStatus", [])]}
+
+
+def _compact_role(role: Json, budget: _Budget) -> Json:
+    replicas: list[Json] = role.get("replicaStatus") or []
+    prefix = _pod_name_prefix(replicas)
+    texts: list[Json] = []
+    refs: dict[bytes, int] = {}
+    rows = []
+    details = []
+    for replica in replicas:
+        rows.append(_row(replica, prefix, _text_ref(_texts_of(replica), texts, refs, budget)))
+        if not_fine(replica):
+            size = json_bytes(replica) + 1
+            if size <= budget.details:
+                budget.details -= size
+                details.append(replica)
+    out = {key: value for key, value in role.items() if key != "replicaStatus"}
+    for key in ("phaseMessage", "stateMessage"):
+        out[key] = clip_bytes(str(role.get(key) or ""), ROLE_MESSAGE_BYTES)
+    out["replicaStatus"] = details
+    out[ROWS] = {"podNamePrefix": prefix, "texts": texts, "rows": rows}
+    return out
+
+
+def _pod_name_prefix(replicas: list[Json]) -> str:
+    """``<taskset>-<role>-``, from a recorded Pod name (every Pod name is the prefix and the index)."""
+    for replica in replicas:
+        name, suffix = str(replica.get("podName") or ""), f"-{replica.get('index')}"
+        if name.endswith(suffix):
+            return name[: len(name) - len(suffix) + 1]
+    return ""
+
+
+def _texts_of(replica: Json) -> Json:
+    entry = {
+        "phaseMessage": replica.get("phaseMessage") or "",
+        "podReason": replica.get("podReason") or "",
+        "podHostIP": replica.get("podHostIP") or "",
+        "containerName": replica.get("containerName") or "",
+    }
+    entry = {key: value for key, value in entry.items() if value}
+    info = replica.get("terminatedInfo")
+    if isinstance(info, dict):
+        entry["exitCode"] = info.get("exitCode", 0)
+        entry["signal"] = info.get("signal", 0)
+        entry["reason"] = info.get("reason", "")
+    return entry
+
+
+def _stand_in(entry: Json) -> Json:
+    """What a replica's texts read once TEXTS_BUDGET is spent: whether its container ended, and with
+    success or not (what the machines decide on), nothing else."""
+    out: Json = {"phaseMessage": STAND_IN}
+    if "exitCode" in entry:
+        out["exitCode"] = 0 if entry["exitCode"] == 0 else 1
+    return out
+
+
+def _text_ref(entry: Json, texts: list[Json], refs: dict[bytes, int], budget: _Budget) -> int:
+    key = orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
+    ref = refs.get(key)
+    if ref is not None:
+        return ref
+    size = wire_bytes(key) + 1
+    if size > budget.texts:
+        entry = _stand_in(entry)
+        key = orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
+        ref = refs.get(key)
+        if ref is not None:
+            return ref
+        size = 0  # stand-ins are few (STAND_INS_BYTES) and always stored
+    budget.texts -= size
+    refs[key] = len(texts)
+    texts.append(entry)
+    return len(texts) - 1
+
+
+def _row(replica: Json, prefix: str, text: int) -> str:
+    code = _CODES.get(str(replica.get("phase")), PHASE_CODES[ReplicaPhase.ATTEMPT_PENDING])
+    if replica.get("stopped"):
+        code += "s"
+    pod_name = str(replica.get("podName") or "")
+    if pod_name and prefix and pod_name == f"{prefix}{replica.get('index')}":
+        code += "p"
+    uid = replica.get("podUID")
+    uid_text = uid if isinstance(uid, str) and 0 < len(uid) <= UID_MAX and " " not in uid else _NONE
+    retries = replica.get("totalRetriedCount") or 0
+    return f"{code} {retries} {_epoch(replica.get('transitionTime'))} {uid_text} {text}"
+
+
+def parse_time(value: object) -> datetime | None:
+    """A stored RFC 3339 timestamp, or None when there is none (or it is not one)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _epoch(value: object) -> str:
+    moment = parse_time(value)
+    return _NONE if moment is None else str(int(moment.timestamp()))
+
+
+# ----- wire -> full --------------------------------------------------------------------------------------
+
+
+def expand(status: Json) -> Json:
+    """The full shape of a status in either shape (a new dict; ``status`` is not changed)."""
+    roles = status.get("roleStatus")
+    if not isinstance(roles, list) or not any(isinstance(r, dict) and ROWS in r for r in roles):
+        return status
+    return {**status, "roleStatus": [_expand_role(r) if isinstance(r, dict) else r for r in roles]}
+
+
+def _expand_role(role: Json) -> Json:
+    packed = role.get(ROWS)
+    if not isinstance(packed, dict):
+        return role
+    name = _text(role.get("name"))
+    prefix = _text(packed.get("podNamePrefix"))
+    texts = [t if isinstance(t, dict) else {} for t in _items(packed.get("texts"))]
+    rows = _items(packed.get("rows"))
+    replicas = [_replica(str(row), index, name, prefix, texts) for index, row in enumerate(rows)]
+    for detail in _items(role.get("replicaStatus")):
+        index = detail.get("index") if isinstance(detail, dict) else None
+        if isinstance(index, int) and 0 <= index < len(replicas):
+            replicas[index] = detail
+    out = {key: value for key, value in role.items() if key != ROWS}
+    out["replicaStatus"] = replicas
+    return out
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _items(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _replica(row: str, index: int, role: str, prefix: str, texts: list[Json]) -> Json:
+    fields = row.split(" ")
+    fields += [_NONE] * (5 - len(fields))
+    code, retries, moment, uid, ref = fields[:5]
+    text = texts[int(ref)] if ref.isdigit() and int(ref) < len(texts) else {}
+    info = None
+    if isinstance(text.get("exitCode"), int):
+        info = {
+            "exitCode": text["exitCode"],
+            "exitMessage": "",
+            "signal": text.get("signal") if isinstance(text.get("signal"), int) else 0,
+            "reason": str(text.get("reason") or ""),
+        }
+    return {
+        "index": index,
+        "name": role,
+        "phase": _PHASES.get(code[:1], str(ReplicaPhase.ATTEMPT_PENDING)),
+        "phaseMessage": str(text.get("phaseMessage") or ""),
+        "stopped": "s" in code[1:],
+        "transitionTime": _stamp(moment),
+        "startAt": None,
+        "finishAt": None,
+        "totalRetriedCount": int(retries) if retries.isdigit() else 0,
+        "podName": f"{prefix}{index}" if "p" in code[1:] and prefix else "",
+        "podReason": str(text.get("podReason") or ""),
+        "podUID": None if uid == _NONE else uid,
+        "podIP": "",
+        "podHostIP": str(text.get("podHostIP") or ""),
+        "containerName": str(text.get("containerName") or ""),
+        "containerID": "",
+        "terminatedInfo": info,
+    }
+
+
+def _stamp(epoch: str) -> str | None:
+    if not epoch.isdigit():
+        return None
+    return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ----- the proof -----------------------------------------------------------------------------------------
+
+
+def worst_case_bytes(message_max: int, name_max: int, reason_max: int) -> dict[str, int]:
+    """An upper bound of each part of a compact status at the limits (``MAX_ROLES`` roles,
+    ``MAX_TOTAL_REPLICAS`` replicas), every text at its clip bound of characters that each take
+    ``WORST_BYTES_PER_CHARACTER`` bytes: ``message_max`` for a message, ``name_max`` for a name,
+    ``reason_max`` for a condition's reason."""
+    text = WORST_BYTES_PER_CHARACTER * message_max + 2
+    # Top level: 4 messages (phase, state, attempt result, and the keys around them) and one condition of
+    # each type, with every scalar field at its widest (timestamps, UIDs, a 64-hex digest, counters).
+    scalars = 1_200
+    # A condition's reason is one of the controller's own CamelCase words (the CRD's pattern admits only
+    # ASCII letters, digits and "_,:"), so each of its characters takes one byte. Counting it at the
+    # worst bytes per character left no room for the Suspended condition (issue 24).
+    condition = text + reason_max + 200
+    top = 3 * text + scalars + len(ConditionType) * condition
+    role = 2 * (ROLE_MESSAGE_BYTES + 20) + 2 * name_max + 600  # keys, phases, counts, prefix
+    # "Xsp <retries> <epoch> <uid> <text>", quoted, with its comma: retries at most 7 digits (MAX_RETRY_
+    # COUNT + 1), an epoch 10 digits until 2286, a text index at most 5 digits (TEXTS_BUDGET / 8 bytes).
+    row = 3 + 1 + 7 + 1 + 10 + 1 + UID_MAX + 1 + 5 + 3
+    stand_ins = MAX_ROLES * 3 * 40  # at most three per role, each under 40 bytes
+    return {
+        "top": top,
+        "roles": MAX_ROLES * role,
+        "rows": MAX_TOTAL_REPLICAS * row,
+        "texts": TEXTS_BUDGET + stand_ins,
+        "details": DETAILS_BUDGET,
+    }

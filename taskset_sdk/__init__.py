@@ -1,0 +1,46 @@
+"""The TaskSet Python SDK: build TaskSets with typed builders, submit, watch, wait, read logs, delete.
+
+It speaks to the Kubernetes API with the official ``kubernetes`` client and imports nothing of the
+controller (``taskset``): install the project and use it from a notebook, a script, or a Pod.
+"""
+
+from taskset_sdk.builders import CompletionPolicy, EventPolicy, RetryPolicy, Role, TaskSet, pod_template
+from taskset_sdk.client import Client
+from taskset_sdk.errors import (
+    LogsUnavailableError,
+    TaskSetAlreadyExistsError,
+    TaskSetApiError,
+    TaskSetError,
+    TaskSetInvalidError,
+    TaskSetNotFoundError,
+    WaitError,
+    WaitFailedError,
+    WaitTimeoutError,
+)
+from taskset_sdk.views import Condition, EventView, LogTarget, PodView, ReplicaView, RoleView, TaskSetView
+
+__all__ = [
+    "Client",
+    "CompletionPolicy",
+    "Condition",
+    "EventPolicy",
+    "EventView",
+    "LogTarget",
+    "LogsUnavailableError",
+    "PodView",
+    "ReplicaView",
+    "RetryPolicy",
+    "Role",
+    "RoleView",
+    "TaskSet",
+    "TaskSetAlreadyExistsError",
+    "TaskSetApiError",
+    "TaskSetError",
+    "TaskSetInvalidError",
+    "TaskSetNotFoundError",
+    "TaskSetView",
+    "WaitError",
+    "WaitFailedError",
+    "WaitTimeoutError",
+    "pod_template",
+]

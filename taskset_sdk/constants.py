@@ -1,0 +1,32 @@
+"""The wire strings the SDK needs, copied rather than imported: the SDK is a client and must install and
+run without the controller's packages. ``tests/unit/taskset_sdk/test_sdk_constants.py`` keeps every value
+equal to the controller's own (``taskset/api/constants.py``)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+GROUP: Final = "octopus.openi.pcl.cn"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+KIND: Final = "TaskSet"
+PLURAL: Final = "tasksets"
+
+# A replica's Pod is named the same in every attempt; the attempt numbers are annotations on it.
+POD_NAME_FORMAT: Final = "{taskset}-{role}-{index}"
+LABEL_TASKSET: Final = "TaskSet"
+LABEL_ROLE: Final = "PodTaskRole"
+ANNOTATION_REPLICA_INDEX: Final = "RoleReplicaIndex"
+ANNOTATION_TASKSET_ATTEMPT_ID: Final = "TaskSetAttemptID"
+ANNOTATION_REPLICA_ATTEMPT_ID: Final = "ReplicaAttemptID"
+
+# The human-facing states; the last two are final.
+STATE_WAITING: Final = "Waiting"
+STATE_RUNNING: Final = "Running"
+STATE_SUCCEEDED: Final = "Succeeded"
+STATE_FAILED: Final = "Failed"
+STATES: Final = (STATE_WAITING, STATE_RUNNING, STATE_SUCCEEDED, STATE_FAILED)
+FINAL_STATES: Final = frozenset({STATE_SUCCEEDED, STATE_FAILED})
+
+ROLE_EVENTS: Final = ("RoleFailed", "RoleSucceeded", "RoleCompleted")
+TASKSET_ACTIONS: Final = ("TaskSetFailed", "TaskSetSucceeded", "TaskSetCompleted", "NoAction")

@@ -1,0 +1,231 @@
+"""``kubectl taskset``, run as a user runs it: the real kubectl finds ``kubectl-taskset`` on PATH (a
+console script made from the entry point setup.cfg declares), against the embedded control plane with a
+controller running. Output is compared with golden text, the time columns masked."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from devcluster import Cluster, sim
+from taskset.runtime.controller import Controller
+from taskset_sdk import Client, Role, TaskSet, pod_template
+from tests.integration.harness import eventually
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``kubectl-taskset`` as pip would install it: a script calling the declared entry point."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    scripts = dict(
+        line.split(" = ") for line in config["options.entry_points"]["console_scripts"].strip().splitlines()
+    )
+    module, function = scripts["kubectl-taskset"].split(":")
+    folder = tmp_path_factory.mktemp("plugin")
+    script = folder / "kubectl-taskset"
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+        f"from {module} import {function}\nsys.exit({function}())\n"
+    )
+    script.chmod(0o755)
+    return folder
+
+
+@pytest.fixture
+def kubectl(cluster: Cluster, namespace: str, plugin_dir: Path, controller: Controller):
+    kubectl_dir = str(Path(cluster.binaries["kubectl"]).parent)
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(plugin_dir), kubectl_dir, os.environ.get("PATH", "")]),
+        "KUBECONFIG": str(cluster.kubeconfig),
+    }
+    env.pop("NO_COLOR", None)
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            ["kubectl", "taskset", f"--namespace={namespace}", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        if check:
+            assert done.returncode == 0, done.stderr
+        return done
+
+    return run
+
+
+def mask_last_column(text: str, title: str) -> str:
+    """Every row's cell in the last column, titled ``title`` in the header, becomes ``*``."""
+    header, *rows = text.splitlines()
+    start = header.index(title)
+    masked = [row[:start] + "*" if len(row) > start else row for row in rows]
+    return "\n".join([header, *masked]) + "\n"
+
+
+def finished_with_a_retry(client: Client, name: str) -> None:
+    """worker-1's first attempt exits 3 and is retried; the second succeeds, and so does the TaskSet
+    (worker's event policy); ps, which runs on, is stopped. Returns once every Pod is gone."""
+    ends = {sim.DURATION: "300ms", sim.EXIT_CODE: "0", sim.attempt_exit_code(0, 1, 0): "3"}
+    worker = Role("worker", 2, pod_template("busybox", ["sh", "-c", "exit 0"], annotations=ends))
+    client.create(
+        TaskSet(name)
+        .role(Role("ps", 1, pod_template("busybox", ["sh", "-c", "sleep 1000"])))
+        .role(worker.retry(max_retry_count=1).on("RoleSucceeded", "TaskSetSucceeded"))
+    )
+    client.wait(name, timeout=60)
+    eventually(lambda: client.pods(name) == {}, 30, "the attempt's Pods are gone")
+
+
+# The tree of finished_with_a_retry("tree"), the AGE column masked.
+GOLDEN_TREE = (ROOT / "tests" / "integration" / "golden" / "kubectl-taskset-get.txt").read_text()
+
+
+def test_get_prints_the_tree_plain_when_piped(cluster: Cluster, namespace: str, kubectl) -> None:
+    finished_with_a_retry(Client(kubeconfig=cluster.kubeconfig, namespace=namespace), "tree")
+    done = kubectl("get", "tree")
+    assert "\x1b[" not in done.stdout  # piped: no colours
+    assert mask_last_column(done.stdout, "AGE") == GOLDEN_TREE
+
+
+def test_get_json_is_the_same_tree_as_data(cluster: Cluster, namespace: str, kubectl) -> None:
+    client = Client(kubeconfig=cluster.kubeconfig, namespace=namespace)
+    client.create(TaskSet("live").role(Role("w", 2, pod_template("busybox", ["sleep", "1000"]))))
+    client.wait("live", state="Running", timeout=30)
+    eventually(
+        lambda: all(p.node for p in client.pods("live").values()) and len(client.pods("live")) == 2, 30
+    )
+    data = json.loads(kubectl("get", "live", "-o", "json").stdout)
+    assert (data["name"], data["state"], data["namespace"]) == ("live", "Running", namespace)
+    replicas = data["roles"][0]["replicas"]
+    assert [r["pod"] for r in replicas] == ["live-w-0", "live-w-1"]
+    current = [r["attempts"][-1] for r in replicas]
+    assert [a["pod"] for a in current] == ["live-w-0", "live-w-1"]
+    assert all(a["node"].startswith("kwok-node-") and a["phase"] == "Running" for a in current), current
+    listed = json.loads(kubectl("get", "-o", "json").stdout)
+    assert [t["name"] for t in listed] == ["live"]
+
+
+GOLDEN_DESCRIBE = """\
+Name:          tree
+Namespace:     {namespace}
+State:         Succeeded
+Phase:         TaskSetCompleted
+Message:       TaskSet completed beacause taskrole(worker) is succeeded
+Attempts:      1 (TaskSet retried 0 times)
+Created:       <time>
+Conditions:
+  TYPE       STATUS  REASON     MESSAGE
+  Running    False   Succeeded  TaskSet completed beacause taskrole(worker) is succeeded
+  Succeeded  True    Succeeded  TaskSet completed beacause taskrole(worker) is succeeded
+Roles:
+  ps: Running (TaskRoleRunning)
+    ps-0: TaskRoleReplicaAttemptRunning, retried 0 times
+      attempt 0: no Pod now, exit -
+      message: Pod is running
+  worker: Succeeded (TaskRoleCompleted) Completion policy MinSucceeded satisfied,succeeded count:2
+    worker-0: TaskRoleReplicaCompleted, retried 0 times
+      attempt 0: no Pod now, exit 0 Completed
+      message: The deletion request of pod has been made
+    worker-1: TaskRoleReplicaCompleted, retried 1 times
+      attempt 0: ended, retried (its Pod was replaced)
+      attempt 1: no Pod now, exit 0 Completed
+      message: The deletion request of pod has been made
+Events:
+  TYPE    REASON                    AGE  COUNT  MESSAGE
+"""
+
+
+def test_describe_shows_attempts_conditions_and_events(cluster: Cluster, namespace: str, kubectl) -> None:
+    finished_with_a_retry(Client(kubeconfig=cluster.kubeconfig, namespace=namespace), "tree")
+    text = re.sub(r"Created: +\S+ \(\S+ ago\)", "Created:       <time>", kubectl("describe", "tree").stdout)
+    head, _, events = text.partition("  TYPE    REASON                    AGE  COUNT  MESSAGE\n")
+    assert head.splitlines() == GOLDEN_DESCRIBE.format(namespace=namespace).splitlines()[:-1]
+    rows = {re.sub(r"  +\d+s  +\d+  +", " | ", line.strip()) for line in events.splitlines()}
+    assert {
+        "Normal  TaskRole Succeeded | TaskRole:worker, Reason:Completion policy MinSucceeded satisfied,"
+        "succeeded count:2",
+        "Normal  TaskSet Succeeded | TaskSet:tree",
+        "Normal  TaskSet is running | TaskSet:tree",
+    } <= rows, rows
+
+
+def test_wait_for_a_state_and_its_failure(cluster: Cluster, namespace: str, kubectl) -> None:
+    client = Client(kubeconfig=cluster.kubeconfig, namespace=namespace)
+    fails = {sim.DURATION: "200ms", sim.EXIT_CODE: "2"}
+    client.create(TaskSet("doomed").role(Role("w", 1, pod_template("busybox", ["false"], annotations=fails))))
+    done = kubectl("wait", "doomed", "--for=state=Succeeded", "--timeout=60s", check=False)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: TaskSet {namespace}/doomed: ended Failed"), done.stderr
+    assert kubectl("wait", "doomed", "--for=state=Failed", "--timeout=5s").stdout == "taskset/doomed Failed\n"
+    done = kubectl("wait", "doomed", "--for=condition=Failed", "--timeout=5s")
+    assert done.stdout == "taskset/doomed condition Failed=True\n"
+    late = kubectl("wait", "nobody", "--timeout=2s", check=False)
+    assert late.returncode == 1 and late.stderr.startswith(f"error: TaskSet {namespace}/nobody: ")
+
+
+def test_logs_names_the_pod_and_relays_the_api_servers_answer(
+    cluster: Cluster, namespace: str, kubectl
+) -> None:
+    """kwok's nodes serve no logs: the plugin reads the right Pod and shows why it got nothing."""
+    client = Client(kubeconfig=cluster.kubeconfig, namespace=namespace)
+    client.create(
+        TaskSet("chatty").role(Role("w", 1, pod_template("busybox", ["sleep", "1000"], container="c")))
+    )
+    client.wait("chatty", state="Running", timeout=30)
+    done = kubectl("logs", "chatty", "w", "0", "-f", check=False)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: TaskSet {namespace}/chatty: log of Pod chatty-w-0 container c: ")
+    assert f"/containerLogs/{namespace}/chatty-w-0/c" in done.stderr
+    gone = kubectl("logs", "chatty", "w", "0", "--attempt", "3", check=False)
+    assert gone.returncode == 1 and "attempt 3 is gone" in gone.stderr
+    missing = kubectl("logs", "chatty", "w", "4", check=False)
+    assert "no replica w-4; replicas: w (0..0)" in missing.stderr
+
+
+def test_get_colours_the_states_on_a_terminal(
+    cluster: Cluster, namespace: str, plugin_dir: Path, kubectl
+) -> None:
+    client = Client(kubeconfig=cluster.kubeconfig, namespace=namespace)
+    client.create(TaskSet("tty").role(Role("w", 1, pod_template("busybox", ["sleep", "1000"]))))
+    client.wait("tty", state="Running", timeout=30)
+    primary, secondary = pty.openpty()
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join(
+            [str(plugin_dir), str(Path(cluster.binaries["kubectl"]).parent), os.environ["PATH"]]
+        ),
+        "KUBECONFIG": str(cluster.kubeconfig),
+    }
+    env.pop("NO_COLOR", None)
+    done = subprocess.run(
+        ["kubectl", "taskset", "get", "tty", f"--namespace={namespace}"],
+        stdout=secondary,
+        stderr=subprocess.PIPE,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    os.close(secondary)
+    assert done.returncode == 0, done.stderr
+    text = os.read(primary, 65536).decode()
+    os.close(primary)
+    assert "\x1b[36mRunning\x1b[0m" in text, repr(text)
+    assert "\x1b[36mRunning      " in text, repr(text)  # padded, then coloured: the columns stay aligned
+    plain = re.sub(r"\x1b\[\d+m", "", text).replace("\r\n", "\n")
+    assert mask_last_column(plain, "AGE") == mask_last_column(kubectl("get", "tty").stdout, "AGE")
