@@ -89,6 +89,10 @@ class Config:
     cache_creation_timeout: int = 300
     """Seconds a just-created ControlUnit or Pod may take to appear in the cache (spec 8.6)."""
 
+    kueue: bool = False
+    """Take part in Kueue admission (issue 24): a TaskSet labelled ``kueue.x-k8s.io/queue-name`` gets a
+    Workload per attempt and starts its Pods only once Kueue admits it (``taskset.integrations.kueue``)."""
+
     stuck_terminating_after: float = 300.0
     """Seconds a Pod of a TaskSet may stay after its deletion time (grace period included) before the
     TaskSet's ``PodsStuckTerminating`` condition and a Warning event name it and what holds it."""
@@ -348,6 +352,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("stuck_terminating_after", "--stuck-terminating-after", _env("STUCK_TERMINATING_AFTER"),
             "stuckTerminatingAfterSec", _non_negative_number, "SECONDS",
             "how long a Pod may stay terminating past its deletion time before the TaskSet warns about it"),
+    Setting("kueue", "--kueue", _env("KUEUE"), "kueue", _boolean, "BOOL",
+            "queue TaskSets labelled kueue.x-k8s.io/queue-name through Kueue (needs Kueue's CRDs)"),
     Setting("namespace", "--namespace", _env("NAMESPACE"), "namespace", _namespace, "NAME",
             "watch only this namespace; empty = all namespaces"),
     Setting("qps", "--qps", _env("QPS"), "qps", _non_negative_number, "N",

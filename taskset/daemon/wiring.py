@@ -8,6 +8,8 @@ from typing import Any
 from taskset.daemon.leader import own_namespace
 from taskset.daemon.metrics import ControllerMetrics, workqueue_metrics_provider
 from taskset.daemon.proof_key import load_proof_key
+from taskset.integrations import BUILT_IN
+from taskset.integrations.kueue import KueueWorkload
 from taskset.runtime.controller import CONTROLLER_NAME, Controller, ControllerSettings
 from taskset.runtime.kube import KubeClient
 
@@ -36,6 +38,7 @@ def build_controller(
     controller = Controller(
         api_client=api_client,
         settings=settings,
+        integrations=(*BUILT_IN, KueueWorkload()) if config.kueue else BUILT_IN,
         logger=logger,
         queue_metrics=workqueue_metrics_provider(registry),
         reconcile_metrics=metrics,

@@ -22,7 +22,7 @@ integration (``tests/unit/test_layering.py``): adding one means one module here 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec
@@ -43,6 +43,8 @@ class Attempt:
     uid: str
     attempt: int  # the TaskSet attempt id (its retry count)
     spec: TaskSetSpec  # the spec this attempt runs with (the ControlUnit's snapshot once it exists)
+    # The TaskSet's metadata.labels, live (Kueue's queue name, issue 24).
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 class Integration:

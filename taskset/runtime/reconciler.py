@@ -205,6 +205,7 @@ class Reconciler:
             generation=int(meta.get("generation") or 0),
             deleting=meta.get("deletionTimestamp") is not None,
             suspended=suspended(obj),
+            labels=labels if isinstance(labels := meta.get("labels"), dict) else {},
         )
         try:
             record = self._record(key, obj)

@@ -17,6 +17,7 @@ import pytest
 import structlog
 
 from devcluster import Cluster, Settings
+from devcluster.kueue import Kueue
 from taskset.api import constants as c
 from taskset.runtime.controller import Controller, ControllerSettings
 
@@ -100,3 +101,11 @@ def controller(cluster: Cluster, namespace: str, crd_installed: None) -> Iterato
     running = start_controller(cluster, namespace, workers=4)
     yield running
     running.stop(5)
+
+
+@pytest.fixture(scope="module")
+def kueue(cluster: Cluster) -> Iterator[Kueue]:
+    """Kueue beside the control plane, for the tests of one module (issue 24); a failure to start fails
+    them, never a skip."""
+    with Kueue(cluster) as running:
+        yield running

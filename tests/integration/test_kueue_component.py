@@ -5,7 +5,6 @@ hand-made Workloads; the TaskSet's own Workload is the Kueue integration's (item
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
@@ -18,13 +17,6 @@ from tests.integration.harness import eventually
 pytestmark = pytest.mark.integration
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
-
-
-@pytest.fixture(scope="module")
-def kueue(cluster: Cluster) -> Iterator[Kueue]:
-    """Kueue for the tests of this module only; a failure to start fails them (never a skip)."""
-    with Kueue(cluster) as running:
-        yield running
 
 
 def workload(name: str, queue: str, cpu: str) -> dict[str, Any]:

@@ -1,0 +1,120 @@
+"""Kueue admission of TaskSets (issue 24, item 4) against the real Kueue: a queued TaskSet's Pods wait
+for its Workload's admission, and a ClusterQueue with quota for two runs two of three at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, cast
+
+import pytest
+import structlog
+from kubernetes import client
+
+from devcluster import Cluster
+from devcluster.kueue import Kueue
+from taskset.integrations import BUILT_IN
+from taskset.integrations.kueue import QUEUE_LABEL, WORKLOADS, KueueWorkload, workload_name
+from taskset.runtime.controller import Controller, ControllerSettings
+from tests.builders import TaskSetBuilder, pod_template
+from tests.integration.conftest import SYNC_TIMEOUT
+from tests.integration.harness import TaskSets, eventually, replica
+from tests.integration.scenarios.steps import FOREVER
+
+pytestmark = pytest.mark.integration
+
+GROUP, VERSION = WORKLOADS.group, WORKLOADS.version
+
+
+@pytest.fixture
+def kueue_controller(
+    cluster: Cluster, namespace: str, crd_installed: None, kueue: Kueue
+) -> Iterator[Controller]:
+    controller = Controller(
+        api_client=cluster.api_client(),
+        settings=ControllerSettings(namespace=namespace, workers=2),
+        logger=structlog.get_logger("taskset-test").bind(test_namespace=namespace),
+        integrations=(*BUILT_IN, KueueWorkload()),
+    )
+    controller.start()
+    assert controller.wait_for_sync(SYNC_TIMEOUT), "controller caches did not sync"
+    yield controller
+    controller.stop(5)
+
+
+@pytest.fixture
+def queue_for_two(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
+    """A ClusterQueue with quota for two CPUs, and a LocalQueue ``team`` of it in the namespace."""
+    api = client.CustomObjectsApi(cluster.api_client())
+    flavor = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor", "metadata": {"name": "default"}}
+    try:
+        api.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", flavor)
+    except client.ApiException as err:
+        if err.status != 409:
+            raise
+    quota = {"name": "cpu", "nominalQuota": "2"}
+    group = {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [quota]}]}
+    queue = {"namespaceSelector": {}, "resourceGroups": [group]}
+    api.create_cluster_custom_object(
+        GROUP,
+        VERSION,
+        "clusterqueues",
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ClusterQueue",
+            "metadata": {"name": namespace},
+            "spec": queue,
+        },
+    )
+    local = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "LocalQueue",
+        "metadata": {"name": "team"},
+        "spec": {"clusterQueue": namespace},
+    }
+    api.create_namespaced_custom_object(GROUP, VERSION, namespace, "localqueues", local)
+    yield "team"
+    api.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", namespace)
+
+
+def queued(name: str, queue: str) -> dict[str, Any]:
+    """One replica asking for one CPU, running until it is told to exit, in ``queue``."""
+    template = pod_template(FOREVER)
+    template["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    obj = TaskSetBuilder(name).role("r", 1, template=template).obj()
+    obj["metadata"]["labels"] = {QUEUE_LABEL: queue}
+    return obj
+
+
+def running(ts: TaskSets, name: str) -> bool:
+    pods = ts.pods(name)
+    return len(pods) == 1 and (pods[0].get("status") or {}).get("phase") == "Running"
+
+
+def test_a_queue_with_quota_for_two_runs_two_of_three_and_the_third_when_one_finishes(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, queue_for_two: str
+) -> None:
+    ts = TaskSets(cluster, namespace)
+    names = ("q-a", "q-b", "q-c")
+    for name in names:
+        ts.create(queued(name, queue_for_two))
+
+    def two_running() -> list[str] | None:
+        found = [name for name in names if running(ts, name)]
+        return found if len(found) == 2 else None
+
+    first = eventually(two_running, 90, "two TaskSets admitted and running")
+    (third,) = [name for name in names if name not in first]
+    waiting = replica(ts.status(third), "r", 0)
+    assert ts.pods(third) == []
+    assert "waiting for Kueue to admit Workload" in waiting["phaseMessage"]
+    api = client.CustomObjectsApi(cluster.api_client())
+    workload = cast(
+        "dict[str, Any]",
+        api.get_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", workload_name(third, 0)),
+    )
+    assert [s["name"] for s in workload["spec"]["podSets"]] == ["r"]
+
+    ts.end_pod(f"{first[0]}-r-0", 0)
+    assert ts.final(first[0])["state"] == "Succeeded"
+    eventually(lambda: running(ts, third), 90, "the third admitted once the first finished")
+    assert running(ts, first[1])
