@@ -59,6 +59,22 @@ def dry_run(cluster: Cluster, objects: list[dict[str, Any]]) -> subprocess.Compl
             id="namespaced",
         ),
         pytest.param(
+            "overlays/kueue",
+            {
+                "CustomResourceDefinition",
+                "Namespace",
+                "ServiceAccount",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Role",
+                "RoleBinding",
+                "Deployment",
+                "Service",
+                "PodDisruptionBudget",
+            },
+            id="kueue",
+        ),
+        pytest.param(
             "overlays/prometheus",
             {
                 "CustomResourceDefinition",
@@ -173,3 +189,27 @@ def test_a_client_side_apply_of_the_crd_is_accepted(cluster: Cluster, crd_instal
     done = cluster.kubectl("apply", "--dry-run=server", "-k", str(MANIFESTS / "crd"), check=False)
     assert done.returncode == 0, done.stderr
     assert "customresourcedefinition.apiextensions.k8s.io/tasksets.octopus.openi.pcl.cn" in done.stdout
+
+
+def test_the_kueue_overlay_adds_the_flag_and_only_the_workloads_it_needs(cluster: Cluster) -> None:
+    """Issue 24: --kueue, and get/list/watch/create on Kueue's Workloads bound to the controller's
+    ServiceAccount; nothing else of the base changes."""
+    objects = render(cluster, MANIFESTS / "overlays" / "kueue")
+    container = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert "--kueue" in container["args"]
+    role = find(objects, "ClusterRole", "taskset-controller-kueue")
+    assert role["rules"] == [
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["workloads"],
+            "verbs": ["get", "list", "watch", "create"],
+        }
+    ]
+    binding = find(objects, "ClusterRoleBinding", "taskset-controller-kueue")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "taskset-controller", "namespace": "taskset-system"}
+    ]
+    base = render(cluster, MANIFESTS / "base")
+    assert find(objects, "ClusterRole", "taskset-controller") == find(
+        base, "ClusterRole", "taskset-controller"
+    )
