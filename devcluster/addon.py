@@ -4,7 +4,10 @@ stopped with it (it also dies with the process that started it)."""
 
 from __future__ import annotations
 
+import ssl
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
@@ -26,6 +29,7 @@ class Addon:
         self.cluster = cluster
         self.directory = cluster.directory / self.name
         self._process: _Process | None = None
+        self.port = 0  # the loopback port ``ready`` probes, chosen by ``prepare``
 
     # ----- what a component says --------------------------------------------------------------
     def prepare(self) -> list[str]:
@@ -37,6 +41,15 @@ class Addon:
         raise NotImplementedError
 
     # ----- shared -----------------------------------------------------------------------------
+    @staticmethod
+    def answers(url: str, context: ssl.SSLContext | None = None) -> bool:
+        """Whether ``url`` answers 200 now (a health endpoint)."""
+        try:
+            with urllib.request.urlopen(url, timeout=2, context=context) as answer:
+                return bool(answer.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
     @property
     def log_path(self) -> Path:
         return self.directory / f"{self.name}.log"

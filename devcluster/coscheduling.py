@@ -16,18 +16,12 @@ here without unknown-API errors.
 from __future__ import annotations
 
 import ssl
-import urllib.error
-import urllib.request
-from typing import TYPE_CHECKING
 
 import yaml
 
 from devcluster import build
 from devcluster.addon import Addon
 from devcluster.ports import free_port
-
-if TYPE_CHECKING:
-    from devcluster.cluster import Cluster
 
 SCHEDULER_NAME = "coscheduling"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -62,22 +56,18 @@ class Coscheduler(Addon):
 
     name = "coscheduling"
 
-    def __init__(self, cluster: Cluster) -> None:
-        super().__init__(cluster)
-        self._port = 0
-
     def prepare(self) -> list[str]:
         binary = build.build(build.SCHEDULER_PLUGINS) / "scheduler-plugins"
         module = build.module_dir(build.SCHEDULER_PLUGINS, "sigs.k8s.io/scheduler-plugins")
         self.apply_crds(module / "manifests" / "coscheduling" / "crd.yaml")
         config = self.directory / "config.yaml"
         config.write_text(yaml.safe_dump(configuration(str(self.cluster.kubeconfig))))
-        self._port = free_port()
+        self.port = free_port()
         return [
             str(binary),
             f"--config={config}",
             "--bind-address=127.0.0.1",
-            f"--secure-port={self._port}",
+            f"--secure-port={self.port}",
             f"--cert-dir={self.directory / 'certs'}",
         ]
 
@@ -85,9 +75,4 @@ class Coscheduler(Addon):
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE  # its own self-signed serving certificate, on loopback
-        url = f"https://127.0.0.1:{self._port}/healthz"
-        try:
-            with urllib.request.urlopen(url, timeout=2, context=context) as answer:
-                return bool(answer.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return self.answers(f"https://127.0.0.1:{self.port}/healthz", context)

@@ -22,19 +22,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
 from devcluster import build
 from devcluster.addon import Addon
 from devcluster.ports import free_port
-
-if TYPE_CHECKING:
-    from devcluster.cluster import Cluster
 
 NAMESPACE = "kueue-system"
 # The TaskSet as Kueue names an external framework: Kind.version.group.
@@ -77,10 +71,6 @@ class Kueue(Addon):
 
     name = "kueue"
 
-    def __init__(self, cluster: Cluster) -> None:
-        super().__init__(cluster)
-        self._health = 0
-
     def prepare(self) -> list[str]:
         binary = build.build(build.KUEUE) / "kueue"
         self.apply_crds(build.module_dir(build.KUEUE, "sigs.k8s.io/kueue") / "config/components/crd/bases")
@@ -90,9 +80,9 @@ class Kueue(Addon):
         pki = self.cluster.pki
         for source, target in ((pki.serving_cert, "tls.crt"), (pki.serving_key, "tls.key")):
             (certs / target).write_bytes(source.read_bytes())
-        self._health = free_port()
+        self.port = free_port()
         config = self.directory / "config.yaml"
-        config.write_text(yaml.safe_dump(configuration(free_port(), self._health, certs)))
+        config.write_text(yaml.safe_dump(configuration(free_port(), self.port, certs)))
         command = [
             str(binary),
             f"--config={config}",
@@ -102,8 +92,4 @@ class Kueue(Addon):
         return _private_etc(command, certs)
 
     def ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self._health}/readyz", timeout=2) as answer:
-                return bool(answer.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return self.answers(f"http://127.0.0.1:{self.port}/readyz")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ import structlog
 from devcluster import Cluster, Settings
 from devcluster.kueue import Kueue
 from taskset.api import constants as c
+from taskset.integrations import BUILT_IN, Integration
 from taskset.runtime.controller import Controller, ControllerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,11 +83,14 @@ def crd_installed(cluster: Cluster) -> None:
     install_crd(cluster, CRD_FILE.read_text(), c.CRD_NAME, c.PLURAL)
 
 
-def start_controller(cluster: Cluster, namespace: str, **settings: object) -> Controller:
+def start_controller(
+    cluster: Cluster, namespace: str, integrations: Sequence[Integration] = BUILT_IN, **settings: object
+) -> Controller:
     controller = Controller(
         api_client=cluster.api_client(),
         settings=ControllerSettings(namespace=namespace, **settings),
         logger=structlog.get_logger("taskset-test").bind(test_namespace=namespace),
+        integrations=integrations,
     )
     controller.start()
     if not controller.wait_for_sync(SYNC_TIMEOUT):

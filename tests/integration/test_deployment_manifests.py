@@ -34,23 +34,26 @@ def dry_run(cluster: Cluster, objects: list[dict[str, Any]]) -> subprocess.Compl
     return cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=to_yaml(objects), check=False)
 
 
+BASE_KINDS = {
+    "CustomResourceDefinition",
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Deployment",
+    "Service",
+    "PodDisruptionBudget",
+}
+
+
 @pytest.mark.parametrize(
     ("path", "kinds"),
     [
         pytest.param(
             "base",
-            {
-                "CustomResourceDefinition",
-                "Namespace",
-                "ServiceAccount",
-                "ClusterRole",
-                "ClusterRoleBinding",
-                "Role",
-                "RoleBinding",
-                "Deployment",
-                "Service",
-                "PodDisruptionBudget",
-            },
+            BASE_KINDS,
             id="base",
         ),
         pytest.param(
@@ -60,35 +63,12 @@ def dry_run(cluster: Cluster, objects: list[dict[str, Any]]) -> subprocess.Compl
         ),
         pytest.param(
             "overlays/kueue",
-            {
-                "CustomResourceDefinition",
-                "Namespace",
-                "ServiceAccount",
-                "ClusterRole",
-                "ClusterRoleBinding",
-                "Role",
-                "RoleBinding",
-                "Deployment",
-                "Service",
-                "PodDisruptionBudget",
-            },
+            BASE_KINDS,
             id="kueue",
         ),
         pytest.param(
             "overlays/prometheus",
-            {
-                "CustomResourceDefinition",
-                "Namespace",
-                "ServiceAccount",
-                "ClusterRole",
-                "ClusterRoleBinding",
-                "Role",
-                "RoleBinding",
-                "Deployment",
-                "Service",
-                "PodDisruptionBudget",
-                "ServiceMonitor",
-            },
+            BASE_KINDS | {"ServiceMonitor"},
             id="prometheus",
         ),
         pytest.param("crd", {"CustomResourceDefinition"}, id="crd alone"),

@@ -7,16 +7,15 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
-import structlog
 from kubernetes import client
 
 from devcluster import Cluster
 from devcluster.kueue import Kueue
 from taskset.integrations import BUILT_IN
 from taskset.integrations.kueue import QUEUE_LABEL, WORKLOADS, KueueWorkload, workload_name
-from taskset.runtime.controller import Controller, ControllerSettings
+from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
-from tests.integration.conftest import SYNC_TIMEOUT
+from tests.integration.conftest import start_controller
 from tests.integration.harness import TaskSets, eventually, replica
 from tests.integration.scenarios.steps import FOREVER
 
@@ -29,14 +28,7 @@ GROUP, VERSION = WORKLOADS.group, WORKLOADS.version
 def kueue_controller(
     cluster: Cluster, namespace: str, crd_installed: None, kueue: Kueue
 ) -> Iterator[Controller]:
-    controller = Controller(
-        api_client=cluster.api_client(),
-        settings=ControllerSettings(namespace=namespace, workers=2),
-        logger=structlog.get_logger("taskset-test").bind(test_namespace=namespace),
-        integrations=(*BUILT_IN, KueueWorkload()),
-    )
-    controller.start()
-    assert controller.wait_for_sync(SYNC_TIMEOUT), "controller caches did not sync"
+    controller = start_controller(cluster, namespace, (*BUILT_IN, KueueWorkload()), workers=2)
     yield controller
     controller.stop(5)
 
