@@ -9,7 +9,6 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from devcluster.cluster import ClusterError, _Process
@@ -21,7 +20,8 @@ READY_TIMEOUT = 120.0  # seconds; informers sync in a few on a warm API server, 
 
 
 class Addon:
-    """One optional component's process; subclasses say how to prepare, run and probe it."""
+    """One optional component's process; subclasses say how to prepare, run and probe it. ``start`` returns
+    it ready, ``stop`` ends it (tests do so in a ``finally``)."""
 
     name = "addon"
 
@@ -77,11 +77,3 @@ class Addon:
     def stop(self) -> None:
         if self._process is not None:
             self._process.stop()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()

@@ -1,7 +1,7 @@
 """scheduler-plugins' kube-scheduler with the coscheduling plugin, beside the embedded control plane
 (issue 24; recipe in ``../shared/research/testcluster.md`` 6).
 
-Started only by the tests that need it (``with Coscheduler(cluster):``). It applies the PodGroup CRD
+Started only by the tests that need it (``Coscheduler(cluster).start()``). It applies the PodGroup CRD
 (``scheduling.x-k8s.io``) from the pinned module's zip and runs a second scheduler under its own name,
 ``SCHEDULER_NAME``, so that only Pods asking for it are gang-scheduled: the control plane's default
 scheduler goes on placing everything else. A Pod joins a gang with the label ``POD_GROUP_LABEL`` naming
@@ -52,7 +52,7 @@ def configuration(kubeconfig: str) -> dict[str, object]:
 
 
 class Coscheduler(Addon):
-    """The coscheduling scheduler for one control plane; a context manager."""
+    """The coscheduling scheduler for one control plane."""
 
     name = "coscheduling"
 

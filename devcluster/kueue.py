@@ -1,7 +1,7 @@
 """Kueue beside the embedded control plane, as a local process (issue 24; recipe in
 ``../shared/research/testcluster.md`` 6.1).
 
-Started only by the tests that need it (``Kueue(cluster).start()``, or ``with Kueue(cluster):``): it
+Started only by the tests that need it (``Kueue(cluster).start()``, then ``stop()``): it
 applies Kueue's CRDs from the pinned module (``devcluster/go/kueue``; they ship in its zip), writes a
 configuration that names the TaskSet an external framework, and runs the controller manager:
 
@@ -67,7 +67,7 @@ def _private_etc(command: list[str], certs: Path) -> list[str]:
 
 
 class Kueue(Addon):
-    """Kueue's controller manager for one control plane; a context manager."""
+    """Kueue's controller manager for one control plane."""
 
     name = "kueue"
 

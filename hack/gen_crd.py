@@ -392,7 +392,8 @@ def _spec_schema(template: Schema) -> Schema:
             },
             "priority": {
                 "type": "integer",
-                "description": "Reserved: accepted and preserved, ignored by the controller.",
+                "description": "Reserved: accepted and preserved; with --kueue, the priority of the "
+                "TaskSet's Kueue Workload (a higher one may preempt a lower).",
             },
             "suspend": {
                 "type": "boolean",

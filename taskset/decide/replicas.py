@@ -41,7 +41,7 @@ from taskset.decide.passes import (
 )
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind
 from taskset.decide.policies import replica_may_retry, retry_due, taskset_retry_decision
-from taskset.decide.suspension import replica_rows
+from taskset.decide.suspension import replica_rows, suspended
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
     WAITING_PHASES,
@@ -170,7 +170,7 @@ def _replica_facts(
         may_retry=replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting),
         retry_due=retry_due(role.retry_policy.delay_seconds, elapsed),
         earlier_attempt_alive=replica.phase == P.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
-        suspended=ctx.ref.suspended,
+        suspended=suspended(ctx),
         suspend_deleted=replica.suspended,
     )
 

@@ -20,16 +20,17 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
-from taskset.api.constants import (
-    ConditionReason,
-    ConditionStatus,
-    ConditionType,
-    EventReason,
-    TaskSetPhase,
-)
+from taskset.api.constants import ConditionReason, ConditionStatus, ConditionType, EventReason
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import ReplicaStatus
+from taskset.decide.owned import attempt_of
 from taskset.decide.passes import PassContext, Row
-from taskset.decide.plan import Event
+from taskset.decide.plan import DeleteOwned, Event
+
+_RUNNING = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
+# Replica phases without a Pod of this replica attempt.
+_PODLESS = (P.ATTEMPT_PENDING, P.ATTEMPT_RETRY_PENDING, P.COMPLETED)
 
 # The replica's phaseMessage while it waits for the resume.
 SUSPENDED_HOLD = "Suspended: no Pod is created until the TaskSet resumes"
@@ -80,11 +81,47 @@ def replica_rows(scope: type[At]) -> dict[str, Row[At]]:
     }
 
 
+def suspended(ctx: PassContext) -> bool:
+    """Whether the attempt's Pods are to stop now, counting nothing: ``spec.suspend``, or an integration
+    that asks it (``Integration.suspends``: Kueue evicted the attempt's Workload). Once per pass."""
+    if ctx.suspension is None:
+        reason = None
+        attempt = attempt_of(ctx) if ctx.status.phase in _RUNNING else None
+        if attempt is not None:
+            reason = next(
+                (
+                    said
+                    for integration in ctx.settings.integrations
+                    if (said := integration.suspends(attempt, ctx.observed)) is not None
+                ),
+                None,
+            )
+        ctx.suspension = (ctx.ref.suspended or reason is not None, reason)
+    return ctx.suspension[0]
+
+
+def retire_stale(ctx: PassContext) -> None:
+    """Delete, once the attempt has no Pod left, the objects an integration wants made anew
+    (``Integration.stale_objects``): an evicted Workload goes, and the next pass asks for a new one, which
+    Kueue queues again. Only the controller's own, by UID."""
+    attempt = attempt_of(ctx) if ctx.status.phase in _RUNNING else None
+    if attempt is None or any(
+        replica.phase not in _PODLESS for role in ctx.status.roles for replica in role.replicas
+    ):
+        return
+    for integration in ctx.settings.integrations:
+        for kind, name in integration.stale_objects(attempt, ctx.observed):
+            seen = ctx.observed.owned.get((kind.key, name))
+            if seen is None or seen.deleting or seen.controller_uid != ctx.status.control_unit_uid:
+                continue
+            ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration.name))
+
+
 def report_suspension(ctx: PassContext) -> None:
     """Keep the ``Suspended`` condition in step with ``spec.suspend``, with one event per change: True
     while suspended, False (reason ``Resumed``) once resumed. A completed TaskSet's is left as it was."""
     status = ctx.status
-    if status.phase == TaskSetPhase.COMPLETED:
+    if status.phase == T.COMPLETED:
         return
     current = status.condition(ConditionType.SUSPENDED)
     was_suspended = current is not None and current.status == ConditionStatus.TRUE

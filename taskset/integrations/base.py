@@ -11,7 +11,9 @@ object with up to four hooks, each a pure function of what it is given, returnin
 * ``decorate_pod(attempt, role, identity)``: what it adds to one replica's Pod
   (``taskset.objects.decorations``: env, volumes, hostname/subdomain, labels, scheduling fields);
 * ``gate(attempt, role, observed)``: whether a role's Pods may be created now, or the human reason why
-  not, which the replicas' status shows until the gate opens.
+  not, which the replicas' status shows until the gate opens;
+* ``suspends(attempt, observed)`` and ``stale_objects(attempt, observed)``: whether the attempt must
+  stop its Pods as a suspension does, and which of its objects to make anew once they are gone.
 
 The decisions ask the hooks and carry their answers in their intents; the reconciler only applies what
 they return. So an integration never does I/O, never reads the clock and never imports another
@@ -67,3 +69,13 @@ class Integration:
 
     def gate(self, attempt: Attempt, role: Role, observed: Observed) -> str | None:
         return None
+
+    def suspends(self, attempt: Attempt, observed: Observed) -> str | None:
+        """Why the attempt must stop its Pods now, as ``spec.suspend`` stops them (counting nothing),
+        or None (issue 24: Kueue evicted its Workload)."""
+        return None
+
+    def stale_objects(self, attempt: Attempt, observed: Observed) -> Sequence[tuple[ObjectKind, str]]:
+        """Its objects to delete once the attempt has no Pod left, so that they are made anew (issue 24:
+        an evicted Workload, which queues again as a new one)."""
+        return ()

@@ -7,9 +7,11 @@ owned by the attempt's ControlUnit, with one pod set per role (its replicas and 
 requests Kueue counts), and holds every role's Pods until Kueue admits it (its ``Admitted`` condition).
 
 The Workload goes away with its attempt (owner references), so Kueue frees the quota when the attempt
-ends and a retry queues anew. What this first step does not do yet (the report of issue 24 lists it):
-inject the admission's node selectors and tolerations into the Pods, and stop an attempt whose Workload
-Kueue evicts (preemption).
+ends and a retry queues anew. When Kueue evicts it (preemption by a higher ``spec.priority``, which the
+Workload carries), the attempt stops its Pods as a suspension does, counting nothing
+(``suspends``), then deletes the evicted Workload (``stale_objects``), which frees its quota; the next
+pass asks for a new one, which queues again, and the Pods start again once it is admitted. Not yet:
+the admission's node selectors and tolerations in the Pods.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
 WORKLOADS: Final = ObjectKind(group="kueue.x-k8s.io", version="v1beta2", plural="workloads", kind="Workload")
 ADMITTED: Final = "Admitted"
+EVICTED: Final = "Evicted"
 NAME_FORMAT: Final = "taskset-{taskset}-{attempt}"
 
 
@@ -57,10 +60,10 @@ class KueueWorkload(Integration):
         labels = {
             key: attempt.labels[key] for key in (QUEUE_LABEL, PRIORITY_CLASS_LABEL) if key in attempt.labels
         }
-        body = {
-            "metadata": {"labels": labels},
-            "spec": {"queueName": queue, "podSets": [pod_set(role) for role in attempt.spec.roles]},
-        }
+        spec: dict[str, Any] = {"queueName": queue, "podSets": [pod_set(role) for role in attempt.spec.roles]}
+        if attempt.spec.priority is not None:  # Kueue orders and preempts by it (no webhook fills it in)
+            spec["priority"] = attempt.spec.priority
+        body = {"metadata": {"labels": labels}, "spec": spec}
         name = workload_name(attempt.taskset, attempt.attempt)
         return (OwnedObject(WORKLOADS, name, Scope.ATTEMPT, body, self.name),)
 
@@ -73,3 +76,23 @@ class KueueWorkload(Integration):
         if seen is not None and ADMITTED in seen.true_conditions:
             return None
         return f"waiting for Kueue to admit Workload {name} (queue {queue})"
+
+    def suspends(self, attempt: Attempt, observed: Observed) -> str | None:
+        """Kueue evicted the attempt's Workload (preemption, or its admission was withdrawn): stop every
+        Pod, counting nothing, as a suspension does."""
+        evicted = self._evicted(attempt, observed)
+        return None if evicted is None else f"Kueue evicted Workload {evicted}"
+
+    def stale_objects(self, attempt: Attempt, observed: Observed) -> Sequence[tuple[ObjectKind, str]]:
+        """An evicted Workload, once the attempt's Pods are gone: deleted, it frees its quota, and the
+        new one the next pass asks for queues again."""
+        evicted = self._evicted(attempt, observed)
+        return () if evicted is None else ((WORKLOADS, evicted),)
+
+    @staticmethod
+    def _evicted(attempt: Attempt, observed: Observed) -> str | None:
+        if not attempt.labels.get(QUEUE_LABEL):
+            return None
+        name = workload_name(attempt.taskset, attempt.attempt)
+        seen = observed.owned.get((WORKLOADS.key, name))
+        return name if seen is not None and EVICTED in seen.true_conditions else None

@@ -111,5 +111,8 @@ def controller(cluster: Cluster, namespace: str, crd_installed: None) -> Iterato
 def kueue(cluster: Cluster) -> Iterator[Kueue]:
     """Kueue beside the control plane, for the tests of one module (issue 24); a failure to start fails
     them, never a skip."""
-    with Kueue(cluster) as running:
+    running = Kueue(cluster).start()
+    try:
         yield running
+    finally:
+        running.stop()

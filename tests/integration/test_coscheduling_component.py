@@ -27,8 +27,11 @@ NOT_PLACED_FOR = 5.0
 @pytest.fixture(scope="module")
 def coscheduler(cluster: Cluster) -> Iterator[Coscheduler]:
     """The scheduler for the tests of this module only; a failure to start fails them (never a skip)."""
-    with Coscheduler(cluster) as running:
+    running = Coscheduler(cluster).start()
+    try:
         yield running
+    finally:
+        running.stop()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from taskset.integrations.kueue import QUEUE_LABEL, WORKLOADS, KueueWorkload, wo
 from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.conftest import start_controller
-from tests.integration.harness import TaskSets, eventually, replica
+from tests.integration.harness import TaskSets, eventually, never_overlapping, recording, replica
 from tests.integration.scenarios.steps import FOREVER
 
 pytestmark = pytest.mark.integration
@@ -33,9 +33,9 @@ def kueue_controller(
     controller.stop(5)
 
 
-@pytest.fixture
-def queue_for_two(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
-    """A ClusterQueue with quota for two CPUs, and a LocalQueue ``team`` of it in the namespace."""
+def make_queue(cluster: Cluster, namespace: str, cpu: str, **spec: Any) -> None:
+    """A ClusterQueue named after the namespace with ``cpu`` CPUs of quota (and ``spec``), and a
+    LocalQueue ``team`` of it in the namespace."""
     api = client.CustomObjectsApi(cluster.api_client())
     flavor = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor", "metadata": {"name": "default"}}
     try:
@@ -43,36 +43,43 @@ def queue_for_two(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[st
     except client.ApiException as err:
         if err.status != 409:
             raise
-    quota = {"name": "cpu", "nominalQuota": "2"}
+    quota = {"name": "cpu", "nominalQuota": cpu}
     group = {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [quota]}]}
-    queue = {"namespaceSelector": {}, "resourceGroups": [group]}
-    api.create_cluster_custom_object(
-        GROUP,
-        VERSION,
-        "clusterqueues",
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "ClusterQueue",
-            "metadata": {"name": namespace},
-            "spec": queue,
-        },
+    queue = {"namespaceSelector": {}, "resourceGroups": [group], **spec}
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue", "metadata": {"name": namespace}}
+    api.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", {**body, "spec": queue})
+    local = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "LocalQueue", "metadata": {"name": "team"}}
+    api.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "localqueues", {**local, "spec": {"clusterQueue": namespace}}
     )
-    local = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "LocalQueue",
-        "metadata": {"name": "team"},
-        "spec": {"clusterQueue": namespace},
-    }
-    api.create_namespaced_custom_object(GROUP, VERSION, namespace, "localqueues", local)
+
+
+@pytest.fixture
+def queue_for_two(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
+    """Quota for two one-CPU TaskSets."""
+    make_queue(cluster, namespace, "2")
     yield "team"
-    api.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", namespace)
+    client.CustomObjectsApi(cluster.api_client()).delete_cluster_custom_object(
+        GROUP, VERSION, "clusterqueues", namespace
+    )
 
 
-def queued(name: str, queue: str) -> dict[str, Any]:
+@pytest.fixture
+def preempting_queue_for_one(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
+    """Quota for one one-CPU TaskSet, which a higher priority preempts."""
+    make_queue(cluster, namespace, "1", preemption={"withinClusterQueue": "LowerPriority"})
+    yield "team"
+    client.CustomObjectsApi(cluster.api_client()).delete_cluster_custom_object(
+        GROUP, VERSION, "clusterqueues", namespace
+    )
+
+
+def queued(name: str, queue: str, priority: int | None = None) -> dict[str, Any]:
     """One replica asking for one CPU, running until it is told to exit, in ``queue``."""
     template = pod_template(FOREVER)
     template["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
-    obj = TaskSetBuilder(name).role("r", 1, template=template).obj()
+    builder = TaskSetBuilder(name).role("r", 1, template=template)
+    obj = (builder if priority is None else builder.priority(priority)).obj()
     obj["metadata"]["labels"] = {QUEUE_LABEL: queue}
     return obj
 
@@ -110,3 +117,28 @@ def test_a_queue_with_quota_for_two_runs_two_of_three_and_the_third_when_one_fin
     assert ts.final(first[0])["state"] == "Succeeded"
     eventually(lambda: running(ts, third), 90, "the third admitted once the first finished")
     assert running(ts, first[1])
+
+
+def test_a_higher_priority_preempts_a_running_taskset_which_requeues_and_finishes_counting_nothing(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, preempting_queue_for_one: str
+) -> None:
+    ts = TaskSets(cluster, namespace)
+    with recording(cluster, namespace) as recorder:
+        ts.create(queued("low", preempting_queue_for_one, priority=0))
+        eventually(lambda: running(ts, "low"), 90, "the low-priority TaskSet running")
+        ts.create(queued("high", preempting_queue_for_one, priority=100))
+        eventually(lambda: running(ts, "high"), 90, "the high-priority TaskSet admitted and running")
+        assert ts.pods("low") == [], "the preempted TaskSet's Pod is gone"
+        low = ts.status("low")
+        assert (low["totalRetriedCount"], replica(low, "r", 0)["totalRetriedCount"]) == (0, 0)
+
+        ts.end_pod("high-r-0", 0)
+        assert ts.final("high")["state"] == "Succeeded"
+        eventually(lambda: running(ts, "low"), 90, "the preempted TaskSet admitted again and running")
+        ts.end_pod("low-r-0", 0)
+        final = ts.final("low")
+        log = recorder.pod_log("low-r-0")
+    assert (final["state"], final["totalRetriedCount"]) == ("Succeeded", 0)
+    assert replica(final, "r", 0)["totalRetriedCount"] == 0
+    assert len(log) == 2, "one Pod before the preemption, one after"
+    assert never_overlapping(log)

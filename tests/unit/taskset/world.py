@@ -90,6 +90,7 @@ class World:
             meta["generation"],
             self.deleting,
             suspended=suspended(self.taskset),
+            labels=meta.get("labels") or {},
         )
 
     def observed(self) -> Observed:
@@ -145,6 +146,8 @@ class World:
             unit["metadata"]["uid"] = new_uid()
             self.units[intent.name] = unit
             return ActionResult(ResultKind.OK, view_of(intent, unit))
+        if isinstance(intent, DeleteOwned) and not intent.control_unit:
+            return self._delete_owned(intent)
         if isinstance(intent, DeleteOwned):
             found = self.units.get(intent.name)
             if found is None:
@@ -189,6 +192,16 @@ class World:
         obj["metadata"]["uid"] = new_uid()
         self.owned[key] = obj
         return ActionResult(ResultKind.OK, owned_view(obj))
+
+    def _delete_owned(self, intent: DeleteOwned) -> ActionResult:
+        key = (intent.kind.key, intent.name)
+        found = self.owned.get(key)
+        if found is None:
+            return ActionResult(ResultKind.NOT_FOUND)
+        if found["metadata"]["uid"] != intent.uid:
+            return ActionResult(ResultKind.CONFLICT)
+        del self.owned[key]
+        return ActionResult(ResultKind.OK)
 
     def gc(self) -> None:
         """Foreground deletion of ControlUnits: their Pods and owned objects go, then they do."""

@@ -7,13 +7,17 @@ from typing import Any
 
 import pytest
 
+from taskset.api.constants import ReplicaPhase
 from taskset.api.slim import OWNED_CONDITIONS_MAX, slim_owned
 from taskset.api.spec import ParsedTaskSet, parse_taskset
 from taskset.api.views import Observed, OwnedView, owned_view
+from taskset.decide import Settings
+from taskset.integrations import BUILT_IN
 from taskset.integrations.base import Attempt
 from taskset.integrations.kueue import QUEUE_LABEL, WORKLOADS, KueueWorkload, workload_name
 from taskset.objects.owned import Scope
 from tests.builders import TaskSetBuilder, pod_template
+from tests.unit.taskset.world import World, replica
 
 pytestmark = pytest.mark.unit
 
@@ -35,6 +39,24 @@ def test_a_taskset_without_a_queue_gets_no_workload_and_no_gate() -> None:
     hooks, plain = KueueWorkload(), attempt({"team": "a"})
     assert hooks.owned_objects(plain) == ()
     assert hooks.gate(plain, plain.spec.roles[0], observed()) is None
+    assert hooks.suspends(plain, observed("Evicted")) is None
+    assert hooks.stale_objects(plain, observed("Evicted")) == ()
+
+
+@pytest.mark.parametrize(
+    ("conditions", "evicted"),
+    [
+        pytest.param(("Admitted",), False, id="admitted: runs"),
+        pytest.param(("Admitted", "Evicted"), True, id="evicted: stop the Pods, then make it anew"),
+    ],
+)
+def test_an_evicted_workload_suspends_and_is_stale(conditions: tuple[str, ...], evicted: bool) -> None:
+    hooks, queued = KueueWorkload(), attempt({QUEUE_LABEL: "team"})
+    said = hooks.suspends(queued, observed(*conditions))
+    assert said == ("Kueue evicted Workload taskset-job-0" if evicted else None)
+    assert hooks.stale_objects(queued, observed(*conditions)) == (
+        ((WORKLOADS, "taskset-job-0"),) if evicted else ()
+    )
 
 
 def test_a_queued_attempt_gets_a_workload_with_a_pod_set_per_role() -> None:
@@ -83,3 +105,32 @@ def test_an_owned_objects_cache_keeps_only_which_conditions_hold_bounded() -> No
     view = owned_view(slim)
     assert "Admitted" in view.true_conditions and "Evicted" not in view.true_conditions
     assert slim_owned(slim) == slim, "idempotent"
+
+
+def test_an_evicted_workload_suspends_the_attempt_and_is_made_anew_once_its_pods_are_gone() -> None:
+    """Preemption through the pure decisions: the running Pods go counting nothing, the evicted
+    Workload is deleted only then, a new one is asked for, and the Pods wait for its admission."""
+    template = pod_template()
+    obj = TaskSetBuilder("job").role("r", 2, template=template, retry=(True, 3, 0)).obj()
+    obj["metadata"]["labels"] = {QUEUE_LABEL: "team"}
+    world = World(obj, settings=Settings(integrations=(*BUILT_IN, KueueWorkload())))
+    key = (WORKLOADS.key, "taskset-job-0")
+    world.settle()
+    assert key in world.owned and world.pods == {}, "held until admitted"
+    world.owned[key]["status"] = {"conditions": [{"type": "Admitted", "status": "True"}]}
+    world.settle()
+    for index in range(2):
+        world.run(f"job-r-{index}")
+    world.settle()
+    first = world.owned[key]["metadata"]["uid"]
+
+    world.owned[key]["status"]["conditions"].append({"type": "Evicted", "status": "True"})
+    world.settle()
+    assert world.pods == {}
+    assert world.owned[key]["metadata"]["uid"] != first, "the evicted Workload was made anew"
+    assert "status" not in world.owned[key]
+    assert world.status is not None and world.status.total_retried_count == 0
+    for index in range(2):
+        kept = replica(world, "r", index)
+        assert (kept.phase, kept.total_retried_count) == (ReplicaPhase.ATTEMPT_PENDING, 0)
+        assert "waiting for Kueue to admit Workload taskset-job-0" in kept.phase_message
