@@ -128,6 +128,9 @@ def test_a_higher_priority_preempts_a_running_taskset_which_requeues_and_finishe
         eventually(lambda: running(ts, "low"), 90, "the low-priority TaskSet running")
         ts.create(queued("high", preempting_queue_for_one, priority=100))
         eventually(lambda: running(ts, "high"), 90, "the high-priority TaskSet admitted and running")
+        wide = cluster.kubectl("get", "ts", "high", "-n", namespace, "-o", "wide").stdout.split("\n")
+        assert wide[0].split()[-2:] == ["QUEUE", "PRIORITY"]
+        assert wide[1].split()[-2:] == [preempting_queue_for_one, "100"]
         assert ts.pods("low") == [], "the preempted TaskSet's Pod is gone"
         low = ts.status("low")
         assert (low["totalRetriedCount"], replica(low, "r", 0)["totalRetriedCount"]) == (0, 0)

@@ -253,6 +253,8 @@ def test_printer_columns_point_at_declared_fields(crd: dict[str, Any], root: dic
         ("Retrying", 1),
         ("Message", 1),
         ("Suspended", 1),
+        ("Queue", 1),
+        ("Priority", 1),
     ]
     for col in columns:
         node = root
