@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from taskset.api import constants as c  # noqa: E402  (after the sys.path tweak, so the script runs from anywhere)
 from taskset.api.compact import BUCKETS  # noqa: E402
+from taskset.integrations.gang import SCHEDULERS as GANG_SCHEDULERS  # noqa: E402
 
 OUTPUT = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
 KUBERNETES_VERSION_FILE = ROOT / "devcluster" / "go" / "kubernetes" / "VERSION"
@@ -395,6 +396,7 @@ def _spec_schema(template: Schema) -> Schema:
                 "description": "Reserved: accepted and preserved; with --kueue, the priority of the "
                 "TaskSet's Kueue Workload (a higher one may preempt a lower).",
             },
+            "gang": _gang_schema(),
             "suspend": {
                 "type": "boolean",
                 "description": "Mutable. While true, the attempt's running Pods are deleted without "
@@ -408,6 +410,45 @@ def _spec_schema(template: Schema) -> Schema:
                 "description": "Immutable. The controller that reconciles this TaskSet, a domain-prefixed "
                 f"path; absent means {c.CONTROLLER_NAME}. Any other value, and this controller leaves the "
                 "TaskSet alone (as the Job controller does with its spec.managedBy).",
+            },
+        },
+    }
+
+
+def _gang_schema() -> Schema:
+    """spec.gang (issue 24): opt in to gang scheduling, all or nothing, by one of the served schedulers."""
+    return {
+        "type": "object",
+        "description": "Gang scheduling: the attempt's Pods are placed all at once or not at all, by the "
+        "scheduler named (the controller must serve it: --gang-scheduling). The Pods' schedulerName stays "
+        "the template's.",
+        "required": ["scheduler"],
+        "properties": {
+            "scheduler": {
+                "type": "string",
+                "enum": list(GANG_SCHEDULERS),
+                "description": "coscheduling: scheduler-plugins' PodGroup (scheduling.x-k8s.io); volcano: "
+                "Volcano's PodGroup (scheduling.volcano.sh).",
+            },
+            "minAvailable": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "maximum": c.MAX_TOTAL_REPLICAS,
+                "description": "How many Pods must be placed at once. Absent: all of them (the sum of the "
+                "roles' replicas); at most that sum.",
+            },
+            "scheduleTimeoutSeconds": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "description": "coscheduling: how long the gang may wait to be placed before it is retried.",
+            },
+            "queue": {
+                "type": "string",
+                "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                "pattern": c.DNS1123_LABEL_PATTERN,
+                "description": "volcano: the Volcano queue of the PodGroup.",
             },
         },
     }

@@ -50,6 +50,7 @@ from taskset.daemon.leader import (
     Timings,
     timing_errors,
 )
+from taskset.integrations.gang import SCHEDULERS as GANG_SCHEDULERS
 
 __all__ = [
     "PROG",
@@ -89,9 +90,11 @@ class Config:
     cache_creation_timeout: int = 300
     """Seconds a just-created ControlUnit or Pod may take to appear in the cache (spec 8.6)."""
 
+    gang_scheduling: tuple[str, ...] = ()
+    """Gang schedulers served for ``spec.gang`` (issue 24; ``taskset.integrations.gang``)."""
+
     kueue: bool = False
-    """Take part in Kueue admission (issue 24): a TaskSet labelled ``kueue.x-k8s.io/queue-name`` gets a
-    Workload per attempt and starts its Pods only once Kueue admits it (``taskset.integrations.kueue``)."""
+    """Queue labelled TaskSets through Kueue (issue 24; ``taskset.integrations.kueue``)."""
 
     stuck_terminating_after: float = 300.0
     """Seconds a Pod of a TaskSet may stay after its deletion time (grace period included) before the
@@ -308,6 +311,14 @@ def _bind_address(raw: object) -> str:
     return value
 
 
+def _schedulers(raw: object) -> tuple[str, ...]:
+    names = [name.strip() for name in _string(raw).split(",") if name.strip()]
+    unknown = [name for name in names if name not in GANG_SCHEDULERS]
+    if unknown:
+        raise _ParseError(f"must be a comma-separated list of {', '.join(GANG_SCHEDULERS)}")
+    return tuple(dict.fromkeys(names))
+
+
 def _log_level(raw: object) -> str:
     value = _string(raw).lower()
     value = _LOG_LEVEL_ALIASES.get(value, value)
@@ -352,6 +363,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("stuck_terminating_after", "--stuck-terminating-after", _env("STUCK_TERMINATING_AFTER"),
             "stuckTerminatingAfterSec", _non_negative_number, "SECONDS",
             "how long a Pod may stay terminating past its deletion time before the TaskSet warns about it"),
+    Setting("gang_scheduling", "--gang-scheduling", _env("GANG_SCHEDULING"), "gangScheduling", _schedulers,
+            "LIST", "gang schedulers served for spec.gang, comma-separated: coscheduling, volcano"),
     Setting("kueue", "--kueue", _env("KUEUE"), "kueue", _boolean, "BOOL",
             "queue TaskSets labelled kueue.x-k8s.io/queue-name through Kueue (needs Kueue's CRDs)"),
     Setting("namespace", "--namespace", _env("NAMESPACE"), "namespace", _namespace, "NAME",

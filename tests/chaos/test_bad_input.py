@@ -286,6 +286,30 @@ CORPUS = [
             ("managedBy", "example.com/" + "x" * 100, "Too long", "too long"),
         )
     ),
+    *(
+        pytest.param(
+            taskset({"roles": [good_role()], "gang": gang}),
+            rejected(f"spec.gang{where}", problem),
+            id=f"gang {what}",
+        )
+        for gang, where, problem, what in (
+            ("all", "", "must be of type object", "is a string"),
+            ({}, ".scheduler", "Required value", "names no scheduler"),
+            ({"scheduler": "slurm"}, ".scheduler", "Unsupported value", "names an unknown scheduler"),
+            (
+                {"scheduler": "volcano", "minAvailable": 0},
+                ".minAvailable",
+                "should be greater than or equal to 1",
+                "wants no Pod",
+            ),
+            (
+                {"scheduler": "volcano", "queue": "Not A Queue"},
+                ".queue",
+                "should match",
+                "names a malformed queue",
+            ),
+        )
+    ),
     pytest.param(
         taskset({"roles": [good_role()], "suspend": None, "managedBy": None}),
         Succeeds("null suspend and managedBy are absent: run here, not suspended"),

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 import structlog
+from kubernetes import client
 
 from devcluster import Cluster, Settings
+from devcluster.coscheduling import Coscheduler
 from devcluster.kueue import Kueue
 from taskset.api import constants as c
 from taskset.integrations import BUILT_IN, Integration
@@ -116,3 +118,32 @@ def kueue(cluster: Cluster) -> Iterator[Kueue]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture(scope="module")
+def coscheduler(cluster: Cluster) -> Iterator[Coscheduler]:
+    """scheduler-plugins' coscheduling scheduler, for the tests of one module (issue 24); a failure to
+    start fails them, never a skip."""
+    running = Coscheduler(cluster).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def small_nodes(cluster: Cluster, namespace: str) -> Iterator[str]:
+    """Two simulated nodes of one CPU each, tainted and labelled for this test alone: the others' Pods
+    never land on them, and so never take their capacity."""
+    core = client.CoreV1Api(cluster.api_client())
+    names = cluster.create_nodes(
+        2,
+        namespace[:60],
+        capacity={"cpu": "1", "memory": "4Gi", "pods": "10"},
+        labels={"gang-test": namespace},
+        taints=({"key": "gang-test", "value": namespace, "effect": "NoSchedule"},),
+    )
+    yield namespace
+    for name in names:
+        with contextlib.suppress(client.ApiException):
+            core.delete_node(name)

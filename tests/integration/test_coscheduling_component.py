@@ -5,9 +5,7 @@ the gang-scheduling integration's (item 5)."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,34 +20,6 @@ pytestmark = pytest.mark.integration
 GROUP, VERSION = "scheduling.x-k8s.io", "v1alpha1"
 # Long enough for the scheduler to have tried a gang that does not fit (its Permit wait is 10 s).
 NOT_PLACED_FOR = 5.0
-
-
-@pytest.fixture(scope="module")
-def coscheduler(cluster: Cluster) -> Iterator[Coscheduler]:
-    """The scheduler for the tests of this module only; a failure to start fails them (never a skip)."""
-    running = Coscheduler(cluster).start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-def small_nodes(cluster: Cluster, namespace: str) -> Iterator[str]:
-    """Two simulated nodes of one CPU each, tainted and labelled for this test alone: the others' Pods
-    never land on them, and so never take their capacity."""
-    core = client.CoreV1Api(cluster.api_client())
-    names = cluster.create_nodes(
-        2,
-        namespace[:60],
-        capacity={"cpu": "1", "memory": "4Gi", "pods": "10"},
-        labels={"gang-test": namespace},
-        taints=({"key": "gang-test", "value": namespace, "effect": "NoSchedule"},),
-    )
-    yield namespace
-    for name in names:
-        with contextlib.suppress(client.ApiException):
-            core.delete_node(name)
 
 
 def gang(api: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str, name: str, size: int) -> None:
