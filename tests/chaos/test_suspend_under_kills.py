@@ -34,9 +34,7 @@ def set_suspend(api: TaskSets, name: str, value: bool) -> None:
 def test_suspend_and_resume_under_sigkill_count_nothing_and_duplicate_nothing(
     cluster: Cluster, namespace: str, history: History, daemon: Daemon
 ) -> None:
-    api = TaskSets(cluster, namespace)
-    planned = workload(TASKSETS, SEED)
-    rng = random.Random(SEED)
+    api, planned, rng = TaskSets(cluster, namespace), workload(TASKSETS, SEED), random.Random(SEED)
     daemon.start()
     for index, plan in enumerate(planned):
         plan.obj["spec"]["suspend"] = index % 3 == 0  # a third start suspended
