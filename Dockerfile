@@ -4,9 +4,14 @@
 # Two stages: the builder turns the source into a wheel and installs it with its dependencies into a
 # virtual environment; the final stage is the slim Python base plus that environment, nothing else.
 # Every dependency ships manylinux wheels, so no compiler is needed even in the builder.
+#
+# Both bases are build arguments. `make image` builds them from Debian's packages with mmdebstrap (no
+# image registry needed): PYTHON_IMAGE with python3 only, BUILDER_IMAGE with pip and venv too. Both must
+# have Python at the same path, since the venv is copied from one to the other.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+ARG BUILDER_IMAGE=python:3.11-slim-bookworm
 
-FROM ${PYTHON_IMAGE} AS builder
+FROM ${BUILDER_IMAGE} AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
@@ -28,11 +33,11 @@ FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="taskset-controller" \
       org.opencontainers.image.description="Kubernetes controller for multi-role TaskSet jobs (octopus.openi.pcl.cn/v1alpha1)" \
       org.opencontainers.image.licenses="Apache-2.0"
-# No package manager work here beyond removing pip: the image runs the controller and nothing else.
-RUN python -m pip uninstall --yes --quiet pip setuptools wheel \
- && groupadd --system --gid 65532 taskset \
- && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
-        --shell /usr/sbin/nologin taskset
+# No package manager work here beyond removing pip where the base has it: the image runs the controller
+# and nothing else. The user is written directly (a Debian base from mmdebstrap has no useradd).
+RUN if python -m pip --version >/dev/null 2>&1; then python -m pip uninstall --yes --quiet pip setuptools wheel; fi \
+ && echo 'taskset:x:65532:' >> /etc/group \
+ && echo 'taskset:x:65532:65532:taskset:/nonexistent:/usr/sbin/nologin' >> /etc/passwd
 COPY --from=builder /opt/taskset /opt/taskset
 # No .pyc writes (the root filesystem is read-only in the Deployment); log lines leave at once.
 ENV PATH=/opt/taskset/bin:$PATH \

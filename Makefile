@@ -8,12 +8,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export GOTOOLCHAIN := local
 PYTEST_ARGS ?=
-IMAGE ?= taskset-controller:0.1.0
-# docker, else podman, whichever answers; set CONTAINER_ENGINE to choose. Evaluated by `make image` only.
-CONTAINER_ENGINE ?= $(shell if docker info >/dev/null 2>&1; then echo docker; \
-	elif podman info >/dev/null 2>&1; then echo podman; fi)
+IMAGE ?= localhost/taskset-controller:0.1.0
 
-.PHONY: chaos setup binaries test unit integration lint demo bench cluster-up cluster-down clean image docs
+.PHONY: chaos setup binaries test unit integration lint demo bench cluster-up cluster-down clean image image-base \
+	image-tools docs
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -57,13 +55,45 @@ $(BENCH_STAMP): $(STAMP)
 bench: setup binaries $(BENCH_STAMP)
 	$(PY) -m bench --scenario all $(BENCH_ARGS)
 
-# The controller image (Dockerfile); IMAGE=registry.example.com/taskset-controller:0.1.0 to name it.
-image:
-	@if [ -z "$(CONTAINER_ENGINE)" ]; then \
-		echo "make image: no container engine available (docker or podman must be installed and running)" >&2; \
-		exit 1; \
+# The controller image (Dockerfile) on Debian bases built here from Debian's packages with mmdebstrap
+# (no image registry is needed), built and run with podman and runc (crun, podman's default on newer
+# Debian, refuses some hosts' cgroup layouts). `make image-tools` installs the three with apt-get (as
+# root, on Debian or Ubuntu). IMAGE=registry.example.com/taskset-controller:0.1.0 to name the image;
+# the bases are built once and kept (remove them with `podman rmi` to rebuild).
+DEBIAN_SUITE ?= bookworm
+BASE_IMAGE ?= localhost/taskset-python:$(DEBIAN_SUITE)
+BUILDER_BASE_IMAGE ?= localhost/taskset-python-build:$(DEBIAN_SUITE)
+PODMAN ?= podman --runtime runc
+# Documentation, manual pages and translations stay out of the bases (copyright files stay in).
+MMDEBSTRAP := mmdebstrap --variant=essential --quiet \
+	--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+	--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+	--dpkgopt='path-exclude=/usr/share/locale/*'
+IMAGE_TOOLS := podman runc mmdebstrap
+
+image-tools:
+	@missing=""; for tool in $(IMAGE_TOOLS); do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends$$missing; \
 	fi
-	$(CONTAINER_ENGINE) build --tag $(IMAGE) .
+
+image-base: image-tools
+	$(PODMAN) image exists $(BASE_IMAGE) || \
+		$(MMDEBSTRAP) --include=python3,python-is-python3 $(DEBIAN_SUITE) - | $(PODMAN) import - $(BASE_IMAGE)
+	$(PODMAN) image exists $(BUILDER_BASE_IMAGE) || \
+		$(MMDEBSTRAP) --include=python3,python-is-python3,python3-pip,python3-venv,ca-certificates $(DEBIAN_SUITE) - \
+		| $(PODMAN) import - $(BUILDER_BASE_IMAGE)
+
+# The builder fetches the wheels with pip; it trusts the host's CA bundle while it builds (a proxy that
+# re-signs TLS, as on this project's build machines), and nothing of it stays in the image.
+HOST_CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+
+image: image-base
+	$(PODMAN) build --network host --tag $(IMAGE) \
+		$(if $(wildcard $(HOST_CA_BUNDLE)),--volume $(HOST_CA_BUNDLE):/etc/ssl/certs/ca-certificates.crt:ro) \
+		--build-arg PYTHON_IMAGE=$(BASE_IMAGE) --build-arg BUILDER_IMAGE=$(BUILDER_BASE_IMAGE) .
+	@$(PODMAN) image inspect --format 'image $(IMAGE): {{.Size}} bytes' $(IMAGE)
 
 # Regenerate the generated sections of docs/deployment.md (settings and metrics tables).
 docs: setup

@@ -122,6 +122,7 @@ class Controller:
             f"--burst={burst}",
             f"--workers={workers}",
             f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            "--metrics-secure=false",  # scraped every second on loopback: no TLS, no token reviews
             f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
             "--register-crd=false",
         ]

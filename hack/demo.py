@@ -70,6 +70,7 @@ def main() -> int:
                     "taskset.daemon.main",
                     f"--kubeconfig={cluster.kubeconfig}",
                     "--metrics-bind-address=127.0.0.1:0",
+                    "--metrics-secure=false",  # one plain-HTTP port for all three paths, on loopback
                     "--health-probe-bind-address=127.0.0.1:0",
                     "--workers=4",
                 ],

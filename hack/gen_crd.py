@@ -39,6 +39,13 @@ sys.path.insert(0, str(ROOT))
 
 from taskset.api import constants as c  # noqa: E402  (after the sys.path tweak, so the script runs from anywhere)
 from taskset.api.compact import BUCKETS  # noqa: E402
+from taskset.api.failures import (  # noqa: E402
+    EXIT_CODE_RANGE_PATTERN,
+    REASON_TEXT_MAX,
+    RULE_NAME_MAX,
+    RULE_NAME_PATTERN,
+)
+from taskset.api.spec import MAX_BACKOFF_FACTOR  # noqa: E402
 from taskset.integrations.gang import SCHEDULERS as GANG_SCHEDULERS  # noqa: E402
 
 OUTPUT = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
@@ -252,7 +259,120 @@ def _retry_policy(scope: str) -> Schema:
                 "maximum": c.MAX_RETRY_DELAY_SECONDS,
                 "description": "Seconds to wait before the next attempt.",
             },
+            "backoff": _backoff_schema(),
         },
+    }
+
+
+def _backoff_schema() -> Schema:
+    """``retryPolicy.backoff`` (issue 25): exponential delays instead of the fixed ``delay``."""
+
+    def seconds(low: int, description: str) -> Schema:
+        top = c.MAX_RETRY_DELAY_SECONDS
+        return {
+            "type": "integer",
+            "format": "int32",
+            "minimum": low,
+            "maximum": top,
+            "description": description,
+        }
+
+    return {
+        "type": "object",
+        "description": "Issue 25: exponential delays, initialDelay * factor^n seconds before retry n + 1, "
+        "at most maxDelay, lengthened by up to jitterPercent percent (deterministic per TaskSet UID, "
+        "replica and retry). Replaces delay when given.",
+        "required": ["initialDelay"],
+        "properties": {
+            "initialDelay": seconds(1, "Seconds before the first retry."),
+            "factor": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "maximum": MAX_BACKOFF_FACTOR,
+                "description": "Each delay is the previous one times this (default 2).",
+            },
+            "maxDelay": seconds(1, "The longest delay, in seconds (default: the longest delay allowed)."),
+            "jitterPercent": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 0,
+                "maximum": 100,
+                "description": "Lengthen each delay by up to this percent (default 0).",
+            },
+        },
+        "x-kubernetes-validations": [
+            {
+                "rule": "!has(self.maxDelay) || self.maxDelay >= self.initialDelay",
+                "message": "maxDelay must not be below initialDelay",
+                "fieldPath": ".maxDelay",
+            }
+        ],
+    }
+
+
+def _failure_rules(scope: str) -> Schema:
+    """``failureRules`` (issue 25, ``taskset.api.failures``): ordered, first match wins."""
+
+    def words() -> Schema:  # a new dict each time: a shared one would become a YAML anchor
+        item = {"type": "string", "minLength": 1, "maxLength": REASON_TEXT_MAX}
+        return {"type": "array", "minItems": 1, "maxItems": c.MAX_RULE_VALUES, "items": item}
+
+    # An exit code or a range "low-high". No CEL here: per value of 20 rules of 100 roles it would pass
+    # the API server's cost budget; low <= high is the controller's check (taskset.api.failures).
+    code = {
+        "x-kubernetes-int-or-string": True,
+        # Each keyword applies to its own type only: the bounds to an integer, the pattern to a string.
+        "minimum": 0,
+        "maximum": c.MAX_EXIT_CODE,
+        "pattern": EXIT_CODE_RANGE_PATTERN,
+    }
+    rule = {
+        "type": "object",
+        "required": ["action"],
+        "properties": {
+            "name": {"type": "string", "maxLength": RULE_NAME_MAX, "pattern": RULE_NAME_PATTERN},
+            "action": {"type": "string", "enum": [str(a) for a in c.FailureAction]},
+            "onExitCodes": {
+                "type": "object",
+                "required": ["operator", "values"],
+                "properties": {
+                    "containerName": {"type": "string", "minLength": 1, "maxLength": REASON_TEXT_MAX},
+                    "operator": {"type": "string", "enum": [str(o) for o in c.ExitCodeOperator]},
+                    "values": {"type": "array", "minItems": 1, "maxItems": c.MAX_RULE_VALUES, "items": code},
+                },
+            },
+            "onTerminatedReasons": words(),
+            "onPodReasons": words(),
+            "onPodConditions": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": c.MAX_RULE_VALUES,
+                "items": {
+                    "type": "object",
+                    "required": ["type"],
+                    "properties": {
+                        "type": {"type": "string", "minLength": 1, "maxLength": REASON_TEXT_MAX},
+                        "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+                    },
+                },
+            },
+        },
+        "x-kubernetes-validations": [
+            {
+                "rule": "has(self.onExitCodes) || has(self.onTerminatedReasons) || has(self.onPodReasons) || "
+                "has(self.onPodConditions)",
+                "message": "a failure rule must give at least one of onExitCodes, onTerminatedReasons, "
+                "onPodReasons, onPodConditions",
+            }
+        ],
+    }
+    return {
+        "type": "array",
+        "description": f"Issue 25: failure rules {scope}, first match wins; then the built-in rules "
+        "(disruption, eviction, node loss, preemption: RetryNotCounted); no match: RetryCounted.",
+        "maxItems": c.MAX_FAILURE_RULES,
+        "items": rule,
     }
 
 
@@ -323,6 +443,7 @@ def _role_schema(template: Schema) -> Schema:
                 },
             },
             "template": template,
+            "failureRules": _failure_rules("of this role, matched before the TaskSet's"),
         },
         "x-kubernetes-validations": [
             _completion_rule("minSucceeded", c.MSG_MIN_SUCCEEDED_ABOVE_REPLICAS),
@@ -371,6 +492,7 @@ def _spec_schema(template: Schema) -> Schema:
         "x-kubernetes-validations": [_total_replicas_rule(), _managed_by_rule()],
         "properties": {
             "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
+            "failureRules": _failure_rules("for every role, after the role's own"),
             "roles": {
                 "type": "array",
                 "description": "The roles, in order: statuses follow it, event policies are scanned in it.",
@@ -604,6 +726,20 @@ def _status_schema() -> Schema:
                     "reason": _string(),
                 },
             },
+            "uncountedRetries": {
+                **_count(),
+                "description": "Issue 25: retries not counted (platform failures).",
+            },
+            "failure": {
+                "type": "object",
+                "nullable": True,
+                "description": "Issue 25: the failure rule the current attempt's failure matched, and why.",
+                "properties": {"rule": _string(), "action": _enum(c.FailureAction), "message": _string()},
+            },
+            "nextRetryAt": {
+                **_time(nullable=True),
+                "description": "Issue 25: when the pending retry is due.",
+            },
         },
     }
     role = {
@@ -653,7 +789,15 @@ def _status_schema() -> Schema:
                 "nullable": True,
                 "description": "R only: the current attempt's outcome once its policies decided it, kept so "
                 "the final state survives the ControlUnit (and its spec snapshot) going away.",
-                "properties": {"succeeded": {"type": "boolean"}, "reason": _string()},
+                "properties": {
+                    "succeeded": {"type": "boolean"},
+                    "reason": _string(),
+                    "final": {"type": "boolean", "description": "Issue 25: no TaskSet retry may follow."},
+                },
+            },
+            "nextRetryAt": {
+                **_time(nullable=True),
+                "description": "Issue 25: when the pending retry is due.",
             },
             "conditions": {
                 "type": "array",

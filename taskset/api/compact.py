@@ -37,7 +37,13 @@ from typing import Any, Final
 
 import orjson
 
-from taskset.api.constants import MAX_ROLES, MAX_TOTAL_REPLICAS, ConditionType, ReplicaPhase
+from taskset.api.constants import (
+    MAX_ROLES,
+    MAX_TOTAL_REPLICAS,
+    MAX_UNCOUNTED_RETRIES,
+    ConditionType,
+    ReplicaPhase,
+)
 
 Json = dict[str, Any]
 
@@ -46,8 +52,10 @@ ETCD_REQUEST_LIMIT: Final = 1_572_864  # etcd's default --max-request-bytes: the
 # The status's share: the rest (512 KiB) is for the spec, the metadata and the API server's own fields.
 STATUS_BUDGET: Final = 1_048_576
 # Shares of the compact shape (see worst_case_bytes for how they add up under STATUS_BUDGET).
-TEXTS_BUDGET: Final = 40_960  # distinct replica texts of all roles together
-DETAILS_BUDGET: Final = 40_960  # full records of the replicas that are not fine
+# Issue 25 took 3 bytes of each row (a failure action flag, up to two digits of uncounted retries): the
+# full records' share went from 40 KiB to 16 KiB and the texts' to 32 KiB to pay for them.
+TEXTS_BUDGET: Final = 32_768  # distinct replica texts of all roles together
+DETAILS_BUDGET: Final = 16_384  # full records of the replicas that are not fine
 # A role's own messages in the compact shape: what the role did, not the replicas' texts.
 ROLE_MESSAGE_BYTES: Final = 512
 # Outside texts may be made of characters the API server writes as 6 bytes (``\u003c`` for ``<``, a
@@ -92,7 +100,18 @@ DECISION_FIELDS: Final = (
     "podUID",
     "podHostIP",
     "containerName",
+    "uncountedRetries",
 )
+# Issue 25: the action of the failure rule that matched the current attempt is a decision too, kept as a
+# row flag; the rule's name and why go with the replica's texts (a stand-in drops them: the event said it).
+ACTION_FLAGS: Final = {
+    "RetryNotCounted": "u",
+    "RetryCounted": "c",
+    "FailRole": "r",
+    "FailTaskSet": "t",
+    "RestartTaskSet": "x",
+}
+_ACTIONS: Final = {flag: action for action, flag in ACTION_FLAGS.items()}
 # The texts that say a replica's Pod waits (taskset.decide.waiting; a unit test keeps them equal).
 WAIT_PREFIXES: Final = ("Pod is unschedulable: ", "container ", "Held: ")
 _WAITING: Final = {
@@ -159,7 +178,7 @@ def not_fine(replica: Json) -> bool:
     """Whether a reader of a large status wants this replica's full record: it failed, was retried, its
     Pod named a reason (evicted, a name conflict, a refused create), or it waits for something."""
     info = replica.get("terminatedInfo")
-    if replica.get("totalRetriedCount") or replica.get("podReason"):
+    if replica.get("totalRetriedCount") or replica.get("podReason") or replica.get("failure"):
         return True
     if isinstance(info, dict) and info.get("exitCode") != 0:
         return True
@@ -231,6 +250,10 @@ def _texts_of(replica: Json) -> Json:
         "podHostIP": replica.get("podHostIP") or "",
         "containerName": replica.get("containerName") or "",
     }
+    failure = replica.get("failure")
+    if isinstance(failure, dict):
+        entry["failureRule"] = failure.get("rule") or ""
+        entry["failureMessage"] = failure.get("message") or ""
     entry = {key: value for key, value in entry.items() if value}
     info = replica.get("terminatedInfo")
     if isinstance(info, dict):
@@ -275,10 +298,22 @@ def _row(replica: Json, prefix: str, text: int) -> str:
     pod_name = str(replica.get("podName") or "")
     if pod_name and prefix and pod_name == f"{prefix}{replica.get('index')}":
         code += "p"
+    code += _failure_flags(replica)
     uid = replica.get("podUID")
     uid_text = uid if isinstance(uid, str) and 0 < len(uid) <= UID_MAX and " " not in uid else _NONE
     retries = replica.get("totalRetriedCount") or 0
     return f"{code} {retries} {_epoch(replica.get('transitionTime'))} {uid_text} {text}"
+
+
+def _failure_flags(replica: Json) -> str:
+    """Issue 25: the failure action's flag, then the uncounted retries (at most MAX_UNCOUNTED_RETRIES,
+    two digits) when there are any."""
+    failure = replica.get("failure")
+    flag = ACTION_FLAGS.get(str(failure.get("action")), "") if isinstance(failure, dict) else ""
+    uncounted = replica.get("uncountedRetries")
+    if isinstance(uncounted, int) and 0 < uncounted <= MAX_UNCOUNTED_RETRIES:
+        return f"{flag}{uncounted}"
+    return flag
 
 
 def parse_time(value: object) -> datetime | None:
@@ -338,6 +373,7 @@ def _replica(row: str, index: int, role: str, prefix: str, texts: list[Json]) ->
     fields = row.split(" ")
     fields += [_NONE] * (5 - len(fields))
     code, retries, moment, uid, ref = fields[:5]
+    uncounted = "".join(ch for ch in code[1:] if ch.isdigit())
     text = texts[int(ref)] if ref.isdigit() and int(ref) < len(texts) else {}
     info = None
     if isinstance(text.get("exitCode"), int):
@@ -365,7 +401,18 @@ def _replica(row: str, index: int, role: str, prefix: str, texts: list[Json]) ->
         "containerName": str(text.get("containerName") or ""),
         "containerID": "",
         "terminatedInfo": info,
+        "uncountedRetries": int(uncounted) if uncounted.isdigit() else 0,
+        "failure": _failure(code, text),
     }
+
+
+def _failure(code: str, text: Json) -> Json | None:
+    """The failure record a row's flag and texts keep (issue 25), or None."""
+    action = next((_ACTIONS[flag] for flag in code[1:] if flag in _ACTIONS), None)
+    if action is None:
+        return None
+    rule, message = text.get("failureRule"), text.get("failureMessage")
+    return {"rule": str(rule or ""), "action": action, "message": str(message or "")}
 
 
 def _stamp(epoch: str) -> str | None:
@@ -392,9 +439,10 @@ def worst_case_bytes(message_max: int, name_max: int, reason_max: int) -> dict[s
     condition = text + reason_max + 200
     top = 3 * text + scalars + len(ConditionType) * condition
     role = 2 * (ROLE_MESSAGE_BYTES + 20) + 2 * name_max + 600  # keys, phases, counts, prefix
-    # "Xsp <retries> <epoch> <uid> <text>", quoted, with its comma: retries at most 7 digits (MAX_RETRY_
+    # "Xspu99 <retries> <epoch> <uid> <text>", quoted, with its comma: retries at most 7 digits (MAX_RETRY_
     # COUNT + 1), an epoch 10 digits until 2286, a text index at most 5 digits (TEXTS_BUDGET / 8 bytes).
-    row = 3 + 1 + 7 + 1 + 10 + 1 + UID_MAX + 1 + 5 + 3
+    # Issue 25: one more flag (the failure rule's action) and two digits (uncounted retries).
+    row = 6 + 1 + 7 + 1 + 10 + 1 + UID_MAX + 1 + 5 + 3
     stand_ins = MAX_ROLES * 3 * 40  # at most three per role, each under 40 bytes
     return {
         "top": top,

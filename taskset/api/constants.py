@@ -186,6 +186,35 @@ class TaskSetAction(StrEnum):
     NO_ACTION = "NoAction"
 
 
+# ----- failure rules (issue 25) ---------------------------------------------------------------------------
+class FailureAction(StrEnum):
+    """What a failure rule does with the replica attempt it matched (issue 25)."""
+
+    RETRY_NOT_COUNTED = "RetryNotCounted"  # a platform failure: retry, not counted against maxRetryCount
+    RETRY_COUNTED = "RetryCounted"  # today's behaviour and the default: the role's retry policy decides
+    FAIL_ROLE = "FailRole"  # no retry; the role fails at once, whatever its completion policy
+    FAIL_TASKSET = "FailTaskSet"  # no retry; the attempt fails at once and no TaskSet retry follows
+    RESTART_TASKSET = "RestartTaskSet"  # no retry; the attempt fails at once, the TaskSet's policy decides
+
+
+class ExitCodeOperator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+
+
+# At most this many rules in one list (the Job's podFailurePolicy allows 20), this many exit codes or
+# ranges, reasons or conditions in one rule (the Job allows 255 exit codes).
+MAX_FAILURE_RULES: Final = 20
+MAX_RULE_VALUES: Final = 255
+MAX_EXIT_CODE: Final = 2_147_483_647
+# A replica is retried without counting at most this many times: past it, a platform failure counts like
+# any other, so a node that evicts a Pod forever cannot keep a TaskSet going forever.
+MAX_UNCOUNTED_RETRIES: Final = 99  # two digits in a compact status row (taskset.api.compact)
+# A Pod whose phase became Unknown (spec 8.2) and names no reason is matched as this Pod reason.
+POD_REASON_NODE_LOST: Final = "NodeLost"
+POD_CONDITION_DISRUPTION_TARGET: Final = "DisruptionTarget"
+
+
 # ----- conditions (spec 2.5.1, D6) ---------------------------------------------------------------------
 class ConditionType(StrEnum):
     RUNNING = "Running"
@@ -260,6 +289,8 @@ class EventReason(StrEnum):
     # deleted with orphan propagation, found by the UID the status recorded and deleted.
     POD_STUCK_TERMINATING = "PodStuckTerminating"
     ORPHANED_POD_DELETED = "OrphanedPodDeleted"
+    # R only (issue 25): a replica attempt failed, and which failure rule matched it, why, and its action.
+    REPLICA_FAILURE = "ReplicaFailure"
     # R only (issue 24): spec.suspend turned true (the Pods are being deleted) or false again.
     TASKSET_SUSPENDED = "TaskSetSuspended"
     TASKSET_RESUMED = "TaskSetResumed"
@@ -283,6 +314,7 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.STATUS_WRITE_REFUSED,
         EventReason.POD_STUCK_TERMINATING,
         EventReason.ORPHANED_POD_DELETED,
+        EventReason.REPLICA_FAILURE,
     }
 )
 

@@ -7,10 +7,42 @@ from __future__ import annotations
 from typing import Any, NotRequired, TypedDict
 
 
+class RawBackoff(TypedDict, total=False):
+    """Issue 25: exponential retry delays, in seconds; ``initialDelay`` required."""
+
+    initialDelay: int
+    factor: int
+    maxDelay: int
+    jitterPercent: int
+
+
 class RawRetryPolicy(TypedDict, total=False):
     retry: bool
     maxRetryCount: int
     delay: int  # seconds
+    backoff: RawBackoff
+
+
+class RawExitCodes(TypedDict, total=False):
+    containerName: str
+    operator: str  # In | NotIn
+    values: list[int | str]  # an exit code, or "low-high"
+
+
+class RawPodCondition(TypedDict, total=False):
+    type: str
+    status: str  # default "True"
+
+
+class RawFailureRule(TypedDict, total=False):
+    """Issue 25 (``taskset.api.failures``): every criterion given must hold; at least one is."""
+
+    name: str
+    action: str
+    onExitCodes: RawExitCodes
+    onTerminatedReasons: list[str]
+    onPodReasons: list[str]
+    onPodConditions: list[RawPodCondition]
 
 
 class RawCompletionPolicy(TypedDict, total=False):
@@ -30,11 +62,13 @@ class RawRole(TypedDict, total=False):
     retryPolicy: RawRetryPolicy
     eventPolicy: list[RawEventPolicy]  # singular JSON name, list value
     template: dict[str, Any]  # core/v1 PodTemplateSpec
+    failureRules: list[RawFailureRule]  # issue 25
 
 
 class RawTaskSetSpec(TypedDict, total=False):
     retryPolicy: RawRetryPolicy
     roles: list[RawRole]
+    failureRules: list[RawFailureRule]  # issue 25: every role's, after its own
     queue: str  # reserved: accepted, preserved, ignored
     priority: int  # reserved: accepted, preserved, ignored
 
@@ -58,6 +92,14 @@ class RawTerminatedInfo(TypedDict):
     reason: str
 
 
+class RawFailureRecord(TypedDict):
+    """Issue 25: the failure rule the current attempt matched, its action and why."""
+
+    rule: str
+    action: str
+    message: str
+
+
 class RawReplicaStatus(TypedDict):
     index: int
     name: str  # the role's name, not the Pod's
@@ -76,6 +118,9 @@ class RawReplicaStatus(TypedDict):
     containerName: str
     containerID: str
     terminatedInfo: RawTerminatedInfo | None
+    uncountedRetries: NotRequired[int]  # issue 25
+    failure: NotRequired[RawFailureRecord | None]  # issue 25
+    nextRetryAt: NotRequired[str | None]  # issue 25
 
 
 class RawReplicaCounts(TypedDict):
@@ -98,6 +143,8 @@ class RawReplicaTexts(TypedDict, total=False):
     exitCode: int  # present when the container ended, with signal and reason
     signal: int
     reason: str
+    failureRule: str  # issue 25
+    failureMessage: str
 
 
 class RawReplicaRows(TypedDict):
@@ -148,6 +195,7 @@ class RawAttemptResult(TypedDict):
 
     succeeded: bool
     reason: str
+    final: NotRequired[bool]  # issue 25: no TaskSet retry may follow
 
 
 class RawTaskSetStatus(TypedDict):
@@ -168,6 +216,7 @@ class RawTaskSetStatus(TypedDict):
     roleStatus: list[RawRoleStatus]
     observedGeneration: int
     attemptResult: RawAttemptResult | None
+    nextRetryAt: NotRequired[str | None]  # issue 25
     conditions: list[RawCondition]
     summary: NotRequired[RawStatusSummary]
 

@@ -66,7 +66,9 @@ POD_STATUS_KEPT = frozenset(
     }
 )
 CONTAINER_STATUS_KEPT = frozenset({"name", "state", "containerID"})
-CONDITIONS_KEPT = frozenset({"PodScheduled"})  # its False/Unschedulable is the only one read
+# PodScheduled's False/Unschedulable says why a Pod waits; DisruptionTarget (preemption, eviction, a
+# drain) is what failure rules match (issue 25). Each is one entry of a bounded size.
+CONDITIONS_KEPT = frozenset({"PodScheduled", "DisruptionTarget"})
 CONDITION_FIELDS_KEPT = frozenset({"type", "status", "reason", "message"})
 # Of a container's state, what ``pod_view`` reads: why it waits, and how it exited.
 STATE_FIELDS_KEPT: Mapping[str, frozenset[str]] = {

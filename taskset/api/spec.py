@@ -54,10 +54,25 @@ from taskset.api.constants import (
     RoleEvent,
     TaskSetAction,
 )
+from taskset.api.failures import FailureRule, FieldError, parse_failure_rules
 
 # ======================================================================================================
 # Parsed views: frozen, defaulted, and only ever built by parse_taskset.
 # ======================================================================================================
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential retry delays (issue 25): ``initial * factor**n`` seconds before retry n + 1, at most
+    ``max_seconds``, then lengthened by up to ``jitter_percent`` percent (never shortened)."""
+
+    initial_seconds: int
+    factor: int = 2
+    max_seconds: int = MAX_RETRY_DELAY_SECONDS
+    jitter_percent: int = 0
+
+
+MAX_BACKOFF_FACTOR: Final = 10
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,7 @@ class RetryPolicy:
     retry: bool = False
     max_retry_count: int = 0
     delay_seconds: int = 0
+    backoff: Backoff | None = None  # issue 25: exponential delays instead of the fixed ``delay``
 
     def allows_retry(self, retried_count: int) -> bool:
         """Whether another attempt may follow ``retried_count`` retries already started."""
@@ -109,6 +125,7 @@ class Role:
     event_policies: tuple[EventPolicy, ...]
     # The core/v1 PodTemplateSpec as given ({} when absent). Shared with the caller: do not mutate.
     template: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    failure_rules: tuple[FailureRule, ...] = ()  # issue 25: matched before the TaskSet's defaults
 
     @property
     def effective_event_policies(self) -> tuple[EventPolicy, ...]:
@@ -129,6 +146,7 @@ class TaskSetSpec:
     roles: tuple[Role, ...]  # spec order: status order and event-policy scan order
     queue: str | None = None  # reserved, ignored (spec 2.2)
     priority: int | None = None  # reserved, ignored (spec 2.2)
+    failure_rules: tuple[FailureRule, ...] = ()  # issue 25: every role's, after the role's own
     # The spec as given, for integrations that read their own part of it (taskset.integrations.base).
     # Shared with the caller: do not mutate.
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
@@ -213,13 +231,8 @@ def longest_pod_name_length(taskset: str, role: str, replicas: int) -> int:
 # ======================================================================================================
 
 
-class _InvalidError(Exception):
+class _InvalidError(FieldError):
     """Internal: the first problem found; parse_taskset turns it into a ValidationFailure."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.message = message
 
 
 def _shape_error(path: str, problem: str) -> _InvalidError:
@@ -284,6 +297,24 @@ def _parse_retry_policy(value: object, path: str) -> RetryPolicy:
             raw.get("maxRetryCount"), f"{path}.maxRetryCount", 0, MAX_RETRY_COUNT, default=0
         ),
         delay_seconds=_bounded_int(raw.get("delay"), f"{path}.delay", 0, MAX_RETRY_DELAY_SECONDS, default=0),
+        backoff=_parse_backoff(raw.get("backoff"), f"{path}.backoff"),
+    )
+
+
+def _parse_backoff(value: object, path: str) -> Backoff | None:
+    """``retryPolicy.backoff`` (issue 25); ``initialDelay`` is required, the rest defaulted."""
+    if value is None:
+        return None
+    raw = _optional_object(value, path)
+    if raw.get("initialDelay") is None:
+        raise _shape_error(f"{path}.initialDelay", "required")
+    top = MAX_RETRY_DELAY_SECONDS
+    initial = _bounded_int(raw.get("initialDelay"), f"{path}.initialDelay", 1, top, default=1)
+    return Backoff(
+        initial_seconds=initial,
+        factor=_bounded_int(raw.get("factor"), f"{path}.factor", 1, MAX_BACKOFF_FACTOR, default=2),
+        max_seconds=_bounded_int(raw.get("maxDelay"), f"{path}.maxDelay", initial, top, default=top),
+        jitter_percent=_bounded_int(raw.get("jitterPercent"), f"{path}.jitterPercent", 0, 100, default=0),
     )
 
 
@@ -307,6 +338,7 @@ class _ShapedRole:
     retry_policy: RetryPolicy
     event_policies: tuple[_RawEventPolicy, ...]
     template: Mapping[str, Any]
+    failure_rules: tuple[FailureRule, ...] = ()
 
 
 def _shape_role(value: object, index: int) -> _ShapedRole:
@@ -343,6 +375,9 @@ def _shape_role(value: object, index: int) -> _ShapedRole:
             strings.append(text)
         event_policies.append(_RawEventPolicy(*strings))
     template = _optional_object(raw.get("template"), f"{path}.template")
+    rules = parse_failure_rules(
+        raw.get("failureRules"), f"{path}.failureRules", f"roles[{index}].failureRules"
+    )
     return _ShapedRole(
         index=index,
         name=name,
@@ -352,6 +387,7 @@ def _shape_role(value: object, index: int) -> _ShapedRole:
         retry_policy=retry_policy,
         event_policies=tuple(event_policies),
         template=template,
+        failure_rules=rules,
     )
 
 
@@ -414,6 +450,7 @@ def _parse(obj: object) -> ParsedTaskSet:
     if suspend is not None and not isinstance(suspend, bool):
         raise _shape_error("spec.suspend", "must be a boolean")
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
+    failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
     raw_roles = _optional_list(spec.get("roles"), "spec.roles")
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
@@ -441,6 +478,7 @@ def _parse(obj: object) -> ParsedTaskSet:
             retry_policy=role.retry_policy,
             event_policies=events,
             template=role.template,
+            failure_rules=role.failure_rules,
         )
         for role, completion, events in zip(shaped, completion_policies, event_policies, strict=True)
     )
@@ -457,6 +495,7 @@ def _parse(obj: object) -> ParsedTaskSet:
             roles=roles,
             queue=queue,
             priority=priority,
+            failure_rules=failure_rules,
             raw=spec,
         ),
     )
@@ -495,7 +534,7 @@ def parse_taskset(obj: object, checks: Sequence[SpecCheck] = ()) -> ParseResult:
     in order. Total: never raises, whatever ``obj`` is."""
     try:
         parsed = _parse(obj)
-    except _InvalidError as invalid:
+    except FieldError as invalid:
         return ValidationFailure(message=invalid.message, field=invalid.path, roles=_outline(obj))
     for check in checks:
         failure = check(parsed.spec.raw)

@@ -33,6 +33,7 @@ from taskset.api.compact import BUCKETS, COUNTS, expand, replica_counts, shape
 from taskset.api.constants import (
     ConditionStatus,
     ConditionType,
+    FailureAction,
     ReplicaPhase,
     RolePhase,
     State,
@@ -135,6 +136,29 @@ class TerminatedInfo:
 
 
 @dataclass
+class FailureRecord:
+    """Which failure rule matched the replica's failed attempt, its action and why (issue 25). Kept
+    until the replica's next attempt starts; the event of the same reason says it for good."""
+
+    rule: str
+    action: FailureAction
+    message: str
+
+    def to_json(self) -> Json:
+        return {
+            "rule": clip(self.rule, REASON_MAX),
+            "action": str(self.action),
+            "message": clip(self.message, QUOTED_MAX),
+        }
+
+    @classmethod
+    def from_json(cls, raw: object) -> FailureRecord | None:
+        if not isinstance(raw, dict) or raw.get("action") not in tuple(FailureAction):
+            return None
+        return cls(_str(raw.get("rule")), FailureAction(raw["action"]), _str(raw.get("message")))
+
+
+@dataclass
 class ReplicaStatus:
     index: int
     name: str  # the role's name, as O writes it
@@ -156,6 +180,16 @@ class ReplicaStatus:
     container_name: str = ""
     container_id: str = ""
     terminated_info: TerminatedInfo | None = None
+    # Issue 25: retries started that did not count against maxRetryCount (included in
+    # total_retried_count), and the failure rule that matched the current attempt's failure.
+    uncounted_retries: int = 0
+    failure: FailureRecord | None = None
+    next_retry_at: str | None = None  # when the pending retry is due (read by people, not decisions)
+
+    @property
+    def counted_retries(self) -> int:
+        """The retries the role's maxRetryCount limits (issue 25)."""
+        return max(0, self.total_retried_count - self.uncounted_retries)
 
     @property
     def succeeded(self) -> bool:
@@ -174,6 +208,8 @@ class ReplicaStatus:
         self.start_at = None
         self.finish_at = None
         self.terminated_info = None
+        self.failure = None
+        self.next_retry_at = None
 
     def to_json(self) -> Json:
         wire = self._wire()
@@ -200,6 +236,9 @@ class ReplicaStatus:
             "containerName": self.container_name,
             "containerID": clip(self.container_id, IDENTIFIER_MAX),
             "terminatedInfo": None if self.terminated_info is None else self.terminated_info.to_json(),
+            "uncountedRetries": self.uncounted_retries,
+            "failure": None if self.failure is None else self.failure.to_json(),
+            "nextRetryAt": self.next_retry_at,
         }
 
     @classmethod
@@ -223,6 +262,9 @@ class ReplicaStatus:
             container_name=_str(raw.get("containerName")),
             container_id=_str(raw.get("containerID")),
             terminated_info=TerminatedInfo.from_json(raw.get("terminatedInfo")),
+            uncounted_retries=_int(raw.get("uncountedRetries")),
+            failure=FailureRecord.from_json(raw.get("failure")),
+            next_retry_at=_opt_str(raw.get("nextRetryAt")),
         )
 
 
@@ -317,15 +359,16 @@ class AttemptResult:
 
     succeeded: bool
     reason: str
+    final: bool = False  # issue 25: no TaskSet retry may follow (a FailTaskSet rule, a deadline)
 
     def to_json(self) -> Json:
-        return {"succeeded": self.succeeded, "reason": clip(self.reason, MESSAGE_MAX)}
+        return {"succeeded": self.succeeded, "reason": clip(self.reason, MESSAGE_MAX), "final": self.final}
 
     @classmethod
     def from_json(cls, raw: object) -> AttemptResult | None:
         if not isinstance(raw, dict) or not isinstance(raw.get("succeeded"), bool):
             return None
-        return cls(raw["succeeded"], _str(raw.get("reason")))
+        return cls(raw["succeeded"], _str(raw.get("reason")), raw.get("final") is True)
 
 
 @dataclass
@@ -348,6 +391,7 @@ class TaskSetStatus:
     observed_generation: int = 0
     conditions: list[Condition] = field(default_factory=list)
     attempt_result: AttemptResult | None = None
+    next_retry_at: str | None = None  # issue 25: when the pending TaskSet retry is due
 
     @property
     def attempt_id(self) -> int:
@@ -413,6 +457,7 @@ class TaskSetStatus:
             "roleStatus": roles,
             "observedGeneration": self.observed_generation,
             "attemptResult": None if self.attempt_result is None else self.attempt_result.to_json(),
+            "nextRetryAt": self.next_retry_at,
             "conditions": [condition.to_json() for condition in self.conditions],
             "summary": self.summary(roles),
         }
@@ -446,6 +491,7 @@ class TaskSetStatus:
             roles=[RoleStatus.from_json(r) for r in _list(raw.get("roleStatus")) if isinstance(r, dict)],
             observed_generation=_int(raw.get("observedGeneration")),
             attempt_result=AttemptResult.from_json(raw.get("attemptResult")),
+            next_retry_at=_opt_str(raw.get("nextRetryAt")),
             conditions=[
                 c
                 for c in (Condition.from_json(_dict(r)) for r in _list(raw.get("conditions")))

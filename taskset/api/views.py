@@ -22,8 +22,10 @@ from taskset.api.constants import (
 from taskset.api.fields import controller_ref, controller_uid, count, get_path, items, main_container, text
 from taskset.api.proof import ProofSubject, proves
 from taskset.api.slim import (
+    CONDITIONS_KEPT,
     FINALIZER_MAX,
     FINALIZERS_KEPT,
+    LIST_KEPT,
     NO_SNAPSHOT_DIGEST,
     SNAPSHOT_DIGEST_FIELD,
     snapshot_digest,
@@ -46,6 +48,15 @@ class Terminated:
     signal: int
     reason: str
     finished_at: str | None
+
+
+@dataclass(frozen=True)
+class ContainerExit:
+    """How one container (init containers too) of a Pod ended: what failure rules match (issue 25)."""
+
+    container: str
+    exit_code: int
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,10 @@ class PodView:
     # in Terminating is named with them).
     deletion_timestamp: str | None = None
     finalizers: tuple[str, ...] = ()
+    # Issue 25: every container's exit and the conditions the cache keeps (DisruptionTarget), as
+    # (type, status), for the failure rules.
+    exits: tuple[ContainerExit, ...] = ()
+    conditions: tuple[tuple[str, str], ...] = ()
 
     @property
     def terminal(self) -> bool:
@@ -121,6 +136,28 @@ def _unschedulable(pod: Mapping[str, Any]) -> str:
         ):
             return clip(text(condition.get("message")), QUOTED_MAX) or "Unschedulable"
     return ""
+
+
+def _exits(pod: Mapping[str, Any]) -> tuple[ContainerExit, ...]:
+    """Every terminated container, init containers first, as the cache keeps them (bounded lists)."""
+    statuses = (
+        items(get_path(pod, "status", "initContainerStatuses"))[:LIST_KEPT]
+        + items(get_path(pod, "status", "containerStatuses"))[:LIST_KEPT]
+    )
+    found = []
+    for status in statuses:
+        done = _terminated(status) if isinstance(status, dict) else None
+        if done is not None:
+            found.append(ContainerExit(text(status.get("name")), done.exit_code, done.reason))
+    return tuple(found)
+
+
+def _conditions(pod: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (text(c.get("type")), text(c.get("status")))
+        for c in items(get_path(pod, "status", "conditions"))
+        if isinstance(c, dict) and c.get("type") in CONDITIONS_KEPT
+    )
 
 
 def _container_waiting(pod: Mapping[str, Any]) -> ContainerWaiting | None:
@@ -169,6 +206,8 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         proof=_annotation(pod, ANNOTATION_CREATION_PROOF),
         deletion_timestamp=_timestamp(get_path(pod, "metadata", "deletionTimestamp")),
         finalizers=_finalizers(pod),
+        exits=_exits(pod),
+        conditions=_conditions(pod),
     )
 
 

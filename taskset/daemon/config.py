@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -50,7 +50,8 @@ from taskset.daemon.leader import (
     Timings,
     timing_errors,
 )
-from taskset.integrations.gang import SCHEDULERS as GANG_SCHEDULERS
+from taskset.daemon.values import mask_userinfo, show, show_default
+from taskset.integrations.gang import parse_schedulers
 
 __all__ = [
     "PROG",
@@ -68,8 +69,6 @@ LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 _LOG_LEVEL_ALIASES: Final = {"warn": "warning"}  # zap's spelling, which the original's users know
 # The original's controllerName key: accepted and ignored, the name is always TaskSetController (9.1).
 IGNORED_FILE_KEY: Final = "controllerName"
-# Values longer than this are cut in error messages, which must stay one line.
-_SHOWN_VALUE_MAX: Final = 60
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,6 +114,13 @@ class Config:
 
     metrics_bind_address: str = ":8080"
     """Where ``/metrics`` is served: ``:port``, ``host:port``, or ``0`` to disable."""
+
+    metrics_secure: bool = True
+    """``/metrics`` over HTTPS, for bearer tokens the API server authenticates (TokenReview) and allows
+    to get ``/metrics`` (SubjectAccessReview); false = plain HTTP without authentication."""
+
+    metrics_cert_dir: str = ""
+    """Directory with ``tls.crt`` and ``tls.key`` for ``/metrics``; "" = a self-signed one made at start."""
 
     health_probe_bind_address: str = ":8081"
     """Where ``/healthz`` and ``/readyz`` are served; same forms as the metrics address."""
@@ -165,7 +171,7 @@ class Config:
         shown: dict[str, Any] = {
             f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("warnings", "sources")
         }
-        shown["api_server"] = _mask_userinfo(self.api_server)
+        shown["api_server"] = mask_userinfo(self.api_server)
         shown["sources"] = dict(self.sources)
         return shown
 
@@ -311,14 +317,6 @@ def _bind_address(raw: object) -> str:
     return value
 
 
-def _schedulers(raw: object) -> tuple[str, ...]:
-    names = [name.strip() for name in _string(raw).split(",") if name.strip()]
-    unknown = [name for name in names if name not in GANG_SCHEDULERS]
-    if unknown:
-        raise _ParseError(f"must be a comma-separated list of {', '.join(GANG_SCHEDULERS)}")
-    return tuple(dict.fromkeys(names))
-
-
 def _log_level(raw: object) -> str:
     value = _string(raw).lower()
     value = _LOG_LEVEL_ALIASES.get(value, value)
@@ -363,8 +361,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("stuck_terminating_after", "--stuck-terminating-after", _env("STUCK_TERMINATING_AFTER"),
             "stuckTerminatingAfterSec", _non_negative_number, "SECONDS",
             "how long a Pod may stay terminating past its deletion time before the TaskSet warns about it"),
-    Setting("gang_scheduling", "--gang-scheduling", _env("GANG_SCHEDULING"), "gangScheduling", _schedulers,
-            "LIST", "gang schedulers served for spec.gang, comma-separated: coscheduling, volcano"),
+    Setting("gang_scheduling", "--gang-scheduling", _env("GANG_SCHEDULING"), "gangScheduling",
+            parse_schedulers, "LIST", "gang schedulers served for spec.gang: coscheduling, volcano"),
     Setting("kueue", "--kueue", _env("KUEUE"), "kueue", _boolean, "BOOL",
             "queue TaskSets labelled kueue.x-k8s.io/queue-name through Kueue (needs Kueue's CRDs)"),
     Setting("namespace", "--namespace", _env("NAMESPACE"), "namespace", _namespace, "NAME",
@@ -376,6 +374,11 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "requests allowed above --qps in a burst"),
     Setting("metrics_bind_address", "--metrics-bind-address", _env("METRICS_BIND_ADDRESS"),
             "metricsBindAddress", _bind_address, "ADDR", "serve /metrics here (:port, host:port); 0 = off"),
+    Setting("metrics_secure", "--metrics-secure", _env("METRICS_SECURE"), "metricsSecure", _boolean, "BOOL",
+            "/metrics over HTTPS for callers allowed to get it (TokenReview, SubjectAccessReview); "
+            "false = plain HTTP, no authentication"),
+    Setting("metrics_cert_dir", "--metrics-cert-dir", _env("METRICS_CERT_DIR"), "metricsCertDir", _string,
+            "DIR", "directory with tls.crt and tls.key for /metrics; empty = self-signed, made at start"),
     Setting("health_probe_bind_address", "--health-probe-bind-address", _env("HEALTH_PROBE_BIND_ADDRESS"),
             "healthProbeBindAddress", _bind_address, "ADDR", "serve /healthz and /readyz here; 0 = off"),
     Setting("log_level", "--log-level", _env("LOG_LEVEL"), "logLevel", _log_level, "LEVEL",
@@ -455,7 +458,7 @@ def _parser() -> _Parser:
 
 
 def _flag_help(s: Setting, default: object) -> str:
-    return f"{s.help} [env {s.env}, file key {s.key}, default {_show_default(default)}]"
+    return f"{s.help} [env {s.env}, file key {s.key}, default {show_default(default)}]"
 
 
 def help_text() -> str:
@@ -483,8 +486,8 @@ def load_config(argv: Sequence[str], environ: Mapping[str, str], read_file: Call
             continue
         try:
             values[s.field] = s.parse(raw)
-        except _ParseError as err:
-            raise ConfigError(f"invalid value '{_show(raw)}' for {name} ({source}): {err}") from None
+        except ValueError as err:  # a _ParseError, or an integration's parser's
+            raise ConfigError(f"invalid value '{show(raw)}' for {name} ({source}): {err}") from None
         sources[s.field] = source.split(" ", 1)[0]
         if s.field == "workers" and values["workers"] < 1:
             warnings.append(
@@ -492,6 +495,8 @@ def load_config(argv: Sequence[str], environ: Mapping[str, str], read_file: Call
             )
             values["workers"] = DEFAULT_WORKERS
     config = Config(**values, config_file=config_file, warnings=tuple(warnings), sources=sources)
+    if config.metrics_secure and config.metrics_bind_address == config.health_probe_bind_address != "0":
+        raise ConfigError("with --metrics-secure, /metrics needs its own address: probes stay plain HTTP")
     if config.leader_elect:
         timings = Timings(
             config.leader_elect_lease_duration,
@@ -568,32 +573,3 @@ def _normalize_flags(argv: Sequence[str]) -> list[str]:
         else:
             out.append(arg)
     return out
-
-
-def _show(raw: object) -> str:
-    """A value for a one-line error message: control characters escaped, long values cut."""
-    text = str(raw)
-    if not text.isprintable():
-        text = text.encode("unicode_escape").decode("ascii")
-    if len(text) > _SHOWN_VALUE_MAX:
-        text = text[: _SHOWN_VALUE_MAX - 3] + "..."
-    return text
-
-
-def _show_default(value: object) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if value == "":
-        return '""'
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _mask_userinfo(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))

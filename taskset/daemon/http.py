@@ -9,6 +9,13 @@ Path         Answer
              synced yet, or shutting down)
 ===========  ======================================================================================
 
+With a TLS context and a guard (``--metrics-secure``, the default), ``/metrics`` is served over HTTPS
+and only to callers the guard allows (``taskset.daemon.metrics_auth``: a bearer token, TokenReview,
+SubjectAccessReview); a refused caller gets the guard's status (401, 403 or 503) and a one-line reason.
+The probes stay plain HTTP on their own address (the kubelet probes without credentials), so the two
+addresses must then differ. The TLS handshake runs in the connection's own thread, with a deadline, so a
+client that connects and stays silent holds no one else up.
+
 Bind addresses use controller-runtime's spelling: ``:8080`` (every interface), ``127.0.0.1:8080``,
 ``[::1]:8080``, port ``0`` for a free port chosen by the kernel (read it back from ``metrics_port`` /
 ``probe_port``), and the bare string ``0`` to disable an endpoint set. When the metrics and probe
@@ -21,14 +28,17 @@ and a daemon thread never holds the process open at exit.
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from taskset.daemon.metrics_auth import Decision
 
 __all__ = ["DISABLED", "BindAddress", "ObservabilityServer", "parse_bind_address"]
 
@@ -37,8 +47,13 @@ _TEXT: Final = "text/plain; charset=utf-8"
 # Seconds stop() waits for a serving thread after shutdown(); handlers are tiny, so this is generous.
 _JOIN_TIMEOUT: Final = 5.0
 
+# Seconds a client gets to complete the TLS handshake once connected.
+HANDSHAKE_TIMEOUT: Final = 10.0
+
 # A route answers (status, content type, body).
 Route = Callable[[], tuple[int, str, bytes]]
+# A guard decides a request from its Authorization header (None when absent).
+Guard = Callable[[str | None], Decision]
 
 
 @dataclass(frozen=True)
@@ -72,14 +87,46 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a hung scrape must never hold the process open
     allow_reuse_address = True  # a restarted daemon can rebind at once despite TIME_WAIT sockets
 
-    def __init__(self, address: BindAddress, routes: Mapping[str, Route]) -> None:
+    def __init__(
+        self,
+        address: BindAddress,
+        routes: Mapping[str, Route],
+        *,
+        tls: ssl.SSLContext | None = None,
+        guard: Guard | None = None,
+    ) -> None:
         self.address_family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
         self.routes: Final = dict(routes)
+        self.tls: Final = tls
+        self.guard: Final = guard
         super().__init__((address.host, address.port), _Handler)
 
     @property
     def port(self) -> int:
         return int(self.server_address[1])
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        """Accept, wrapping in TLS without the handshake: the accepting thread must never wait on a client."""
+        connection, client = super().get_request()
+        if self.tls is not None:
+            connection = self.tls.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
+        return connection, client
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """Runs in the connection's thread: the handshake first (with a deadline), then the request."""
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(HANDSHAKE_TIMEOUT)
+            try:
+                request.do_handshake()
+            except OSError:  # plain HTTP on the TLS port, a silent or vanished client: nothing to answer
+                return
+            request.settimeout(None)
+        super().finish_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Routes catch their own errors; what is left is clients hanging up mid-request, which the default
+        # would print to stderr as a traceback each time.
+        return
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -88,8 +135,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         route = self.server.routes.get(urlsplit(self.path).path)
+        guard = self.server.guard
+        decision = guard(self.headers.get("Authorization")) if route and guard else None
+        extra: dict[str, str] = {}
         if route is None:
             status, content_type, body = 404, _TEXT, b"not found\n"
+        elif decision is not None and not decision.allowed:
+            status, content_type, body = decision.status, _TEXT, f"{decision.reason}\n".encode()
+            if status == 401:
+                extra["WWW-Authenticate"] = 'Bearer realm="taskset-controller"'
         else:
             try:
                 status, content_type, body = route()
@@ -98,6 +152,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
+        for name, value in extra.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 
@@ -118,7 +174,11 @@ class ObservabilityServer:
         ready: Callable[[], bool],
         not_ready_reason: Callable[[], str] = lambda: "not ready",
         healthy: Callable[[], bool] = lambda: True,
+        metrics_tls: ssl.SSLContext | None = None,
+        metrics_guard: Guard | None = None,
     ) -> None:
+        """``metrics_tls`` and ``metrics_guard`` secure ``/metrics`` only; they need an address of its own
+        (``ValueError`` otherwise), since the probes stay plain HTTP."""
         self._registry: Final = registry
         self._ready: Final = ready
         self._not_ready_reason: Final = not_ready_reason
@@ -128,13 +188,18 @@ class ObservabilityServer:
         self._metrics_server: _Server | None = None
         self._probe_server: _Server | None = None
         # Binding happens here, so a taken port fails construction (and startup) rather than a thread.
+        secure = metrics_tls is not None or metrics_guard is not None
+        if secure and metrics_address is not None and metrics_address == probe_address:
+            raise ValueError("a secured /metrics needs an address apart from the plain-HTTP probes")
         if metrics_address is not None and metrics_address == probe_address:
             shared = _Server(metrics_address, {**metrics_routes, **probe_routes})
             self._metrics_server = self._probe_server = shared
         else:
             try:
                 if metrics_address is not None:
-                    self._metrics_server = _Server(metrics_address, metrics_routes)
+                    self._metrics_server = _Server(
+                        metrics_address, metrics_routes, tls=metrics_tls, guard=metrics_guard
+                    )
                 if probe_address is not None:
                     self._probe_server = _Server(probe_address, probe_routes)
             except OSError:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import ssl
 import sys
 import threading
 import types
@@ -44,7 +45,9 @@ from taskset.daemon.http import ObservabilityServer, parse_bind_address
 from taskset.daemon.leader import LeaderElector, Timings, new_identity, own_namespace
 from taskset.daemon.logs import configure_logging, get_logger
 from taskset.daemon.metrics import ControllerMetrics, new_registry
+from taskset.daemon.metrics_auth import MetricsAuthorizer
 from taskset.daemon.proof_key import ProofKeyError
+from taskset.daemon.tls import server_context
 from taskset.runtime import events
 from taskset.runtime.controller import pod_action_threads
 from taskset.runtime.kube import ApiClient, KubeClient, build_api_client
@@ -167,14 +170,26 @@ class _Daemon:
             log.error("cannot configure the Kubernetes client", error=str(err))
             return EXIT_FAILURE
         log.info("Kubernetes client configured", host=api_client.configuration.host, credentials=source)
+        metrics_address = parse_bind_address(config.metrics_bind_address)
+        secure = config.metrics_secure and metrics_address is not None
+        try:
+            tls = server_context(config.metrics_cert_dir) if secure else None
+        except (OSError, ssl.SSLError) as err:
+            where = config.metrics_cert_dir or "a self-signed certificate"
+            log.error("cannot set up TLS for /metrics", cert_dir=where, error=str(err))
+            api_client.close()  # type: ignore[no-untyped-call]
+            return EXIT_FAILURE
+        guard = MetricsAuthorizer(KubeClient(api_client), on_error=log.warning).decide if secure else None
         try:
             server = ObservabilityServer(
-                metrics_address=parse_bind_address(config.metrics_bind_address),
+                metrics_address=metrics_address,
                 probe_address=parse_bind_address(config.health_probe_bind_address),
                 registry=registry,
                 ready=self._ready,
                 not_ready_reason=self._not_ready_reason,
                 healthy=self._healthy,
+                metrics_tls=tls,
+                metrics_guard=guard,
             )
         except OSError as err:
             log.error("cannot bind the HTTP endpoints", error=str(err))
@@ -182,7 +197,13 @@ class _Daemon:
             return EXIT_FAILURE
         self._signals.install()
         server.start()
-        log.info("serving HTTP endpoints", metrics_port=server.metrics_port, probe_port=server.probe_port)
+        log.info(
+            "serving HTTP endpoints",
+            metrics_port=server.metrics_port,
+            metrics_scheme="https" if secure else "http",
+            metrics_cert=(config.metrics_cert_dir or "self-signed") if secure else None,
+            probe_port=server.probe_port,
+        )
         try:
             return self._run_controller(api_client, registry)
         finally:

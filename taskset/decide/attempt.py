@@ -47,7 +47,8 @@ from taskset.decide.passes import (
     unhandled,
 )
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
-from taskset.decide.policies import Outcome, attempt_outcome, retry_due, taskset_retry_decision
+from taskset.decide.policies import Outcome, attempt_outcome, retry_delay, retry_due, taskset_retry_decision
+from taskset.decide.retrying import next_retry_at
 from taskset.decide.roles import sync_roles
 from taskset.decide.waiting import report_waiting
 from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
@@ -118,7 +119,8 @@ def _taskset_facts(ctx: PassContext) -> TaskSetFacts:
     if status.attempt_result is not None and status.phase in (*_RUNNING_PHASES, *_ENDING_PHASES):
         outcome = Outcome(status.attempt_result.succeeded, status.attempt_result.reason)
     may_retry, _ = taskset_retry_decision(_retry_policy(ctx), status.total_retried_count)
-    delay = _retry_policy(ctx).delay_seconds
+    may_retry = may_retry and not _final(ctx)
+    delay = _retry_delay(ctx)
     return TaskSetFacts(
         legal=isinstance(ctx.live, ParsedTaskSet),
         control_unit=unit,
@@ -140,13 +142,30 @@ def _retry_policy(ctx: PassContext) -> RetryPolicy:
     return ctx.plan.spec.retry_policy if ctx.plan.spec is not None else RetryPolicy()
 
 
-def _attempt_reason(ctx: PassContext) -> str | None:
+def _retry_delay(ctx: PassContext) -> int:
+    """Seconds between a failed attempt and the next (fixed, or backoff with jitter seeded by the UID)."""
+    return retry_delay(_retry_policy(ctx), ctx.status.total_retried_count, ctx.ref.uid)
+
+
+def _final(ctx: PassContext) -> bool:
+    """Whether no retry may follow this attempt, whatever the retry policy (issue 25)."""
     if ctx.status.attempt_result is not None:
-        return ctx.status.attempt_result.reason
+        return ctx.status.attempt_result.final
+    outcome = _outcome(ctx)
+    return outcome is not None and outcome.final
+
+
+def _outcome(ctx: PassContext) -> Outcome | None:
     spec = ctx.plan.spec
     if spec is None or not shape_matches(spec, ctx.status.roles):
         return None
-    outcome = attempt_outcome(spec.roles, ctx.status.roles)
+    return attempt_outcome(spec.roles, ctx.status.roles)
+
+
+def _attempt_reason(ctx: PassContext) -> str | None:
+    if ctx.status.attempt_result is not None:
+        return ctx.status.attempt_result.reason
+    outcome = _outcome(ctx)
     return outcome.reason if outcome is not None else None
 
 
@@ -216,6 +235,7 @@ def _start_retry(ctx: PassContext, facts: TaskSetFacts) -> bool:
     status.control_unit_uid = None
     status.spec_digest = None
     status.attempt_result = None
+    status.next_retry_at = None
     status.roles = fresh_roles(ctx.live, ctx.stamp)
     ctx.plan.spec = ctx.live.spec if isinstance(ctx.live, ParsedTaskSet) else None
     return True
@@ -239,7 +259,13 @@ def _decide_attempt(ctx: PassContext, facts: TaskSetFacts) -> bool:
     """Keep the attempt's outcome, since the spec it was decided with goes away with the ControlUnit."""
     reason = _attempt_reason(ctx)
     succeeded = reason is not None and facts.attempt_succeeded
-    ctx.status.attempt_result = AttemptResult(succeeded, reason or _unusable(ctx))
+    ctx.status.attempt_result = AttemptResult(succeeded, reason or _unusable(ctx), final=_final(ctx))
+    return True
+
+
+def _schedule_retry(ctx: PassContext, facts: TaskSetFacts) -> bool:
+    """T13-retry: write when the next attempt is due (issue 25)."""
+    ctx.status.next_retry_at = next_retry_at(ctx.stamp, _retry_delay(ctx))
     return True
 
 
@@ -277,6 +303,8 @@ def _ending_message(ctx: PassContext, facts: TaskSetFacts) -> str:
         return _attempt_reason(ctx) or "TaskSet succeeded"
     if ctx.ref.deleting:
         return "TaskSet is being deleted, no retry"
+    if _final(ctx):
+        return f"{_attempt_reason(ctx)}; no retry"
     return taskset_retry_decision(_retry_policy(ctx), ctx.status.total_retried_count)[1]
 
 
@@ -292,7 +320,7 @@ def _wait_for_cache(ctx: PassContext, facts: TaskSetFacts) -> None:
 
 def _wait_for_retry_delay(ctx: PassContext, facts: TaskSetFacts) -> None:
     """Look again when the retry delay has passed."""
-    delay = _retry_policy(ctx).delay_seconds
+    delay = _retry_delay(ctx)
     ctx.plan.requeue(delay - seconds_since(ctx.status.transition_time, ctx.now))
 
 
@@ -327,7 +355,7 @@ TASKSET_ROWS: dict[str, Row[TaskSetFacts]] = {
     "T10": Row(effect=_delete_unit, message="The deletion of control unit has been requested"),
     "T12b": Row(wait=_look_again_later),
     "T13-succeeded": Row(message=_ending_message),
-    "T13-retry": Row(message=_ending_message),
+    "T13-retry": Row(effect=_schedule_retry, message=_ending_message),
     "T13": Row(message=_ending_message),
     "T14-deleting": Row(message="TaskSet is being deleted, no retry"),
     "T14-illegal": Row(message=_validation_message),

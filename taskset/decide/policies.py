@@ -3,12 +3,22 @@ and the retry decisions (7). They read statuses and the parsed spec; they change
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from taskset.api.constants import ReplicaPhase, RoleEvent, RolePhase, State, TaskSetAction
+from taskset.api.constants import (
+    MAX_RETRY_DELAY_SECONDS,
+    FailureAction,
+    ReplicaPhase,
+    RoleEvent,
+    RolePhase,
+    State,
+    TaskSetAction,
+)
 from taskset.api.spec import RetryPolicy, Role
 from taskset.api.status import ReplicaStatus, RoleStatus
+from taskset.decide.failure_rules import ends_attempt, fails_role, failure_action, failure_text
 
 
 @dataclass(frozen=True)
@@ -17,11 +27,15 @@ class Outcome:
 
     succeeded: bool
     reason: str
+    final: bool = False  # issue 25: a FailTaskSet rule ended the attempt; no TaskSet retry follows
 
 
 def role_completion(role: Role, replicas: Sequence[ReplicaStatus]) -> Outcome | None:
     """Spec 6.1: count only completed replicas; success is checked before failure; R adds rule 3 (W-7)."""
     completed = [r for r in replicas if r.phase == ReplicaPhase.COMPLETED]
+    ruled = next((r for r in completed if fails_role(r)), None)
+    if ruled is not None:  # issue 25: a failure rule's order comes before the thresholds
+        return Outcome(False, f"Failure {failure_text(ruled)} on replica {ruled.index}")
     succeeded = sum(1 for r in completed if r.succeeded)
     failed = len(completed) - succeeded
     policy = role.completion_policy
@@ -66,10 +80,16 @@ def role_verdict(role: Role, status: RoleStatus) -> bool | None:
 
 def attempt_outcome(roles: Sequence[Role], statuses: Sequence[RoleStatus]) -> Outcome | None:
     """Spec 6.3: the first completed role (spec order) whose event policy triggers decides; else, once
-    every role is completed, all-succeeded means success. None while the attempt goes on."""
+    every role is completed, all-succeeded means success. None while the attempt goes on. Issue 25: a
+    completed role whose replica matched a FailTaskSet or RestartTaskSet rule ends it first."""
     for role, status in zip(roles, statuses, strict=True):
         if status.phase != RolePhase.COMPLETED:
             continue
+        ruled = _ending_replica(status)
+        if ruled is not None:
+            final = ends_attempt(ruled) == FailureAction.FAIL_TASKSET
+            reason = f"TaskSet attempt ended by failure {failure_text(ruled)} on {role.name}/{ruled.index}"
+            return Outcome(False, reason, final=final)
         verdict = role_verdict(role, status)
         if verdict is True:
             return Outcome(True, f"TaskSet completed beacause taskrole({role.name}) is succeeded ")
@@ -82,6 +102,10 @@ def attempt_outcome(roles: Sequence[Role], statuses: Sequence[RoleStatus]) -> Ou
             False, "TaskSet failed beacause all taskrole are completed,but some TaskRole are failed"
         )
     return None
+
+
+def _ending_replica(status: RoleStatus) -> ReplicaStatus | None:
+    return next((r for r in status.replicas if r.phase == ReplicaPhase.COMPLETED and ends_attempt(r)), None)
 
 
 def taskset_retry_decision(policy: RetryPolicy, retried: int) -> tuple[bool, str]:
@@ -101,7 +125,48 @@ def retry_due(delay_seconds: int, waited: float) -> bool:
 
 
 def replica_may_retry(policy: RetryPolicy, replica: ReplicaStatus, *, taskset_deleting: bool) -> bool:
-    """Spec 7.2: never a stopped or succeeded replica, never while the TaskSet is being deleted (W-10)."""
+    """Spec 7.2: never a stopped or succeeded replica, never while the TaskSet is being deleted (W-10).
+    Issue 25: the failure rule that matched decides first; only counted retries use up maxRetryCount."""
     if replica.stopped or replica.succeeded or taskset_deleting:
         return False
-    return policy.allows_retry(replica.total_retried_count)
+    action = failure_action(replica)
+    if action == FailureAction.RETRY_NOT_COUNTED:
+        return True
+    return action == FailureAction.RETRY_COUNTED and policy.allows_retry(replica.counted_retries)
+
+
+def replica_retry_decision(policy: RetryPolicy, replica: ReplicaStatus) -> str:
+    """Why the replica is or is not retried: the failure rule that matched, then the retry policy's
+    decision on the counted retries (spec 7.2, issue 25)."""
+    action = failure_action(replica)
+    if action == FailureAction.RETRY_NOT_COUNTED:
+        decision = f"retry not counted ({replica.uncounted_retries + 1} so far)"
+    elif action == FailureAction.RETRY_COUNTED:
+        decision = taskset_retry_decision(policy, replica.counted_retries)[1]
+    else:
+        decision = "no retry"
+    failure = replica.failure
+    if failure is None or failure.rule == "default":
+        return decision
+    return f"Failure {failure_text(replica)}; {decision}"
+
+
+def retry_delay(policy: RetryPolicy, retries: int, seed: str) -> int:
+    """Seconds before the retry that follows ``retries`` retries: the fixed ``delay``, or with a backoff
+    (issue 25) ``initial * factor**retries`` capped at ``maxDelay``, plus a jitter of up to
+    ``jitterPercent`` percent drawn from ``seed`` and ``retries``, so a restarted controller computes the
+    same time again (the status is its only memory)."""
+    backoff = policy.backoff
+    if backoff is None:
+        return policy.delay_seconds
+    delay = backoff.initial_seconds
+    for _ in range(retries):  # stops at the cap: never builds a huge integer
+        if delay >= backoff.max_seconds or backoff.factor == 1:
+            break
+        delay *= backoff.factor
+    delay = min(delay, backoff.max_seconds)
+    if backoff.jitter_percent:
+        digest = hashlib.sha256(f"{seed}/{retries}".encode()).digest()
+        fraction = int.from_bytes(digest[:8], "big") / 2**64
+        delay += int(delay * backoff.jitter_percent / 100 * fraction)
+    return min(delay, MAX_RETRY_DELAY_SECONDS)

@@ -40,7 +40,8 @@ from taskset.decide.passes import (
     unhandled,
 )
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind
-from taskset.decide.policies import replica_may_retry, retry_due, taskset_retry_decision
+from taskset.decide.policies import replica_may_retry, replica_retry_decision, retry_due
+from taskset.decide.retrying import count_retry, observe_end, replica_delay, schedule_retry
 from taskset.decide.suspension import replica_rows, suspended
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
@@ -88,6 +89,7 @@ def run_replica(ctx: PassContext, position: int, role: Role, replica: ReplicaSta
             and replica.phase != P.ATTEMPT_PENDING
         ):
             capture_pod(ctx, replica, pod)
+        observe_end(ctx, role, replica, pod if kind in _OURS else None)
         facts = _replica_facts(ctx, position, role, replica, pod=pod, kind=kind)
         transition = REPLICA_MACHINE.step(replica.phase, facts)
         if transition is None:
@@ -168,7 +170,7 @@ def _replica_facts(
         creates_allowed=_creates_allowed(ctx, position, role, replica),
         creation_timed_out=elapsed > ctx.settings.cache_creation_timeout,
         may_retry=replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting),
-        retry_due=retry_due(role.retry_policy.delay_seconds, elapsed),
+        retry_due=retry_due(replica_delay(ctx, role, replica), elapsed),
         earlier_attempt_alive=replica.phase == P.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
         suspended=suspended(ctx),
         suspend_deleted=replica.suspended,
@@ -288,8 +290,15 @@ def _start_retry(ctx: PassContext, at: ReplicaAt) -> bool:
     """Log the Pod's history, then forget the Pod and count the new attempt."""
     replica = at.replica
     ctx.plan.records.append(pod_history(ctx, replica, LOG_MSG_POD_RETRY))
+    count_retry(replica)
     replica.clear_pod()
     replica.total_retried_count += 1
+    return True
+
+
+def _schedule(ctx: PassContext, at: ReplicaAt) -> bool:
+    """P13-retry: write when the retry is due (issue 25)."""
+    schedule_retry(ctx, at.role, at.replica)
     return True
 
 
@@ -349,7 +358,7 @@ def _retry_decision(role: Role, replica: ReplicaStatus) -> str:
     status keeps that reason: a rejected create or a name conflict (no Pod ran), a Pod whose phase
     became Unknown (no container exit was ever reported), or a Pod someone else deleted before it
     exited ("Pod x-w-0 was deleted", issue 30)."""
-    decision = taskset_retry_decision(role.retry_policy, replica.total_retried_count)[1]
+    decision = replica_retry_decision(role.retry_policy, replica)
     creation = replica.pod_reason in (POD_REASON_CREATION_FAILED, POD_REASON_NAME_CONFLICT)
     if creation or _ended_unknown(replica):
         return f"{replica.phase_message}; {decision}"
@@ -402,7 +411,7 @@ def _wait_for_deletion(ctx: PassContext, at: ReplicaAt) -> None:
 def _wait_for_retry_delay(ctx: PassContext, at: ReplicaAt) -> None:
     """Look again when the role's retry delay has passed."""
     elapsed = seconds_since(at.replica.transition_time, ctx.now)
-    ctx.plan.requeue(at.role.retry_policy.delay_seconds - elapsed)
+    ctx.plan.requeue(replica_delay(ctx, at.role, at.replica) - elapsed)
 
 
 # The row that entered each waiting phase, whose message comes back once the Pod stops waiting.
@@ -453,7 +462,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P-wait": Row(wait=_report_wait),
     "P9": Row(effect=_delete_pod, message=_deletion_requested),
     "P12": Row(wait=_wait_for_deletion),
-    "P13-retry": Row(message=_retry_message),
+    "P13-retry": Row(effect=_schedule, message=_retry_message),
     "P13": Row(message=_final_message),
     "P14": Row(effect=_start_retry, message="TaskRole replica is going to retry"),
     "P14b": Row(wait=_wait_for_retry_delay),

@@ -155,6 +155,14 @@ class VolcanoGang(_Gang):
     name, kinds, flavor = VOLCANO, (VOLCANO_PODGROUPS,), VOLCANO_FLAVOR
 
 
+def parse_schedulers(raw: object) -> tuple[str, ...]:
+    """``--gang-scheduling``: a comma-separated list of served schedulers, each once, in the given order."""
+    names = [name.strip() for name in str(raw).split(",") if name.strip()]
+    if any(name not in SCHEDULERS for name in names):
+        raise ValueError(f"must be a comma-separated list of {', '.join(SCHEDULERS)}")
+    return tuple(dict.fromkeys(names))
+
+
 def gang_integrations(enabled: Sequence[str]) -> tuple[Integration, ...]:
     """The integrations of the gang schedulers a controller serves (``--gang-scheduling``)."""
     chosen = tuple(scheduler for scheduler in SCHEDULERS if scheduler in enabled)

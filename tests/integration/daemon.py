@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,7 @@ class Daemon:
             f"--kubeconfig={self.cluster.kubeconfig}",
             f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
             f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            "--metrics-secure=false",  # plain HTTP for the tests that read metrics; test_rbac secures it
             "--register-crd=false",
             *self.args,
         ]
@@ -120,3 +123,21 @@ class Daemon:
             if isinstance(value, dict):
                 parsed.append(value)
         return parsed
+
+
+def token_of(cluster: Cluster, namespace: str, account: str) -> str:
+    """A token of the ServiceAccount from the TokenRequest API, as a kubelet projects one into a Pod."""
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
+    token: str = cluster.request("POST", path, request)["status"]["token"]
+    return token
+
+
+def scrape(port: int, token: str | None, context: ssl.SSLContext) -> tuple[int, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics", headers=headers)
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()

@@ -48,6 +48,7 @@ class Outcome:
     message: str = ""
     pod_reason: str = ""
     container_codes: dict[str, int] = field(default_factory=dict)
+    reason: str = ""  # the containers' terminated reason (e.g. OOMKilled) instead of Completed/Error
 
     def annotations(self) -> dict[str, str]:
         if self.seconds is None:
@@ -57,6 +58,8 @@ class Outcome:
             result[sim.MESSAGE] = self.message
         if self.pod_reason:
             result[sim.POD_REASON] = self.pod_reason
+        if self.reason:
+            result[sim.REASON] = self.reason
         for container, code in self.container_codes.items():
             result[sim.container_exit_code(container)] = str(code)
         return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -100,6 +101,7 @@ def start_daemon(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[C
             str(cluster.kubeconfig),
             "--metrics-bind-address",
             f"127.0.0.1:{metrics_port}",
+            "--metrics-secure=false",  # secured: test_the_default_metrics_are_https_and_refuse_strangers
             "--health-probe-bind-address",
             f"127.0.0.1:{probe_port}",
             "--shutdown-grace-period",
@@ -150,6 +152,28 @@ def test_the_daemon_serves_probes_and_metrics_logs_json_and_stops_cleanly(
     assert messages[-1] == "TaskSet controller stopped"
     shutdown = next(line for line in lines if line["msg"] == "shutting down")
     assert shutdown["signal"] == "SIGTERM"
+    assert daemon.stderr.read_text() == ""
+
+
+def test_the_default_metrics_are_https_and_refuse_strangers(start_daemon: Callable[..., Daemon]) -> None:
+    """Secure by default (issue 27, item 3): a self-signed certificate for 127.0.0.1 made at start, and no
+    answer without a bearer token; plain HTTP on that port gets nothing. The probes stay plain HTTP.
+    Tokens with and without the reader role: tests/integration/test_rbac.py."""
+    daemon = start_daemon("--metrics-secure=true")  # after the fixture's =false: the last flag wins
+    daemon.wait_for("/readyz", 200)
+    pem = ssl.get_server_certificate(("127.0.0.1", daemon.metrics_port), timeout=5)
+    pinned = ssl.create_default_context(cadata=pem)  # verifies the certificate names 127.0.0.1
+    request = urllib.request.Request(f"https://127.0.0.1:{daemon.metrics_port}/metrics")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, context=pinned, timeout=5)
+    assert refused.value.code == 401
+    assert refused.value.headers["WWW-Authenticate"] == 'Bearer realm="taskset-controller"'
+    assert refused.value.read() == b"Unauthorized: a bearer token is required\n"
+    assert daemon.get("/metrics") == (0, "")  # plain HTTP: the TLS handshake fails, no answer
+    assert daemon.get("/healthz") == (200, "ok\n")
+    assert daemon.stop() == 0
+    serving = next(line for line in daemon.log_lines() if line["msg"] == "serving HTTP endpoints")
+    assert (serving["metrics_scheme"], serving["metrics_cert"]) == ("https", "self-signed")
     assert daemon.stderr.read_text() == ""
 
 

@@ -26,11 +26,13 @@ import pytest
 
 from devcluster import Cluster, sim
 from taskset.api import constants as c
+from taskset.daemon.metrics_auth import DECISION_TTL
+from taskset.daemon.tls import CERT_FILE, KEY_FILE, self_signed
 from tests.builders import TaskSetBuilder, pod_template
 from tests.docs import Rule, documented_rbac_rules
-from tests.integration.daemon import Daemon
+from tests.integration.daemon import Daemon, scrape, token_of
 from tests.integration.harness import TaskSets, eventually
-from tests.integration.manifests import MANIFESTS, find, into_namespace, render, to_yaml
+from tests.integration.manifests import MANIFESTS, into_namespace, render, to_yaml
 
 pytestmark = pytest.mark.integration
 
@@ -62,12 +64,9 @@ def account(
     tmp_path = tmp_path_factory.mktemp("rbac")
     objects = render(cluster, MANIFESTS / "base")
     suffix = f"-{namespace}"  # cluster-scoped names must not collide across tests
-    rbac = [into_namespace(find(objects, kind), namespace, suffix) for kind in RBAC_KINDS]
+    rbac = [into_namespace(o, namespace, suffix) for o in objects if o["kind"] in RBAC_KINDS]
     cluster.kubectl("apply", "-f", "-", input=to_yaml(rbac))
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
-    token = cluster.request(
-        "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{SERVICE_ACCOUNT}/token", request
-    )["status"]["token"]
+    token = token_of(cluster, namespace, SERVICE_ACCOUNT)
     kubeconfig = tmp_path / "controller.kubeconfig"
     kubeconfig.write_text(
         json.dumps(
@@ -273,3 +272,61 @@ def test_can_i_list_equals_the_documented_rules(cluster: Cluster, namespace: str
     # The Lease and Secret rules are namespaced: elsewhere only the cluster-wide rules remain.
     elsewhere = {rule for rule in can_i_list(cluster, account, "default") if rule[0] not in EVERYONE}
     assert elsewhere == {rule for rule in ours if not rule[0].startswith(("leases.", "secrets"))}
+
+
+# ----- who may read /metrics (issue 27, item 3) ----------------------------------------------------------
+
+
+def test_metrics_are_served_to_a_token_with_the_reader_role_only(
+    cluster: Cluster, namespace: str, account: Path, tmp_path: Path
+) -> None:
+    """The controller, as its ServiceAccount, reviews each caller with the real API server: no token and
+    a forged one are 401, a ServiceAccount without ``taskset-metrics-reader`` is 403, one bound to it
+    reads the metrics, and once its binding is gone it is refused within the cache's TTL. The
+    certificate is a mounted one (``--metrics-cert-dir``), which the client verifies."""
+    binding = f"metrics-scraper-{namespace}"
+    for name in ("scraper", "stranger"):
+        cluster.kubectl("create", "serviceaccount", name, f"--namespace={namespace}")
+    reader = f"--clusterrole=taskset-metrics-reader-{namespace}"  # the base's, applied by ``account``
+    cluster.kubectl("create", "clusterrolebinding", binding, reader, f"--serviceaccount={namespace}:scraper")
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    pair = self_signed()
+    (certs / CERT_FILE).write_bytes(pair.cert_pem)
+    (certs / KEY_FILE).write_bytes(pair.key_pem)
+    (tmp_path / "logs").mkdir()
+    daemon = Daemon(
+        cluster,
+        namespace,
+        tmp_path / "logs",
+        f"--kubeconfig={account}",
+        f"--leader-elect-namespace={namespace}",  # where the proof key's Secret may be read
+        "--metrics-secure=true",
+        f"--metrics-cert-dir={certs}",
+    )
+    daemon.start()
+    trusting = ssl.create_default_context(cadata=pair.cert_pem.decode())  # the mounted cert, or no handshake
+    port = daemon.metrics_port
+    try:
+        assert scrape(port, None, trusting) == (401, "Unauthorized: a bearer token is required\n")
+        assert scrape(port, "forged", trusting) == (401, "Unauthorized: the token was not accepted\n")
+        stranger = f"system:serviceaccount:{namespace}:stranger"
+        assert scrape(port, token_of(cluster, namespace, "stranger"), trusting) == (
+            403,
+            f"Forbidden: {stranger} may not get /metrics\n",
+        )
+        token = token_of(cluster, namespace, "scraper")
+        status, text = scrape(port, token, trusting)
+        assert status == 200, text
+        assert "controller_runtime_max_concurrent_reconciles" in text
+        cluster.kubectl("delete", "clusterrolebinding", binding)
+        eventually(lambda: scrape(port, token, trusting)[0] == 403, DECISION_TTL + 20, "revoked")
+        assert daemon.stop() == 0
+    finally:
+        cluster.kubectl("delete", "clusterrolebinding", binding, "--ignore-not-found")
+        if daemon.running():
+            daemon.kill()
+    records = daemon.records()
+    serving = next(r for r in records if r["msg"] == "serving HTTP endpoints")
+    assert (serving["metrics_scheme"], serving["metrics_cert"]) == ("https", str(certs))
+    assert [r for r in records if r["level"] in ("warn", "error")] == []  # every review was allowed

@@ -75,12 +75,40 @@ def test_no_wildcards_and_no_secrets_but_the_proof_key() -> None:
     ]
 
 
-def test_the_namespaced_role_is_the_cluster_role_without_the_crd_rules() -> None:
+# Cluster-scoped requests a Role cannot grant: CRD registration (off in the overlay) and the reviews of
+# /metrics callers (granted by a cluster admin there, with system:auth-delegator).
+CLUSTER_ONLY = ("customresourcedefinitions", "tokenreviews.", "subjectaccessreviews.")
+
+
+def test_the_namespaced_role_is_the_cluster_role_without_the_cluster_scoped_rules() -> None:
     cluster_rules = as_can_i(named(load(BASE / "rbac.yaml"), "ClusterRole")["rules"])
     role = named(load(ROOT / "manifests" / "overlays" / "namespaced" / "role.yaml"), "Role")
-    assert as_can_i(role["rules"]) == {
-        r for r in cluster_rules if not r[0].startswith("customresourcedefinitions")
-    }
+    assert as_can_i(role["rules"]) == {r for r in cluster_rules if not r[0].startswith(CLUSTER_ONLY)}
+
+
+def test_the_controller_may_review_metrics_callers_and_readers_may_get_metrics_only() -> None:
+    cluster_rules = as_can_i(named(load(BASE / "rbac.yaml"), "ClusterRole")["rules"])
+    assert {
+        ("tokenreviews.authentication.k8s.io", (), frozenset({"create"})),
+        ("subjectaccessreviews.authorization.k8s.io", (), frozenset({"create"})),
+    } <= cluster_rules
+    reader = named(load(BASE / "metrics-reader-rbac.yaml"), "ClusterRole")
+    assert reader["metadata"]["name"] == "taskset-metrics-reader"
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+
+
+def test_the_deployment_serves_secure_metrics_and_the_service_monitor_scrapes_them_so() -> None:
+    pod = named(load(BASE / "deployment.yaml"), "Deployment")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert "--metrics-secure=true" in container["args"]
+    assert container["livenessProbe"]["httpGet"].get("scheme", "HTTP") == "HTTP"  # probes stay plain
+    prometheus = ROOT / "manifests" / "overlays" / "prometheus"
+    [endpoint] = named(load(prometheus / "servicemonitor.yaml"), "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}  # the certificate is self-signed
+    binding = named(load(prometheus / "metrics-reader-binding.yaml"), "ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == "taskset-metrics-reader"
 
 
 def test_the_lease_rules_name_the_default_lease() -> None:

@@ -107,6 +107,7 @@ def test_resource_identity() -> None:
                 "StatusWriteRefused",
                 "PodStuckTerminating",
                 "OrphanedPodDeleted",
+                "ReplicaFailure",
                 "TaskSetSuspended",
                 "TaskSetResumed",
             ],
@@ -174,6 +175,7 @@ def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
         "StatusWriteRefused",  # issue 30: a status the API server will never take
         "PodStuckTerminating",  # issue 30: a Pod held in Terminating past the documented bound
         "OrphanedPodDeleted",  # issue 30: a Pod left running by an orphaning delete of its ControlUnit
+        "ReplicaFailure",  # issue 25: a replica attempt failed, with the failure rule it matched
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 

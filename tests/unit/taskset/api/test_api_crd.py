@@ -208,7 +208,7 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
     assert set(status["properties"]) == {
         "phase", "phaseMessage", "transitionTime", "state", "stateMessage", "controlUnitUID", "createdAt",
         "startAt", "finishAt", "totalRetriedCount", "preemptCount", "roleStatus", "observedGeneration",
-        "conditions", "summary", "attemptResult", "attemptSpecDigest",
+        "conditions", "summary", "attemptResult", "attemptSpecDigest", "nextRetryAt",
     }  # fmt: skip
     assert status["properties"]["phase"]["enum"] == [str(p) for p in c.TaskSetPhase]
     role = status["properties"]["roleStatus"]["items"]
@@ -222,7 +222,10 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
         ".controlUnitUID",
         ".createdAt",
         ".finishAt",
+        ".nextRetryAt",
+        ".roleStatus[].replicaStatus[].failure",
         ".roleStatus[].replicaStatus[].finishAt",
+        ".roleStatus[].replicaStatus[].nextRetryAt",
         ".roleStatus[].replicaStatus[].podUID",
         ".roleStatus[].replicaStatus[].startAt",
         ".roleStatus[].replicaStatus[].terminatedInfo",

@@ -30,10 +30,18 @@ from taskset.api.constants import (
     POD_REASON_NAME_CONFLICT,
     ConditionStatus,
     ConditionType,
+    FailureAction,
     ReplicaPhase,
 )
 from taskset.api.spec import ValidationFailure, parse_taskset
-from taskset.api.status import AttemptResult, ReplicaStatus, RoleStatus, TaskSetStatus, TerminatedInfo
+from taskset.api.status import (
+    AttemptResult,
+    FailureRecord,
+    ReplicaStatus,
+    RoleStatus,
+    TaskSetStatus,
+    TerminatedInfo,
+)
 from taskset.decide import waiting
 from tests.builders import TaskSetBuilder
 
@@ -325,3 +333,24 @@ def test_the_total_of_replicas_is_bounded(roles: list[int], fails: bool) -> None
     if isinstance(result, ValidationFailure):
         assert result.field == "spec.roles"
         assert result.message.startswith(f"spec.roles: the replicas of all roles must total at most {10_000}")
+
+
+def test_a_compact_row_keeps_the_failure_action_and_the_uncounted_retries() -> None:
+    """Issue 25: both are decisions (the retry, the role's and the attempt's outcome)."""
+    failed = replica(
+        P.ATTEMPT_DELETION_REQUESTED,
+        terminated_info=FAILURE,
+        total_retried_count=7,
+        uncounted_retries=99,
+        failure=FailureRecord(
+            "oom", FailureAction.FAIL_TASKSET, "container main terminated with reason OOMKilled"
+        ),
+    )
+    status = TaskSetStatus(created_at=T0, roles=[RoleStatus("w", [failed], transition_time=T0)])
+    written = compact.compact(status.full_json())
+    assert written["roleStatus"][0][ROWS]["rows"][0].split(" ")[0] == "Qpt99"
+    written["roleStatus"][0]["replicaStatus"] = []  # as when the detailed records' budget is spent
+    back = TaskSetStatus.from_json(written)
+    assert back is not None
+    again = back.roles[0].replicas[0]
+    assert (again.uncounted_retries, again.failure) == (99, failed.failure)

@@ -330,6 +330,11 @@ ERRORS = [
         f"config file '{FILE}' must hold a mapping of keys to values",
         id="a config file that is not a mapping",
     ),
+    pytest.param(
+        Case(argv=["--metrics-bind-address=:9000", "--health-probe-bind-address=:9000"]),
+        "with --metrics-secure, /metrics needs its own address: probes stay plain HTTP",
+        id="secure metrics cannot share the probes' plain-HTTP address",
+    ),
     pytest.param(Case(argv=["--bogus"]), "unrecognized arguments: --bogus", id="an unknown flag"),
     pytest.param(
         Case(argv=["--workers"]), "argument --workers: expected one argument", id="a flag without value"
@@ -343,6 +348,32 @@ def test_errors_are_one_line_naming_setting_and_source(case: Case, message: str)
         _load(case.argv, case.env, case.file)
     assert str(raised.value) == message
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "want"),
+    [
+        pytest.param([], {}, (True, ""), id="secure by default, with a self-signed certificate"),
+        pytest.param(["--metrics-secure=false"], {}, (False, ""), id="plain HTTP only when asked"),
+        pytest.param([], {"TASKSET_METRICS_SECURE": "false"}, (False, ""), id="asked by env"),
+        pytest.param(["--metrics-cert-dir", "/certs"], {}, (True, "/certs"), id="a mounted certificate"),
+    ],
+)
+def test_metrics_security(argv: list[str], env: dict[str, str], want: tuple[bool, str]) -> None:
+    config = _load(argv, env)
+    assert (config.metrics_secure, config.metrics_cert_dir) == want
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["--metrics-secure=false", "--metrics-bind-address=:9000",
+                      "--health-probe-bind-address=:9000"], id="plain metrics may share the probes' port"),
+        pytest.param(["--metrics-bind-address=0", "--health-probe-bind-address=0"], id="both off"),
+    ],
+)  # fmt: skip
+def test_one_address_for_all_is_fine_without_tls(argv: list[str]) -> None:
+    assert _load(argv).metrics_bind_address == _load(argv).health_probe_bind_address
 
 
 def test_env_is_not_ignored_when_a_file_is_given() -> None:

@@ -325,6 +325,9 @@ def test_t14_a_taskset_retry_starts_a_fresh_attempt() -> None:
         "containerName": "",
         "containerID": "",
         "terminatedInfo": None,
+        "uncountedRetries": 0,
+        "failure": None,
+        "nextRetryAt": None,
     }
     running_condition = status.to_json()["conditions"]
     assert [(c["type"], c["status"], c["reason"]) for c in running_condition] == [

@@ -378,6 +378,9 @@ def unknown(reason: str, message: str) -> dict[str, Any]:
     return status
 
 
+COUNTED = "Failure rule count-node-loss (Pod reason NodeLost): RetryCounted"
+
+
 @pytest.mark.parametrize(
     ("retry", "reason", "message", "decisions"),
     [
@@ -407,7 +410,9 @@ def unknown(reason: str, message: str) -> dict[str, Any]:
 def test_a_pod_in_phase_unknown_is_a_failed_attempt_and_the_retry_policy_applies(
     retry: tuple[bool, int, int] | None, reason: str, message: str, decisions: list[str]
 ) -> None:
-    world = preparing(single(retry=retry))
+    # Issue 25: node loss is a platform failure by default (not counted); this rule counts it again.
+    counted = [{"name": "count-node-loss", "action": "RetryCounted", "onPodReasons": ["NodeLost"]}]
+    world = preparing(single(retry=retry, failureRules=counted))
     exit_text = f"PodPhase:Unknown ,PodMessage:{message} ,PodReason: {reason}"
     for attempt, decision in enumerate(decisions):
         world.run("job-r-0")
@@ -420,13 +425,13 @@ def test_a_pod_in_phase_unknown_is_a_failed_attempt_and_the_retry_policy_applies
         world.reconcile()  # the Pod is gone: the retry decision, after the reason
         world.gc()
         rep = replica(world, "r")
-        assert rep.phase_message == f"{exit_text}; {decision}"
+        assert rep.phase_message == f"{exit_text}; {COUNTED}; {decision}"
         assert (rep.pod_reason, rep.terminated_info, rep.total_retried_count) == (reason, None, attempt)
         world.tick(RETRY_DELAY)
         world.settle()
     rep = replica(world, "r")
     assert (rep.phase, rep.succeeded, rep.total_retried_count) == (P.COMPLETED, False, len(decisions) - 1)
-    assert rep.phase_message == f"{exit_text}; {decisions[-1]}"
+    assert rep.phase_message == f"{exit_text}; {COUNTED}; {decisions[-1]}"
     assert [p["metadata"]["annotations"]["ReplicaAttemptID"] for p in world.created_pods] == [
         str(n) for n in range(len(decisions))
     ]

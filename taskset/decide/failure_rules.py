@@ -1,0 +1,173 @@
+"""Telling failures apart (issue 25): which failure rule a replica's failed attempt matches, and why.
+
+``match_failure`` is the pure matcher, first match wins over the role's rules, then the TaskSet's
+default rules, then ``BUILTIN_RULES`` (disruption, eviction, node loss and preemption are platform
+failures, retried without counting); nothing matched means ``RetryCounted``, today's behaviour. A user
+overrides a built-in rule by matching the same thing first. ``note_failure`` records the match in the
+replica's status (``failure``) and says it in a ``ReplicaFailure`` event, once per attempt and match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from taskset.api.constants import (
+    MAX_UNCOUNTED_RETRIES,
+    POD_CONDITION_DISRUPTION_TARGET,
+    POD_REASON_NODE_LOST,
+    EventReason,
+    FailureAction,
+)
+from taskset.api.failures import FailureRule, PodCondition
+from taskset.api.spec import Role, TaskSetSpec
+from taskset.api.status import QUOTED_MAX, FailureRecord, ReplicaStatus, clip
+from taskset.api.views import POD_PHASE_UNKNOWN, ContainerExit, PodView
+from taskset.decide.passes import PassContext
+from taskset.decide.plan import Event
+
+A = FailureAction
+# Pod reasons the kubelet and the node lifecycle write when the platform, not the workload, ended a Pod.
+PLATFORM_POD_REASONS: Final = frozenset({"Evicted", "Preempting", POD_REASON_NODE_LOST, "NodeShutdown"})
+BUILTIN_RULES: Final = (
+    FailureRule(
+        "builtin-disruption",
+        A.RETRY_NOT_COUNTED,
+        pod_conditions=(PodCondition(POD_CONDITION_DISRUPTION_TARGET, "True"),),
+    ),
+    FailureRule("builtin-platform", A.RETRY_NOT_COUNTED, pod_reasons=PLATFORM_POD_REASONS),
+)
+NO_RULE: Final = "default"  # the rule name recorded when nothing matched
+_ENDS_ATTEMPT: Final = frozenset({A.FAIL_TASKSET, A.RESTART_TASKSET})
+
+
+@dataclass(frozen=True)
+class AttemptEnd:
+    """What failure rules read of a failed replica attempt: its containers' exits, the Pod's reason
+    (``NodeLost`` for a Pod whose phase became Unknown without one) and its kept conditions."""
+
+    exits: tuple[ContainerExit, ...] = ()
+    pod_reason: str = ""
+    conditions: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class FailureMatch:
+    rule: str
+    action: FailureAction
+    why: str
+
+
+def end_of_pod(pod: PodView) -> AttemptEnd:
+    lost = pod.phase == POD_PHASE_UNKNOWN
+    return AttemptEnd(pod.exits, pod.reason or (POD_REASON_NODE_LOST if lost else ""), pod.conditions)
+
+
+def end_of_replica(replica: ReplicaStatus) -> AttemptEnd:
+    """What the status alone still says once the Pod is gone (it vanished, or was never created)."""
+    info = replica.terminated_info
+    exits = () if info is None else (ContainerExit(replica.container_name, info.exit_code, info.reason),)
+    return AttemptEnd(exits, replica.pod_reason)
+
+
+def _exit_codes(rule: FailureRule, end: AttemptEnd) -> str | None:
+    codes = rule.exit_codes
+    assert codes is not None
+    for done in end.exits:  # the Job controller's rule: a container that exited 0 did not fail
+        if done.exit_code != 0 and codes.container in (None, done.container) and codes.holds(done.exit_code):
+            return f"container {done.container} exited with {done.exit_code}"
+    return None
+
+
+def _terminated_reasons(rule: FailureRule, end: AttemptEnd) -> str | None:
+    done = next((d for d in end.exits if d.reason in rule.terminated_reasons), None)
+    return None if done is None else f"container {done.container} terminated with reason {done.reason}"
+
+
+def _pod_reasons(rule: FailureRule, end: AttemptEnd) -> str | None:
+    return f"Pod reason {end.pod_reason}" if end.pod_reason in rule.pod_reasons else None
+
+
+def _pod_conditions(rule: FailureRule, end: AttemptEnd) -> str | None:
+    wanted = {(condition.type, condition.status) for condition in rule.pod_conditions}
+    found = next((c for c in end.conditions if c in wanted), None)
+    return None if found is None else f"Pod condition {found[0]}={found[1]}"
+
+
+_Criterion = Callable[[FailureRule, AttemptEnd], "str | None"]
+_CRITERIA: Final[tuple[tuple[Callable[[FailureRule], bool], _Criterion], ...]] = (
+    (lambda rule: rule.exit_codes is not None, _exit_codes),
+    (lambda rule: bool(rule.terminated_reasons), _terminated_reasons),
+    (lambda rule: bool(rule.pod_reasons), _pod_reasons),
+    (lambda rule: bool(rule.pod_conditions), _pod_conditions),
+)
+
+
+def _why(rule: FailureRule, end: AttemptEnd) -> str | None:
+    """Why ``rule`` matches ``end`` (every criterion it gives holds), or None."""
+    reasons = []
+    for given, criterion in _CRITERIA:
+        if given(rule):
+            reason = criterion(rule, end)
+            if reason is None:
+                return None
+            reasons.append(reason)
+    return ", ".join(reasons) if reasons else None
+
+
+def match_failure(rules: Sequence[FailureRule], end: AttemptEnd) -> FailureMatch:
+    """The first of ``rules`` then ``BUILTIN_RULES`` that matches, or ``RetryCounted`` by default."""
+    for rule in (*rules, *BUILTIN_RULES):
+        why = _why(rule, end)
+        if why is not None:
+            return FailureMatch(rule.name, rule.action, why)
+    return FailureMatch(NO_RULE, A.RETRY_COUNTED, "no failure rule matched")
+
+
+def rules_of(spec: TaskSetSpec, role: Role) -> tuple[FailureRule, ...]:
+    """The rules a role's replicas are matched against, in order: the role's, then the TaskSet's."""
+    return (*role.failure_rules, *spec.failure_rules)
+
+
+def failure_action(replica: ReplicaStatus) -> FailureAction:
+    """What the current attempt's failure asks for; past ``MAX_UNCOUNTED_RETRIES`` a platform failure
+    counts like any other."""
+    action = A.RETRY_COUNTED if replica.failure is None else replica.failure.action
+    if action == A.RETRY_NOT_COUNTED and replica.uncounted_retries >= MAX_UNCOUNTED_RETRIES:
+        return A.RETRY_COUNTED
+    return action
+
+
+def fails_role(replica: ReplicaStatus) -> bool:
+    """Whether this completed replica's failure fails its role at once (FailRole and the two that end
+    the attempt, which do so through the role)."""
+    return not replica.stopped and failure_action(replica) in (A.FAIL_ROLE, *_ENDS_ATTEMPT)
+
+
+def ends_attempt(replica: ReplicaStatus) -> FailureAction | None:
+    """FailTaskSet or RestartTaskSet when this completed replica's failure ends the attempt at once."""
+    action = failure_action(replica)
+    return action if not replica.stopped and action in _ENDS_ATTEMPT else None
+
+
+def note_failure(ctx: PassContext, role: Role, replica: ReplicaStatus, end: AttemptEnd) -> None:
+    """Record which rule the failed attempt matches, with a ``ReplicaFailure`` event when that is new
+    (the status is decide's only memory, so each attempt's match is said once across restarts)."""
+    spec = ctx.plan.spec
+    found = match_failure(rules_of(spec, role) if spec is not None else role.failure_rules, end)
+    record = FailureRecord(found.rule, found.action, clip(found.why, QUOTED_MAX))
+    if replica.failure == record:
+        return
+    replica.failure = record
+    name = replica.pod_name or f"{role.name}-{replica.index}"
+    message = f"{name} (attempt {replica.total_retried_count}): rule {found.rule} matched, {found.why}: "
+    ctx.plan.events.append(Event(EventReason.REPLICA_FAILURE, clip(message + str(found.action), 1024)))
+
+
+def failure_text(replica: ReplicaStatus) -> str:
+    """The failure in front of a retry decision: ``rule <name> (<why>): <action>``."""
+    failure = replica.failure
+    if failure is None:
+        return ""
+    return f"rule {failure.rule} ({failure.message}): {failure.action}"
