@@ -69,10 +69,29 @@ KUBERNETES = Component(
 ETCD = Component("etcd", {"etcd": "go.etcd.io/etcd/server/v3"})
 KWOK = Component("kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
 COMPONENTS = (ETCD, KWOK, KUBERNETES)  # the control plane: every Cluster needs them
-# Started only by the tests that need them (issue 23: CoreDNS resolves the replicas' names), but built
+# Started only by the tests that need them (issue 23: CoreDNS resolves the replicas' names; issue 24:
+# Kueue and the coscheduling scheduler, devcluster/kueue.py and devcluster/coscheduling.py), but built
 # with the rest by ``make binaries``, so that no test builds them on its own clock.
 COREDNS = Component("coredns", {"coredns": "github.com/coredns/coredns"})
-ADDONS = (COREDNS,)
+KUEUE = Component("kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"})
+SCHEDULER_PLUGINS = Component(
+    "scheduler-plugins", {"scheduler-plugins": "sigs.k8s.io/scheduler-plugins/cmd/scheduler"}
+)
+ADDONS = (COREDNS, KUEUE, SCHEDULER_PLUGINS)
+
+
+def module_dir(component: Component, module: str) -> Path:
+    """Where ``module``, a dependency of ``component``'s wrapper, lies in the Go module cache (the build
+    downloaded it): for the manifests that ship in its zip, such as CRDs."""
+    done = subprocess.run(
+        ["go", "list", "-m", "-f", "{{.Dir}}", module],
+        cwd=GO_DIR / component.name,
+        env={**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(done.stdout.strip())
 
 
 def cache_root() -> Path:

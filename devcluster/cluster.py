@@ -278,9 +278,19 @@ class Cluster:
         with urllib.request.urlopen(req, context=self._ssl_context(), timeout=30) as response:
             return json.loads(response.read() or b"null")
 
-    def create_nodes(self, count: int, prefix: str = "kwok-node") -> list[str]:
+    def create_nodes(
+        self,
+        count: int,
+        prefix: str = "kwok-node",
+        *,
+        capacity: dict[str, str] | None = None,
+        labels: dict[str, str] | None = None,
+        taints: tuple[dict[str, str], ...] = (),
+    ) -> list[str]:
+        """Simulated nodes ``<prefix>-<i>``, of the settings' size unless ``capacity`` says otherwise (a
+        gang test wants small ones, issue 24), with extra ``labels`` and ``taints``."""
         names = [f"{prefix}-{i}" for i in range(count)]
-        resources = {
+        resources = capacity or {
             "cpu": self.settings.node_cpu,
             "memory": self.settings.node_memory,
             "pods": self.settings.node_pods,
@@ -293,8 +303,14 @@ class Cluster:
                 "metadata": {
                     "name": name,
                     "annotations": {NODE_ANNOTATION: "fake"},
-                    "labels": {"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+                    "labels": {
+                        "type": "kwok",
+                        "kubernetes.io/hostname": name,
+                        "kubernetes.io/os": "linux",
+                        **(labels or {}),
+                    },
                 },
+                "spec": {"taints": list(taints)},
                 "status": {"allocatable": resources, "capacity": resources},
             }
             with contextlib.suppress(urllib.error.HTTPError):

@@ -48,6 +48,7 @@ from taskset.api.failures import (  # noqa: E402
 from taskset.api.spec import MAX_BACKOFF_FACTOR  # noqa: E402
 from taskset.integrations import framework_env as fw  # noqa: E402
 from taskset.integrations import start_order  # noqa: E402
+from taskset.integrations.gang import SCHEDULERS as GANG_SCHEDULERS  # noqa: E402
 
 OUTPUT = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
 KUBERNETES_VERSION_FILE = ROOT / "devcluster" / "go" / "kubernetes" / "VERSION"
@@ -542,7 +543,12 @@ def _total_replicas_rule() -> Schema:
 def _spec_schema(template: Schema) -> Schema:
     return {
         "type": "object",
-        "x-kubernetes-validations": [_total_replicas_rule(), _depends_on_rule(), *_framework_rules()],
+        "x-kubernetes-validations": [
+            _total_replicas_rule(),
+            _depends_on_rule(),
+            *_framework_rules(),
+            _managed_by_rule(),
+        ],
         "properties": {
             "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
             "failureRules": _failure_rules("for every role, after the role's own"),
@@ -571,7 +577,23 @@ def _spec_schema(template: Schema) -> Schema:
             },
             "priority": {
                 "type": "integer",
-                "description": "Reserved: accepted and preserved, ignored by the controller.",
+                "description": "Reserved: accepted and preserved; with --kueue, the priority of the "
+                "TaskSet's Kueue Workload (a higher one may preempt a lower).",
+            },
+            "gang": _gang_schema(),
+            "suspend": {
+                "type": "boolean",
+                "description": "Mutable. While true, the attempt's running Pods are deleted without "
+                "counting a failure or a retry, and no Pod (nor, before the attempt started, its "
+                "ControlUnit) is created; setting it false again recreates what the attempt still needs.",
+            },
+            "managedBy": {
+                "type": "string",
+                "maxLength": c.MANAGED_BY_MAX_LENGTH,
+                "pattern": c.MANAGED_BY_PATTERN,
+                "description": "Immutable. The controller that reconciles this TaskSet, a domain-prefixed "
+                f"path; absent means {c.CONTROLLER_NAME}. Any other value, and this controller leaves the "
+                "TaskSet alone (as the Job controller does with its spec.managedBy).",
             },
         },
     }
@@ -630,6 +652,56 @@ def _framework_options_schema() -> Schema:
                 "description": "MPI slots per replica in the hostfile (default 1).",
             },
         },
+    }
+
+
+def _gang_schema() -> Schema:
+    """spec.gang (issue 24): opt in to gang scheduling, all or nothing, by one of the served schedulers."""
+    return {
+        "type": "object",
+        "description": "Gang scheduling: the attempt's Pods are placed all at once or not at all, by the "
+        "scheduler named (the controller must serve it: --gang-scheduling). The Pods' schedulerName stays "
+        "the template's.",
+        "required": ["scheduler"],
+        "properties": {
+            "scheduler": {
+                "type": "string",
+                "enum": list(GANG_SCHEDULERS),
+                "description": "coscheduling: scheduler-plugins' PodGroup (scheduling.x-k8s.io); volcano: "
+                "Volcano's PodGroup (scheduling.volcano.sh).",
+            },
+            "minAvailable": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "maximum": c.MAX_TOTAL_REPLICAS,
+                "description": "How many Pods must be placed at once. Absent: all of them (the sum of the "
+                "roles' replicas); at most that sum.",
+            },
+            "scheduleTimeoutSeconds": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "description": "coscheduling: how long the gang may wait to be placed before it is retried.",
+            },
+            "queue": {
+                "type": "string",
+                "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                "pattern": c.DNS1123_LABEL_PATTERN,
+                "description": "volcano: the Volcano queue of the PodGroup.",
+            },
+        },
+    }
+
+
+def _managed_by_rule() -> Schema:
+    """CEL transition rule: spec.managedBy may be neither set, changed nor removed after creation."""
+    return {
+        "rule": "has(self.managedBy) == has(oldSelf.managedBy) && "
+        "(!has(self.managedBy) || self.managedBy == oldSelf.managedBy)",
+        "message": c.MSG_MANAGED_BY_IMMUTABLE,
+        "fieldPath": ".managedBy",
+        "reason": "FieldValueInvalid",
     }
 
 
@@ -747,6 +819,7 @@ def _status_schema() -> Schema:
             "phase": _enum(c.ReplicaPhase),
             "phaseMessage": _string(),
             "stopped": {"type": "boolean"},
+            "suspended": {"type": "boolean"},
             "transitionTime": _time(nullable=True),
             "startAt": _time(nullable=True),
             "finishAt": _time(nullable=True),
@@ -883,6 +956,11 @@ def _printer_columns() -> list[Schema]:
         column("Failed", "integer", ".status.summary.failed", "Replicas failed", wide=True),
         column("Retrying", "integer", ".status.summary.retrying", "Replicas waiting to retry", wide=True),
         column("Message", "string", ".status.stateMessage", "Why the state is what it is", wide=True),
+        column("Suspended", "boolean", ".spec.suspend", "spec.suspend (issue 24)", wide=True),
+        column(
+            "Queue", "string", r".metadata.labels.kueue\.x-k8s\.io/queue-name", "Kueue's queue", wide=True
+        ),
+        column("Priority", "integer", ".spec.priority", "the Kueue Workload's priority", wide=True),
     ]
 
 

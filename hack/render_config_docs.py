@@ -23,6 +23,7 @@ if not __package__:  # run as a script: make the repository importable
 
 import taskset.daemon.metrics
 from taskset.daemon.config import SETTINGS, Config
+from taskset.daemon.values import show_default
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "deployment.md"
@@ -30,13 +31,7 @@ _SECTION_RE = r"(<!-- BEGIN GENERATED: {name} [^\n]*-->\n)(.*?)(<!-- END GENERAT
 
 
 def _default(value: object) -> str:
-    if isinstance(value, bool):
-        return f"`{str(value).lower()}`"
-    if value == "":
-        return '`""`'
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return f"`{value}`"
+    return f"`{show_default(value)}`"
 
 
 def _flag(flag: str, metavar: str) -> str:

@@ -104,6 +104,16 @@ class TaskSetBuilder:
         self._obj["spec"]["priority"] = priority
         return self
 
+    def suspend(self, suspend: object = True) -> TaskSetBuilder:
+        """``spec.suspend`` (issue 24); any value, for hostile input."""
+        self._obj["spec"]["suspend"] = suspend
+        return self
+
+    def managed_by(self, manager: object) -> TaskSetBuilder:
+        """``spec.managedBy`` (issue 24); any value, for hostile input."""
+        self._obj["spec"]["managedBy"] = manager
+        return self
+
     def no_roles(self) -> TaskSetBuilder:
         """An explicit ``roles: []`` (S26)."""
         self._obj["spec"]["roles"] = []

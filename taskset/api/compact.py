@@ -433,7 +433,10 @@ def worst_case_bytes(message_max: int, name_max: int, reason_max: int) -> dict[s
     # Top level: 4 messages (phase, state, attempt result, and the keys around them) and one condition of
     # each type, with every scalar field at its widest (timestamps, UIDs, a 64-hex digest, counters).
     scalars = 1_200
-    condition = text + WORST_BYTES_PER_CHARACTER * reason_max + 200
+    # A condition's reason is one of the controller's own CamelCase words (the CRD's pattern admits only
+    # ASCII letters, digits and "_,:"), so each of its characters takes one byte. Counting it at the
+    # worst bytes per character left no room for the Suspended condition (issue 24).
+    condition = text + reason_max + 200
     top = 3 * text + scalars + len(ConditionType) * condition
     role = 2 * (ROLE_MESSAGE_BYTES + 20) + 2 * name_max + 600  # keys, phases, counts, prefix
     # "Xspu99 <retries> <epoch> <uid> <text>", quoted, with its comma: retries at most 7 digits (MAX_RETRY_

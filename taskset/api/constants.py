@@ -50,6 +50,16 @@ MAX_ROLES: Final = 100
 MAX_RETRY_COUNT: Final = 1_000_000
 MAX_RETRY_DELAY_SECONDS: Final = 366 * 24 * 3600
 
+# ----- shared clusters (issue 24) ----------------------------------------------------------------------
+# spec.managedBy names the controller that reconciles a TaskSet, as the Job's field of that name does: a
+# multi-cluster dispatcher (MultiKueue) claims a TaskSet by writing its own name there, and this
+# controller then leaves the TaskSet alone. Absent means this controller, whose name is this one.
+CONTROLLER_NAME: Final = f"{GROUP}/taskset-controller"
+# The Job's rule for spec.managedBy: a domain-prefixed path (at most 63 characters in all).
+MANAGED_BY_PATTERN: Final = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[-a-zA-Z0-9_.~%!$&'()*+,;=:@/]+$"
+MANAGED_BY_MAX_LENGTH: Final = 63
+MSG_MANAGED_BY_IMMUTABLE: Final = "spec.managedBy is immutable"
+
 POD_NAME_FORMAT: Final = "{taskset}-{role}-{index}"  # the same in every attempt (D1)
 CONTROL_UNIT_NAME_FORMAT: Final = "c-{taskset}-{attempt}"
 
@@ -220,6 +230,9 @@ class ConditionType(StrEnum):
     # R only (issue 30, item 6): a Pod of this TaskSet has been terminating, held by finalizers, for
     # longer than --stuck-terminating-after; True while one is, False once none is.
     PODS_STUCK_TERMINATING = "PodsStuckTerminating"
+    # R only (issue 24): spec.suspend is true, so the attempt has no Pods and creates none until it is
+    # false again; False (reason Resumed) once it was true and is no longer.
+    SUSPENDED = "Suspended"
 
 
 class ConditionStatus(StrEnum):
@@ -236,6 +249,8 @@ class ConditionReason(StrEnum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     VALIDATION_FAILED = "ValidationFailed"
+    SUSPENDED = "Suspended"  # the Suspended condition's reasons (issue 24)
+    RESUMED = "Resumed"
 
 
 # ----- Kubernetes events, all recorded on the TaskSet (spec 10.1) ----------------------------------------
@@ -276,6 +291,9 @@ class EventReason(StrEnum):
     ORPHANED_POD_DELETED = "OrphanedPodDeleted"
     # R only (issue 25): a replica attempt failed, and which failure rule matched it, why, and its action.
     REPLICA_FAILURE = "ReplicaFailure"
+    # R only (issue 24): spec.suspend turned true (the Pods are being deleted) or false again.
+    TASKSET_SUSPENDED = "TaskSetSuspended"
+    TASKSET_RESUMED = "TaskSetResumed"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"

@@ -266,4 +266,18 @@ def slim_owned(obj: dict[str, Any]) -> dict[str, Any]:
     slim: dict[str, Any] = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
     if "metadata" in obj:
         slim["metadata"] = slim_metadata(obj["metadata"])
+    conditions = get_path(obj, "status", "conditions")
+    if isinstance(conditions, list):  # which conditions hold, and nothing else (a Kueue Workload's)
+        kept = [
+            {key: clip(str(c.get(key, "")), _CONDITION_TEXT_MAX) for key in ("type", "status")}
+            for c in conditions[:OWNED_CONDITIONS_MAX]
+            if isinstance(c, dict)
+        ]
+        slim["status"] = {"conditions": kept}
     return slim
+
+
+# Of an owned object's status.conditions, what ``owned_view`` reads (issue 24: Kueue's Admitted and
+# Evicted), bounded like the rest of a stranger's object.
+OWNED_CONDITIONS_MAX = 16
+_CONDITION_TEXT_MAX = 316  # a condition type's longest legal form

@@ -165,6 +165,9 @@ class ReplicaStatus:
     phase: ReplicaPhase = ReplicaPhase.ATTEMPT_PENDING
     phase_message: str = ""
     stopped: bool = False
+    # Issue 24: the replica's Pod is going away because the TaskSet was suspended, so its end is neither
+    # a failure nor a retry; the replica goes back to AttemptPending once the Pod is gone.
+    suspended: bool = False
     transition_time: str | None = None
     start_at: str | None = None
     finish_at: str | None = None
@@ -209,6 +212,12 @@ class ReplicaStatus:
         self.next_retry_at = None
 
     def to_json(self) -> Json:
+        wire = self._wire()
+        if self.suspended:  # written only while true: a 10,000-replica status pays nothing for it
+            wire["suspended"] = True
+        return wire
+
+    def _wire(self) -> Json:
         return {
             "index": self.index,
             "name": self.name,
@@ -240,6 +249,7 @@ class ReplicaStatus:
             phase=_enum(ReplicaPhase, raw.get("phase"), ReplicaPhase.ATTEMPT_PENDING),
             phase_message=_str(raw.get("phaseMessage")),
             stopped=raw.get("stopped") is True,
+            suspended=raw.get("suspended") is True,
             transition_time=_opt_str(raw.get("transitionTime")),
             start_at=_opt_str(raw.get("startAt")),
             finish_at=_opt_str(raw.get("finishAt")),

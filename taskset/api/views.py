@@ -278,6 +278,8 @@ class OwnedView:
     deleting: bool
     controller_uid: str | None
     proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
+    # The types of its status.conditions that are "True" (a Kueue Workload's Admitted, Evicted; issue 24).
+    true_conditions: frozenset[str] = frozenset()
 
 
 def _annotation(obj: Mapping[str, Any], key: str) -> str:
@@ -292,6 +294,11 @@ def owned_view(obj: Mapping[str, Any]) -> OwnedView:
         deleting=get_path(obj, "metadata", "deletionTimestamp") is not None,
         controller_uid=controller_uid(obj),
         proof=_annotation(obj, ANNOTATION_CREATION_PROOF),
+        true_conditions=frozenset(
+            text(c.get("type"))
+            for c in items(get_path(obj, "status", "conditions"))
+            if isinstance(c, dict) and c.get("status") == "True"
+        ),
     )
 
 

@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -50,6 +50,8 @@ from taskset.daemon.leader import (
     Timings,
     timing_errors,
 )
+from taskset.daemon.values import mask_userinfo, show, show_default
+from taskset.integrations.gang import parse_schedulers
 
 __all__ = [
     "PROG",
@@ -67,8 +69,6 @@ LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 _LOG_LEVEL_ALIASES: Final = {"warn": "warning"}  # zap's spelling, which the original's users know
 # The original's controllerName key: accepted and ignored, the name is always TaskSetController (9.1).
 IGNORED_FILE_KEY: Final = "controllerName"
-# Values longer than this are cut in error messages, which must stay one line.
-_SHOWN_VALUE_MAX: Final = 60
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +88,12 @@ class Config:
 
     cache_creation_timeout: int = 300
     """Seconds a just-created ControlUnit or Pod may take to appear in the cache (spec 8.6)."""
+
+    gang_scheduling: tuple[str, ...] = ()
+    """Gang schedulers served for ``spec.gang`` (issue 24; ``taskset.integrations.gang``)."""
+
+    kueue: bool = False
+    """Queue labelled TaskSets through Kueue (issue 24; ``taskset.integrations.kueue``)."""
 
     stuck_terminating_after: float = 300.0
     """Seconds a Pod of a TaskSet may stay after its deletion time (grace period included) before the
@@ -165,7 +171,7 @@ class Config:
         shown: dict[str, Any] = {
             f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("warnings", "sources")
         }
-        shown["api_server"] = _mask_userinfo(self.api_server)
+        shown["api_server"] = mask_userinfo(self.api_server)
         shown["sources"] = dict(self.sources)
         return shown
 
@@ -355,6 +361,10 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("stuck_terminating_after", "--stuck-terminating-after", _env("STUCK_TERMINATING_AFTER"),
             "stuckTerminatingAfterSec", _non_negative_number, "SECONDS",
             "how long a Pod may stay terminating past its deletion time before the TaskSet warns about it"),
+    Setting("gang_scheduling", "--gang-scheduling", _env("GANG_SCHEDULING"), "gangScheduling",
+            parse_schedulers, "LIST", "gang schedulers served for spec.gang: coscheduling, volcano"),
+    Setting("kueue", "--kueue", _env("KUEUE"), "kueue", _boolean, "BOOL",
+            "queue TaskSets labelled kueue.x-k8s.io/queue-name through Kueue (needs Kueue's CRDs)"),
     Setting("namespace", "--namespace", _env("NAMESPACE"), "namespace", _namespace, "NAME",
             "watch only this namespace; empty = all namespaces"),
     Setting("qps", "--qps", _env("QPS"), "qps", _non_negative_number, "N",
@@ -448,7 +458,7 @@ def _parser() -> _Parser:
 
 
 def _flag_help(s: Setting, default: object) -> str:
-    return f"{s.help} [env {s.env}, file key {s.key}, default {_show_default(default)}]"
+    return f"{s.help} [env {s.env}, file key {s.key}, default {show_default(default)}]"
 
 
 def help_text() -> str:
@@ -476,8 +486,8 @@ def load_config(argv: Sequence[str], environ: Mapping[str, str], read_file: Call
             continue
         try:
             values[s.field] = s.parse(raw)
-        except _ParseError as err:
-            raise ConfigError(f"invalid value '{_show(raw)}' for {name} ({source}): {err}") from None
+        except ValueError as err:  # a _ParseError, or an integration's parser's
+            raise ConfigError(f"invalid value '{show(raw)}' for {name} ({source}): {err}") from None
         sources[s.field] = source.split(" ", 1)[0]
         if s.field == "workers" and values["workers"] < 1:
             warnings.append(
@@ -563,32 +573,3 @@ def _normalize_flags(argv: Sequence[str]) -> list[str]:
         else:
             out.append(arg)
     return out
-
-
-def _show(raw: object) -> str:
-    """A value for a one-line error message: control characters escaped, long values cut."""
-    text = str(raw)
-    if not text.isprintable():
-        text = text.encode("unicode_escape").decode("ascii")
-    if len(text) > _SHOWN_VALUE_MAX:
-        text = text[: _SHOWN_VALUE_MAX - 3] + "..."
-    return text
-
-
-def _show_default(value: object) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if value == "":
-        return '""'
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _mask_userinfo(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))

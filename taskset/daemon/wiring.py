@@ -8,6 +8,10 @@ from typing import Any
 from taskset.daemon.leader import own_namespace
 from taskset.daemon.metrics import ControllerMetrics, workqueue_metrics_provider
 from taskset.daemon.proof_key import load_proof_key
+from taskset.integrations import BUILT_IN
+from taskset.integrations.base import Integration
+from taskset.integrations.gang import gang_integrations
+from taskset.integrations.kueue import KueueWorkload
 from taskset.runtime.controller import CONTROLLER_NAME, Controller, ControllerSettings
 from taskset.runtime.kube import KubeClient
 
@@ -36,6 +40,7 @@ def build_controller(
     controller = Controller(
         api_client=api_client,
         settings=settings,
+        integrations=integrations_of(config),
         logger=logger,
         queue_metrics=workqueue_metrics_provider(registry),
         reconcile_metrics=metrics,
@@ -45,3 +50,10 @@ def build_controller(
     metrics.init_controller(CONTROLLER_NAME, workers=settings.workers)
     metrics.count_tasksets_with(controller.tasksets_by_state)
     return controller
+
+
+def integrations_of(config: Any) -> tuple[Integration, ...]:
+    """The built-in integrations, and those the flags turn on (issue 24): the gang schedulers served
+    (``--gang-scheduling``) and Kueue (``--kueue``)."""
+    kueue: tuple[Integration, ...] = (KueueWorkload(),) if config.kueue else ()
+    return (*BUILT_IN, *gang_integrations(config.gang_scheduling), *kueue)

@@ -46,6 +46,7 @@ from taskset.decide.plan import (
 from taskset.decide.replicas import REPLICA_ROWS, UNSEEN_DELETE_POLL, pod_created, pod_deleted
 from taskset.decide.roles import ROLE_ROWS
 from taskset.decide.snapshot import attempt_spec
+from taskset.decide.suspension import report_suspension, retire_stale
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
     WAITING_ENTRY_MAX,
@@ -151,6 +152,8 @@ def decide(
     recheck_gates(ctx)
     report_waiting(ctx)
     report_terminating(ctx)
+    report_suspension(ctx)
+    retire_stale(ctx)
     return Pass(ctx)
 
 

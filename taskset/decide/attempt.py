@@ -132,6 +132,7 @@ def _taskset_facts(ctx: PassContext) -> TaskSetFacts:
         role_started=any(role.phase != RolePhase.WAITING for role in status.roles),
         may_retry=may_retry and not ctx.ref.deleting,
         retry_due=retry_due(delay, seconds_since(status.transition_time, ctx.now)),
+        suspended=ctx.ref.suspended,
     )
 
 
@@ -338,6 +339,7 @@ TASKSET_ROWS: dict[str, Row[TaskSetFacts]] = {
     "T3-conflict": Row(effect=_unit_conflict, message=_conflict_message),
     "T3-adopt": Row(effect=_adopt_unit, message=_GOING_TO_START),
     "T3-hold": Row(wait=_look_again_later),
+    "T3-suspended": Row(),  # the resume's own update event brings the pass that goes on (issue 24)
     "T3": Row(effect=_create_unit, message=_GOING_TO_START),
     "T3-rejected": Row(
         message=FromResult("the name conflict, or the API server's reason for refusing the create")

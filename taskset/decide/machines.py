@@ -41,6 +41,9 @@ class ReplicaFacts:
     # W-11: a Pod of an earlier TaskSet attempt still holds one of the replica names (its ControlUnit was
     # deleted externally without foreground propagation, 8.3), this replica's or another's.
     earlier_attempt_alive: bool = False
+    # Issue 24: the TaskSet is suspended; and this replica's Pod is going away because it was.
+    suspended: bool = False
+    suspend_deleted: bool = False
 
     @property
     def ours(self) -> bool:
@@ -57,6 +60,11 @@ class ReplicaFacts:
 
 def _stop_live(f: ReplicaFacts) -> bool:
     return f.stopped and not f.ours_deleting
+
+
+def _suspend_live(f: ReplicaFacts) -> bool:
+    """Suspended with a live Pod of its own to delete: one that exited has an outcome (P5) to keep."""
+    return f.suspended and not f.ours_deleting and not f.ours_terminal
 
 
 _LIVE = (P.ATTEMPT_CREATION_REQUESTED, P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING)
@@ -102,6 +110,13 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             "this attempt's Pod already exists: adopt it",
         ),
         Transition(
+            "P1-suspended",
+            (P.ATTEMPT_PENDING,),
+            None,
+            lambda f: f.suspended,
+            "the TaskSet is suspended: create nothing until it resumes (issue 24)",
+        ),
+        Transition(
             "P1-hold",
             (P.ATTEMPT_PENDING,),
             None,
@@ -119,6 +134,13 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
         ),
         # --- following the Pod ---
         Transition(
+            "P10-suspended",
+            _LIVE,
+            P.ATTEMPT_DELETION_REQUESTED,
+            lambda f: f.suspended and f.ours_deleting and not f.ours_terminal,
+            "the TaskSet is suspended and the Pod is being deleted: not a failure",
+        ),
+        Transition(
             "P10",
             (*_LIVE, P.ATTEMPT_DELETION_PENDING),
             P.ATTEMPT_DELETION_REQUESTED,
@@ -126,6 +148,13 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             "someone else is deleting the Pod",
         ),
         Transition("S2", _LIVE, P.ATTEMPT_DELETION_PENDING, _stop_live, "stopped by its completed role"),
+        Transition(
+            "P-suspend",
+            _LIVE,
+            P.ATTEMPT_DELETION_PENDING,
+            _suspend_live,
+            "the TaskSet is suspended: delete the running Pod, counting nothing",
+        ),
         Transition(
             "P3",
             (P.ATTEMPT_CREATION_REQUESTED,),
@@ -183,6 +212,13 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             doc="delete the Pod (UID precondition)",
         ),
         Transition("P12", _GONE_WAIT, None, lambda f: f.ours, "wait until the Pod is gone"),
+        Transition(
+            "P13-suspended",
+            _GONE_WAIT,
+            P.ATTEMPT_PENDING,
+            lambda f: f.suspend_deleted,
+            "the Pod a suspension deleted is gone: the same replica attempt starts again on resume",
+        ),
         Transition(
             "P13-retry",
             _GONE_WAIT,
@@ -263,6 +299,7 @@ class TaskSetFacts:
     role_started: bool = False
     may_retry: bool = False
     retry_due: bool = False
+    suspended: bool = False  # issue 24: spec.suspend is true
 
     @property
     def unit_present(self) -> bool:
@@ -302,6 +339,13 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             None,
             lambda f: f.deleting or f.control_unit == _CU.OURS_DELETING,
             "the TaskSet is being deleted, or a stale ControlUnit is going away",
+        ),
+        Transition(
+            "T3-suspended",
+            (T.ATTEMPT_PENDING,),
+            None,
+            lambda f: f.suspended,
+            "the TaskSet is suspended: no ControlUnit until it resumes (issue 24)",
         ),
         Transition("T3", (T.ATTEMPT_PENDING,), T.ATTEMPT_CREATION_REQUESTED, doc="create the ControlUnit"),
         Transition(

@@ -40,7 +40,9 @@ def attempt_of(ctx: PassContext) -> Attempt | None:
     if spec is None:
         return None
     if known is None or known.spec is not spec or known.attempt != ctx.status.attempt_id:
-        known = Attempt(ctx.ref.name, ctx.ref.namespace, ctx.ref.uid, ctx.status.attempt_id, spec)
+        known = Attempt(
+            ctx.ref.name, ctx.ref.namespace, ctx.ref.uid, ctx.status.attempt_id, spec, labels=ctx.ref.labels
+        )
         ctx.attempt = known
     return known
 

@@ -53,6 +53,9 @@ class PassContext:
     attempt: Attempt | None = None
     # Why the attempt's ControlUnit snapshot is refused (None: it is not); see taskset.decide.snapshot.
     snapshot_refused: str | None = None
+    # Whether the attempt stops its Pods as a suspension does, and why an integration asks it (issue 24;
+    # taskset.decide.suspension.suspended): worked out once per pass.
+    suspension: tuple[bool, str | None] | None = None
 
     @functools.cached_property
     def stamp(self) -> str:

@@ -78,6 +78,10 @@ class TaskSetRef:
     uid: str
     generation: int
     deleting: bool
+    # spec.suspend, read live (taskset.api.sharing): the attempt keeps no Pods and creates none (issue 24).
+    suspended: bool = False
+    # metadata.labels, for the integrations that read one (Kueue's queue name, issue 24).
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 # Who asked for an owned object: the attempt's ControlUnit is the controller's own, every other one an

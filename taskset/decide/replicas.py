@@ -42,6 +42,7 @@ from taskset.decide.passes import (
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind
 from taskset.decide.policies import replica_may_retry, replica_retry_decision, retry_due
 from taskset.decide.retrying import count_retry, observe_end, replica_delay, schedule_retry
+from taskset.decide.suspension import replica_rows, suspended
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
     WAITING_PHASES,
@@ -171,6 +172,8 @@ def _replica_facts(
         may_retry=replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting),
         retry_due=retry_due(replica_delay(ctx, role, replica), elapsed),
         earlier_attempt_alive=replica.phase == P.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
+        suspended=suspended(ctx),
+        suspend_deleted=replica.suspended,
     )
 
 
@@ -463,6 +466,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P13": Row(message=_final_message),
     "P14": Row(effect=_start_retry, message="TaskRole replica is going to retry"),
     "P14b": Row(wait=_wait_for_retry_delay),
+    **replica_rows(ReplicaAt),  # issue 24
 }
 check_rows(REPLICA_MACHINE, REPLICA_ROWS)
 

@@ -13,7 +13,9 @@ object with up to four hooks, each a pure function of what it is given, returnin
 * ``gate(attempt, role, observed, status)``: whether a role's Pods may be created now, or the human
   reason why not, which the replicas' status shows until the gate opens. ``status`` is the TaskSet's
   status as this pass has it (the current attempt's roles and replicas, read only): what the replicas
-  have reached (a ``dependsOn`` waits for it) is recorded there, not in the cluster.
+  have reached (a ``dependsOn`` waits for it) is recorded there, not in the cluster;
+* ``suspends(attempt, observed)`` and ``stale_objects(attempt, observed)``: whether the attempt must
+  stop its Pods as a suspension does, and which of its objects to make anew once they are gone.
 
 The decisions ask the hooks and carry their answers in their intents; the reconciler only applies what
 they return. So an integration never does I/O, never reads the clock and never imports another
@@ -24,7 +26,7 @@ integration (``tests/unit/test_layering.py``): adding one means one module here 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec
@@ -46,6 +48,8 @@ class Attempt:
     uid: str
     attempt: int  # the TaskSet attempt id (its retry count)
     spec: TaskSetSpec  # the spec this attempt runs with (the ControlUnit's snapshot once it exists)
+    # The TaskSet's metadata.labels, live (Kueue's queue name, issue 24).
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 class Integration:
@@ -68,3 +72,13 @@ class Integration:
 
     def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
         return None
+
+    def suspends(self, attempt: Attempt, observed: Observed) -> str | None:
+        """Why the attempt must stop its Pods now, as ``spec.suspend`` stops them (counting nothing),
+        or None (issue 24: Kueue evicted its Workload)."""
+        return None
+
+    def stale_objects(self, attempt: Attempt, observed: Observed) -> Sequence[tuple[ObjectKind, str]]:
+        """Its objects to delete once the attempt has no Pod left, so that they are made anew (issue 24:
+        an evicted Workload, which queues again as a new one)."""
+        return ()

@@ -25,6 +25,7 @@ from taskset.api.constants import (
     KIND,
     LABEL_TASKSET,
 )
+from taskset.api.sharing import without_live_fields
 from taskset.api.spec import ParsedTaskSet, SpecCheck, TaskSetSpec, parse_taskset
 
 SNAPSHOT_KEY: Final = CONTROL_UNIT_SNAPSHOT_KEY
@@ -67,7 +68,10 @@ def snapshot_of(spec: object) -> str:
 
 def _snapshot(spec: object) -> str | None:
     """The spec as the snapshot keeps it, or None when it cannot be kept: larger than a ConfigMap holds,
-    or nested deeper than JSON encoding allows (decisions build this, so it must not raise)."""
+    or nested deeper than JSON encoding allows (decisions build this, so it must not raise). The fields
+    that steer the attempt from outside (``spec.suspend``) are left out: they are read live."""
+    if isinstance(spec, Mapping):
+        spec = without_live_fields(spec)
     try:
         encoded = orjson.dumps(spec)
     except orjson.JSONEncodeError:

@@ -37,6 +37,7 @@ from clock import Clock, RealClock
 from informers import DeletedFinalStateUnknown, Store
 from taskset.api.constants import ANNOTATION_TASKSET, LOGGER_NAME, EventReason
 from taskset.api.fields import controller_uid
+from taskset.api.sharing import managed_here, suspended
 from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParseResult, control_unit_name, is_control_unit_name, parse_taskset
 from taskset.api.status import QUOTED_MAX, TaskSetStatus, clip
@@ -190,7 +191,7 @@ class Reconciler:
     # ----- entry ----------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> ReconcileResult:
         obj = self._tasksets.get_by_key(key)
-        if obj is None:
+        if obj is None or not managed_here(obj):  # spec.managedBy names another controller: hands off
             self._forget(key)
             return ReconcileResult()
         meta = obj["metadata"]
@@ -203,6 +204,8 @@ class Reconciler:
             uid=meta.get("uid", ""),
             generation=int(meta.get("generation") or 0),
             deleting=meta.get("deletionTimestamp") is not None,
+            suspended=suspended(obj),
+            labels=labels if isinstance(labels := meta.get("labels"), dict) else {},
         )
         try:
             record = self._record(key, obj)

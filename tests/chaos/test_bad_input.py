@@ -334,6 +334,50 @@ CORPUS = [
         rejected("Go struct field ObjectMeta.name", status=400),
         id="TaskSet name is a number",
     ),
+    # ----- issue 24's fields -----------------------------------------------------------------------------
+    *(
+        pytest.param(
+            taskset({"roles": [good_role()], field: value}),
+            rejected(f"spec.{field}", problem),
+            id=f"{field} is {what}",
+        )
+        for field, value, problem, what in (
+            ("suspend", "yes", "must be of type boolean", "a string"),
+            ("suspend", 1, "must be of type boolean", "a number"),
+            ("managedBy", 7, "must be of type string", "a number"),
+            ("managedBy", "no-domain", "should match", "without a domain prefix"),
+            ("managedBy", "example.com/" + "x" * 100, "Too long", "too long"),
+        )
+    ),
+    *(
+        pytest.param(
+            taskset({"roles": [good_role()], "gang": gang}),
+            rejected(f"spec.gang{where}", problem),
+            id=f"gang {what}",
+        )
+        for gang, where, problem, what in (
+            ("all", "", "must be of type object", "is a string"),
+            ({}, ".scheduler", "Required value", "names no scheduler"),
+            ({"scheduler": "slurm"}, ".scheduler", "Unsupported value", "names an unknown scheduler"),
+            (
+                {"scheduler": "volcano", "minAvailable": 0},
+                ".minAvailable",
+                "should be greater than or equal to 1",
+                "wants no Pod",
+            ),
+            (
+                {"scheduler": "volcano", "queue": "Not A Queue"},
+                ".queue",
+                "should match",
+                "names a malformed queue",
+            ),
+        )
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "suspend": None, "managedBy": None}),
+        Succeeds("null suspend and managedBy are absent: run here, not suspended"),
+        id="suspend and managedBy are null",
+    ),
     # ----- nulls, one at a time and all at once ---------------------------------------------------------
     pytest.param({**taskset(), "spec": None}, Succeeds("a null spec is no roles"), id="spec is null"),
     pytest.param(taskset({"roles": None}), Succeeds("null roles are no roles"), id="roles is null"),

@@ -10,14 +10,18 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 import structlog
+from kubernetes import client
 
 from devcluster import Cluster, Settings
+from devcluster.coscheduling import Coscheduler
+from devcluster.kueue import Kueue
 from taskset.api import constants as c
+from taskset.integrations import BUILT_IN, Integration
 from taskset.runtime.controller import Controller, ControllerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,11 +85,14 @@ def crd_installed(cluster: Cluster) -> None:
     install_crd(cluster, CRD_FILE.read_text(), c.CRD_NAME, c.PLURAL)
 
 
-def start_controller(cluster: Cluster, namespace: str, **settings: object) -> Controller:
+def start_controller(
+    cluster: Cluster, namespace: str, integrations: Sequence[Integration] = BUILT_IN, **settings: object
+) -> Controller:
     controller = Controller(
         api_client=cluster.api_client(),
         settings=ControllerSettings(namespace=namespace, **settings),
         logger=structlog.get_logger("taskset-test").bind(test_namespace=namespace),
+        integrations=integrations,
     )
     controller.start()
     if not controller.wait_for_sync(SYNC_TIMEOUT):
@@ -100,3 +107,43 @@ def controller(cluster: Cluster, namespace: str, crd_installed: None) -> Iterato
     running = start_controller(cluster, namespace, workers=4)
     yield running
     running.stop(5)
+
+
+@pytest.fixture(scope="module")
+def kueue(cluster: Cluster) -> Iterator[Kueue]:
+    """Kueue beside the control plane, for the tests of one module (issue 24); a failure to start fails
+    them, never a skip."""
+    running = Kueue(cluster).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def coscheduler(cluster: Cluster) -> Iterator[Coscheduler]:
+    """scheduler-plugins' coscheduling scheduler, for the tests of one module (issue 24); a failure to
+    start fails them, never a skip."""
+    running = Coscheduler(cluster).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def small_nodes(cluster: Cluster, namespace: str) -> Iterator[str]:
+    """Two simulated nodes of one CPU each, tainted and labelled for this test alone: the others' Pods
+    never land on them, and so never take their capacity."""
+    core = client.CoreV1Api(cluster.api_client())
+    names = cluster.create_nodes(
+        2,
+        namespace[:60],
+        capacity={"cpu": "1", "memory": "4Gi", "pods": "10"},
+        labels={"gang-test": namespace},
+        taints=({"key": "gang-test", "value": namespace, "effect": "NoSchedule"},),
+    )
+    yield namespace
+    for name in names:
+        with contextlib.suppress(client.ApiException):
+            core.delete_node(name)

@@ -34,23 +34,26 @@ def dry_run(cluster: Cluster, objects: list[dict[str, Any]]) -> subprocess.Compl
     return cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=to_yaml(objects), check=False)
 
 
+BASE_KINDS = {
+    "CustomResourceDefinition",
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Deployment",
+    "Service",
+    "PodDisruptionBudget",
+}
+
+
 @pytest.mark.parametrize(
     ("path", "kinds"),
     [
         pytest.param(
             "base",
-            {
-                "CustomResourceDefinition",
-                "Namespace",
-                "ServiceAccount",
-                "ClusterRole",
-                "ClusterRoleBinding",
-                "Role",
-                "RoleBinding",
-                "Deployment",
-                "Service",
-                "PodDisruptionBudget",
-            },
+            BASE_KINDS,
             id="base",
         ),
         pytest.param(
@@ -59,20 +62,13 @@ def dry_run(cluster: Cluster, objects: list[dict[str, Any]]) -> subprocess.Compl
             id="namespaced",
         ),
         pytest.param(
+            "overlays/kueue",
+            BASE_KINDS,
+            id="kueue",
+        ),
+        pytest.param(
             "overlays/prometheus",
-            {
-                "CustomResourceDefinition",
-                "Namespace",
-                "ServiceAccount",
-                "ClusterRole",
-                "ClusterRoleBinding",
-                "Role",
-                "RoleBinding",
-                "Deployment",
-                "Service",
-                "PodDisruptionBudget",
-                "ServiceMonitor",
-            },
+            BASE_KINDS | {"ServiceMonitor"},
             id="prometheus",
         ),
         pytest.param("crd", {"CustomResourceDefinition"}, id="crd alone"),
@@ -173,3 +169,27 @@ def test_a_client_side_apply_of_the_crd_is_accepted(cluster: Cluster, crd_instal
     done = cluster.kubectl("apply", "--dry-run=server", "-k", str(MANIFESTS / "crd"), check=False)
     assert done.returncode == 0, done.stderr
     assert "customresourcedefinition.apiextensions.k8s.io/tasksets.octopus.openi.pcl.cn" in done.stdout
+
+
+def test_the_kueue_overlay_adds_the_flag_and_only_the_workloads_it_needs(cluster: Cluster) -> None:
+    """Issue 24: --kueue, and get/list/watch/create on Kueue's Workloads bound to the controller's
+    ServiceAccount; nothing else of the base changes."""
+    objects = render(cluster, MANIFESTS / "overlays" / "kueue")
+    container = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert "--kueue" in container["args"]
+    role = find(objects, "ClusterRole", "taskset-controller-kueue")
+    assert role["rules"] == [
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["workloads"],
+            "verbs": ["get", "list", "watch", "create"],
+        }
+    ]
+    binding = find(objects, "ClusterRoleBinding", "taskset-controller-kueue")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "taskset-controller", "namespace": "taskset-system"}
+    ]
+    base = render(cluster, MANIFESTS / "base")
+    assert find(objects, "ClusterRole", "taskset-controller") == find(
+        base, "ClusterRole", "taskset-controller"
+    )

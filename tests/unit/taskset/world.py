@@ -21,6 +21,7 @@ from clock import Clock
 from informers import Store
 from taskset.api.constants import ANNOTATION_CREATION_PROOF, TaskSetPhase
 from taskset.api.proof import PROCESS_PROOF_KEY, ProofSubject, creation_proof
+from taskset.api.sharing import suspended
 from taskset.api.spec import parse_taskset
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
 from taskset.api.views import Observed, control_unit_view, owned_view, pod_view
@@ -82,7 +83,15 @@ class World:
     @property
     def ref(self) -> TaskSetRef:
         meta = self.taskset["metadata"]
-        return TaskSetRef(meta["name"], meta["namespace"], meta["uid"], meta["generation"], self.deleting)
+        return TaskSetRef(
+            meta["name"],
+            meta["namespace"],
+            meta["uid"],
+            meta["generation"],
+            self.deleting,
+            suspended=suspended(self.taskset),
+            labels=meta.get("labels") or {},
+        )
 
     def observed(self) -> Observed:
         status = self.status
@@ -137,6 +146,8 @@ class World:
             unit["metadata"]["uid"] = new_uid()
             self.units[intent.name] = unit
             return ActionResult(ResultKind.OK, view_of(intent, unit))
+        if isinstance(intent, DeleteOwned) and not intent.control_unit:
+            return self._delete_owned(intent)
         if isinstance(intent, DeleteOwned):
             found = self.units.get(intent.name)
             if found is None:
@@ -181,6 +192,16 @@ class World:
         obj["metadata"]["uid"] = new_uid()
         self.owned[key] = obj
         return ActionResult(ResultKind.OK, owned_view(obj))
+
+    def _delete_owned(self, intent: DeleteOwned) -> ActionResult:
+        key = (intent.kind.key, intent.name)
+        found = self.owned.get(key)
+        if found is None:
+            return ActionResult(ResultKind.NOT_FOUND)
+        if found["metadata"]["uid"] != intent.uid:
+            return ActionResult(ResultKind.CONFLICT)
+        del self.owned[key]
+        return ActionResult(ResultKind.OK)
 
     def gc(self) -> None:
         """Foreground deletion of ControlUnits: their Pods and owned objects go, then they do."""

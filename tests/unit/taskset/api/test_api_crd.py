@@ -255,6 +255,9 @@ def test_printer_columns_point_at_declared_fields(crd: dict[str, Any], root: dic
         ("Failed", 1),
         ("Retrying", 1),
         ("Message", 1),
+        ("Suspended", 1),
+        ("Queue", 1),
+        ("Priority", 1),
     ]
     for col in columns:
         node = root
@@ -263,4 +266,4 @@ def test_printer_columns_point_at_declared_fields(crd: dict[str, Any], root: dic
                 break
             node = node["properties"][part]
         else:
-            assert node["type"] in ("string", "integer"), col
+            assert node["type"] in ("string", "integer", "boolean"), col

@@ -474,7 +474,63 @@ TASKSET_ROWS = [
     taskset(T.ATTEMPT_RETRY_PENDING, "T14b", T.ATTEMPT_RETRY_PENDING, "T14b the retry delay has not passed"),
 ]
 
-ALL_ROWS = [*REPLICA_ROWS, *ROLE_ROWS, *TASKSET_ROWS]
+_LIVE = (P.ATTEMPT_CREATION_REQUESTED, P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING)
+_RUNNING = (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING)
+
+# ----- suspension (issue 24): one case per (row, source) ---------------------------------------------------
+SUSPENSION_ROWS = [
+    replica(
+        P.ATTEMPT_PENDING,
+        "P1-suspended",
+        P.ATTEMPT_PENDING,
+        "P1 a suspended TaskSet creates no Pod",
+        suspended=True,
+    ),
+    *(
+        replica(
+            phase,
+            "P-suspend",
+            P.ATTEMPT_DELETION_PENDING,
+            f"suspending deletes the Pod in {phase.removeprefix('TaskRoleReplicaAttempt')}",
+            pod=CURRENT,
+            suspended=True,
+        )
+        for phase in _LIVE
+    ),
+    *(
+        replica(
+            phase,
+            "P10-suspended",
+            P.ATTEMPT_DELETION_REQUESTED,
+            f"a Pod deleted while suspended in {phase.removeprefix('TaskRoleReplicaAttempt')} is no failure",
+            pod=CURRENT,
+            pod_deleting=True,
+            suspended=True,
+        )
+        for phase in _LIVE
+    ),
+    *(
+        replica(
+            phase,
+            "P13-suspended",
+            P.ATTEMPT_PENDING,
+            f"a suspension's Pod gone in {phase.removeprefix('TaskRoleReplicaAttempt')}: the replica waits "
+            "again, counting nothing",
+            suspend_deleted=True,
+            may_retry=True,
+        )
+        for phase in (P.ATTEMPT_DELETION_REQUESTED, P.ATTEMPT_COMPLETED)
+    ),
+    taskset(
+        T.ATTEMPT_PENDING,
+        "T3-suspended",
+        T.ATTEMPT_PENDING,
+        "T3 a suspended TaskSet creates no ControlUnit",
+        suspended=True,
+    ),
+]
+
+ALL_ROWS = [*REPLICA_ROWS, *ROLE_ROWS, *TASKSET_ROWS, *SUSPENSION_ROWS]
 
 
 @pytest.mark.parametrize("case", ALL_ROWS)
@@ -701,7 +757,110 @@ PRECEDENCE = [
 ]
 
 
-@pytest.mark.parametrize("case", PRECEDENCE)
+# What suspension must not override, and what it does (issue 24).
+SUSPENSION_PRECEDENCE = [
+    replica(
+        P.ATTEMPT_RUNNING,
+        "P5",
+        P.ATTEMPT_DELETION_PENDING,
+        "a Pod that exited before the suspension reached it keeps its outcome",
+        pod=CURRENT,
+        pod_terminal=True,
+        suspended=True,
+    ),
+    replica(
+        P.ATTEMPT_RUNNING,
+        "S2",
+        P.ATTEMPT_DELETION_PENDING,
+        "a stopped replica's Pod is deleted as stopped, not as suspended",
+        pod=CURRENT,
+        stopped=True,
+        suspended=True,
+    ),
+    replica(
+        P.ATTEMPT_RUNNING,
+        "P10",
+        P.ATTEMPT_DELETION_REQUESTED,
+        "an exited Pod being deleted while suspended keeps its outcome",
+        pod=CURRENT,
+        pod_deleting=True,
+        pod_terminal=True,
+        suspended=True,
+    ),
+    replica(
+        P.ATTEMPT_CREATION_REQUESTED,
+        "P-suspend",
+        P.ATTEMPT_DELETION_PENDING,
+        "suspension beats P2: the unseen Pod is deleted, not timed out",
+        creation_timed_out=True,
+        suspended=True,
+    ),
+    replica(
+        P.ATTEMPT_DELETION_REQUESTED,
+        "P12",
+        P.ATTEMPT_DELETION_REQUESTED,
+        "a suspension's Pod still present is waited for, even after the resume",
+        pod=CURRENT,
+        suspend_deleted=True,
+    ),
+    replica(
+        P.ATTEMPT_PENDING,
+        "P1-adopt",
+        P.ATTEMPT_CREATION_REQUESTED,
+        "this attempt's unrecorded Pod is adopted while suspended, to be deleted next",
+        pod=ADOPTABLE,
+        suspended=True,
+    ),
+    replica(
+        P.ATTEMPT_PENDING,
+        "P1-suspended",
+        P.ATTEMPT_PENDING,
+        "suspension is said before an integration's hold",
+        suspended=True,
+        creates_allowed=False,
+    ),
+    replica(
+        P.ATTEMPT_RETRY_PENDING,
+        "P14",
+        P.ATTEMPT_PENDING,
+        "a replica's retry delay runs on while suspended (P1-suspended then holds)",
+        suspended=True,
+        retry_due=True,
+    ),
+    taskset(
+        T.ATTEMPT_RETRY_PENDING,
+        "T14",
+        T.ATTEMPT_PENDING,
+        "the TaskSet's retry delay runs on while suspended (T3-suspended then holds)",
+        suspended=True,
+        retry_due=True,
+    ),
+    taskset(
+        T.ATTEMPT_RUNNING,
+        "T-wait",
+        T.ATTEMPT_RUNNING,
+        "a running attempt stays Running while suspended",
+        control_unit=CU.OURS,
+        suspended=True,
+    ),
+]
+
+SUSPENSION_VANISHED = [
+    *(
+        replica(
+            phase,
+            "P-suspend",
+            P.ATTEMPT_DELETION_PENDING,
+            f"a Pod the cache lost while suspended in {phase.removeprefix('TaskRoleReplicaAttempt')} is "
+            "deleted by name and UID, not taken as vanished",
+            suspended=True,
+        )
+        for phase in _RUNNING
+    ),
+]
+
+
+@pytest.mark.parametrize("case", [*PRECEDENCE, *SUSPENSION_PRECEDENCE, *SUSPENSION_VANISHED])
 def test_first_match_precedence(case: Case) -> None:
     row = case.machine.step(case.state, case.facts)
     assert row is not None
@@ -822,9 +981,9 @@ def every_facts(kind: type[Any]) -> list[Any]:
 @pytest.mark.parametrize(
     ("machine", "kind", "count"),
     [
-        pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**8, id="the TaskSet machine"),
+        pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**9, id="the TaskSet machine"),
         pytest.param(ROLE_MACHINE, RoleFacts, 2**3, id="the role machine"),
-        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**10, id="the replica machine"),
+        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**12, id="the replica machine"),
     ],
 )
 def test_every_state_has_a_declared_answer_for_every_combination_of_facts(

@@ -1,0 +1,73 @@
+"""The coscheduling devcluster component (issue 24, item 3): scheduler-plugins' kube-scheduler, built
+from its pinned module and started only by the tests that ask for it, placing gangs all or nothing on
+simulated nodes of limited capacity. Here with hand-made PodGroups and Pods; the TaskSet's own gang is
+the gang-scheduling integration's (item 5)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from devcluster import Cluster
+from devcluster.coscheduling import POD_GROUP_LABEL, SCHEDULER_NAME, Coscheduler
+from tests.integration.harness import eventually
+
+pytestmark = pytest.mark.integration
+
+GROUP, VERSION = "scheduling.x-k8s.io", "v1alpha1"
+# Long enough for the scheduler to have tried a gang that does not fit (its Permit wait is 10 s).
+NOT_PLACED_FOR = 5.0
+
+
+def gang(api: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str, name: str, size: int) -> None:
+    group = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": name}}
+    api.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "podgroups", {**group, "spec": {"minMember": size}}
+    )
+    for index in range(size):
+        pod: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"{name}-{index}", "labels": {POD_GROUP_LABEL: name}},
+            "spec": {
+                "schedulerName": SCHEDULER_NAME,
+                "nodeSelector": {"gang-test": namespace},
+                "tolerations": [{"key": "gang-test", "operator": "Exists", "effect": "NoSchedule"}],
+                "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+            },
+        }
+        core.create_namespaced_pod(namespace, pod)
+
+
+def names(core: client.CoreV1Api, namespace: str) -> list[str]:
+    return [str(p.metadata.name) for p in core.list_namespaced_pod(namespace).items]
+
+
+def bound(core: client.CoreV1Api, namespace: str, prefix: str) -> list[str]:
+    pods = core.list_namespaced_pod(namespace).items
+    return sorted(
+        str(p.metadata.name) for p in pods if str(p.metadata.name).startswith(prefix) and p.spec.node_name
+    )
+
+
+def test_a_gang_is_placed_whole_or_not_at_all(
+    cluster: Cluster, coscheduler: Coscheduler, namespace: str, small_nodes: str
+) -> None:
+    api = client.CustomObjectsApi(cluster.api_client())
+    core = client.CoreV1Api(cluster.api_client())
+    gang(api, core, namespace, "fits", 2)
+    assert eventually(lambda: bound(core, namespace, "fits-") == ["fits-0", "fits-1"], 60, "the gang placed")
+
+    core.delete_namespaced_pod("fits-0", namespace, grace_period_seconds=0)
+    eventually(lambda: "fits-0" not in names(core, namespace), 30, "one CPU freed")
+    gang(api, core, namespace, "waits", 2)  # one of its Pods would fit now, but not both
+    time.sleep(NOT_PLACED_FOR)
+    assert bound(core, namespace, "waits-") == [], "no Pod of a gang that does not fit is bound"
+
+    core.delete_namespaced_pod("fits-1", namespace, grace_period_seconds=0)
+    eventually(
+        lambda: bound(core, namespace, "waits-") == ["waits-0", "waits-1"], 60, "the waiting gang placed"
+    )

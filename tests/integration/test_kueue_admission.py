@@ -1,0 +1,147 @@
+"""Kueue admission of TaskSets (issue 24, item 4) against the real Kueue: a queued TaskSet's Pods wait
+for its Workload's admission, and a ClusterQueue with quota for two runs two of three at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, cast
+
+import pytest
+from kubernetes import client
+
+from devcluster import Cluster
+from devcluster.kueue import Kueue
+from taskset.integrations import BUILT_IN
+from taskset.integrations.kueue import QUEUE_LABEL, WORKLOADS, KueueWorkload, workload_name
+from taskset.runtime.controller import Controller
+from tests.builders import TaskSetBuilder, pod_template
+from tests.integration.conftest import start_controller
+from tests.integration.harness import TaskSets, eventually, never_overlapping, recording, replica
+from tests.integration.scenarios.steps import FOREVER
+
+pytestmark = pytest.mark.integration
+
+GROUP, VERSION = WORKLOADS.group, WORKLOADS.version
+
+
+@pytest.fixture
+def kueue_controller(
+    cluster: Cluster, namespace: str, crd_installed: None, kueue: Kueue
+) -> Iterator[Controller]:
+    controller = start_controller(cluster, namespace, (*BUILT_IN, KueueWorkload()), workers=2)
+    yield controller
+    controller.stop(5)
+
+
+def make_queue(cluster: Cluster, namespace: str, cpu: str, **spec: Any) -> None:
+    """A ClusterQueue named after the namespace with ``cpu`` CPUs of quota (and ``spec``), and a
+    LocalQueue ``team`` of it in the namespace."""
+    api = client.CustomObjectsApi(cluster.api_client())
+    flavor = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor", "metadata": {"name": "default"}}
+    try:
+        api.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", flavor)
+    except client.ApiException as err:
+        if err.status != 409:
+            raise
+    quota = {"name": "cpu", "nominalQuota": cpu}
+    group = {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [quota]}]}
+    queue = {"namespaceSelector": {}, "resourceGroups": [group], **spec}
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue", "metadata": {"name": namespace}}
+    api.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", {**body, "spec": queue})
+    local = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "LocalQueue", "metadata": {"name": "team"}}
+    api.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "localqueues", {**local, "spec": {"clusterQueue": namespace}}
+    )
+
+
+@pytest.fixture
+def queue_for_two(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
+    """Quota for two one-CPU TaskSets."""
+    make_queue(cluster, namespace, "2")
+    yield "team"
+    client.CustomObjectsApi(cluster.api_client()).delete_cluster_custom_object(
+        GROUP, VERSION, "clusterqueues", namespace
+    )
+
+
+@pytest.fixture
+def preempting_queue_for_one(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
+    """Quota for one one-CPU TaskSet, which a higher priority preempts."""
+    make_queue(cluster, namespace, "1", preemption={"withinClusterQueue": "LowerPriority"})
+    yield "team"
+    client.CustomObjectsApi(cluster.api_client()).delete_cluster_custom_object(
+        GROUP, VERSION, "clusterqueues", namespace
+    )
+
+
+def queued(name: str, queue: str, priority: int | None = None) -> dict[str, Any]:
+    """One replica asking for one CPU, running until it is told to exit, in ``queue``."""
+    template = pod_template(FOREVER)
+    template["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    builder = TaskSetBuilder(name).role("r", 1, template=template)
+    obj = (builder if priority is None else builder.priority(priority)).obj()
+    obj["metadata"]["labels"] = {QUEUE_LABEL: queue}
+    return obj
+
+
+def running(ts: TaskSets, name: str) -> bool:
+    pods = ts.pods(name)
+    return len(pods) == 1 and (pods[0].get("status") or {}).get("phase") == "Running"
+
+
+def test_a_queue_with_quota_for_two_runs_two_of_three_and_the_third_when_one_finishes(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, queue_for_two: str
+) -> None:
+    ts = TaskSets(cluster, namespace)
+    names = ("q-a", "q-b", "q-c")
+    for name in names:
+        ts.create(queued(name, queue_for_two))
+
+    def two_running() -> list[str] | None:
+        found = [name for name in names if running(ts, name)]
+        return found if len(found) == 2 else None
+
+    first = eventually(two_running, 90, "two TaskSets admitted and running")
+    (third,) = [name for name in names if name not in first]
+    waiting = replica(ts.status(third), "r", 0)
+    assert ts.pods(third) == []
+    assert "waiting for Kueue to admit Workload" in waiting["phaseMessage"]
+    api = client.CustomObjectsApi(cluster.api_client())
+    workload = cast(
+        "dict[str, Any]",
+        api.get_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", workload_name(third, 0)),
+    )
+    assert [s["name"] for s in workload["spec"]["podSets"]] == ["r"]
+
+    ts.end_pod(f"{first[0]}-r-0", 0)
+    assert ts.final(first[0])["state"] == "Succeeded"
+    eventually(lambda: running(ts, third), 90, "the third admitted once the first finished")
+    assert running(ts, first[1])
+
+
+def test_a_higher_priority_preempts_a_running_taskset_which_requeues_and_finishes_counting_nothing(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, preempting_queue_for_one: str
+) -> None:
+    ts = TaskSets(cluster, namespace)
+    with recording(cluster, namespace) as recorder:
+        ts.create(queued("low", preempting_queue_for_one, priority=0))
+        eventually(lambda: running(ts, "low"), 90, "the low-priority TaskSet running")
+        ts.create(queued("high", preempting_queue_for_one, priority=100))
+        eventually(lambda: running(ts, "high"), 90, "the high-priority TaskSet admitted and running")
+        wide = cluster.kubectl("get", "ts", "high", "-n", namespace, "-o", "wide").stdout.split("\n")
+        assert wide[0].split()[-2:] == ["QUEUE", "PRIORITY"]
+        assert wide[1].split()[-2:] == [preempting_queue_for_one, "100"]
+        assert ts.pods("low") == [], "the preempted TaskSet's Pod is gone"
+        low = ts.status("low")
+        assert (low["totalRetriedCount"], replica(low, "r", 0)["totalRetriedCount"]) == (0, 0)
+
+        ts.end_pod("high-r-0", 0)
+        assert ts.final("high")["state"] == "Succeeded"
+        eventually(lambda: running(ts, "low"), 90, "the preempted TaskSet admitted again and running")
+        ts.end_pod("low-r-0", 0)
+        final = ts.final("low")
+        log = recorder.pod_log("low-r-0")
+    assert (final["state"], final["totalRetriedCount"]) == ("Succeeded", 0)
+    assert replica(final, "r", 0)["totalRetriedCount"] == 0
+    assert len(log) == 2, "one Pod before the preemption, one after"
+    assert never_overlapping(log)
