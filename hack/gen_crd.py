@@ -485,6 +485,12 @@ def _total_replicas_rule() -> Schema:
     }
 
 
+def _seconds_bound(description: str) -> Schema:
+    """A bound in seconds (issue 25), 1 up to a year."""
+    top = c.MAX_RETRY_DELAY_SECONDS
+    return {"type": "integer", "format": "int64", "minimum": 1, "maximum": top, "description": description}
+
+
 def _spec_schema(template: Schema) -> Schema:
     return {
         "type": "object",
@@ -492,6 +498,10 @@ def _spec_schema(template: Schema) -> Schema:
         "properties": {
             "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
             "failureRules": _failure_rules("for every role, after the role's own"),
+            "activeDeadlineSeconds": _seconds_bound(
+                "Issue 25: the TaskSet fails with reason DeadlineExceeded, its Pods removed and no retry, "
+                "once this many seconds passed since it was created (status.createdAt)."
+            ),
             "roles": {
                 "type": "array",
                 "description": "The roles, in order: statuses follow it, event policies are scanned in it.",

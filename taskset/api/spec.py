@@ -147,6 +147,7 @@ class TaskSetSpec:
     queue: str | None = None  # reserved, ignored (spec 2.2)
     priority: int | None = None  # reserved, ignored (spec 2.2)
     failure_rules: tuple[FailureRule, ...] = ()  # issue 25: every role's, after the role's own
+    active_deadline_seconds: int | None = None  # issue 25: the whole TaskSet's wall-clock bound
     # The spec as given, for integrations that read their own part of it (taskset.integrations.base).
     # Shared with the caller: do not mutate.
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
@@ -274,6 +275,13 @@ def _bounded_int(value: object, path: str, low: int, high: int, default: int) ->
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise _shape_error(path, f"must be an integer between {low} and {high}")
     return value
+
+
+def _optional_seconds(value: object, path: str) -> int | None:
+    """A bound in seconds (issue 25): absent means none, else between 1 and a year."""
+    if value is None:
+        return None
+    return _bounded_int(value, path, 1, MAX_RETRY_DELAY_SECONDS, default=1)
 
 
 def _dns_label(value: object, path: str) -> str:
@@ -448,6 +456,7 @@ def _parse(obj: object) -> ParsedTaskSet:
     priority = _optional_int(spec.get("priority"), "spec.priority")
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
     failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
+    deadline = _optional_seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds")
     raw_roles = _optional_list(spec.get("roles"), "spec.roles")
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
@@ -493,6 +502,7 @@ def _parse(obj: object) -> ParsedTaskSet:
             queue=queue,
             priority=priority,
             failure_rules=failure_rules,
+            active_deadline_seconds=deadline,
             raw=spec,
         ),
     )

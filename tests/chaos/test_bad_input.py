@@ -365,6 +365,16 @@ CORPUS = [
         rejected(f"{R0}.retryPolicy.delay", INT),
         id="fractional retry delay",
     ),
+    pytest.param(
+        taskset({"roles": [good_role()], "activeDeadlineSeconds": 0}),
+        rejected("spec.activeDeadlineSeconds", "should be greater than or equal to 1"),
+        id="zero activeDeadlineSeconds",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "activeDeadlineSeconds": "1h"}),
+        rejected("spec.activeDeadlineSeconds", INT),
+        id="activeDeadlineSeconds is a duration string",
+    ),
     pytest.param(roles(1001), rejected("spec.roles", "must have at most 100 items"), id="1001 roles"),
     pytest.param(roles(10000), rejected("spec.roles", "must have at most 100 items"), id="10000 roles"),
     # ----- deep and big junk ----------------------------------------------------------------------------

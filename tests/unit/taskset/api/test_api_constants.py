@@ -80,7 +80,7 @@ def test_resource_identity() -> None:
         ),
         pytest.param(
             c.ConditionReason,
-            ["Running", "Waiting", "Succeeded", "Failed", "ValidationFailed"],
+            ["Running", "Waiting", "Succeeded", "Failed", "ValidationFailed", "DeadlineExceeded"],
             id="condition reasons (2.5.1)",
         ),
         pytest.param(

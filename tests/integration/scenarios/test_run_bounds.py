@@ -1,0 +1,26 @@
+"""Issue 25's run bounds on the embedded control plane: ``activeDeadlineSeconds`` failing a long TaskSet
+with reason ``DeadlineExceeded``, its Pods removed and no retry despite a retry policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import TaskSetBuilder
+from tests.integration import harness as h
+from tests.integration.harness import TaskSets
+from tests.integration.scenarios.steps import Run
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_deadline_fails_a_long_taskset_removes_its_pods_and_stops_retries(ts: TaskSets, run: Run) -> None:
+    builder = TaskSetBuilder("deadline").retry(True, 5, 0).spec_field("activeDeadlineSeconds", 4)
+    status = run(builder.role("r", 2), script=lambda pod: h.run_forever())
+    assert (status["state"], status["totalRetriedCount"]) == ("Failed", 0)
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "DeadlineExceeded"
+    assert "activeDeadlineSeconds (4s)" in status["stateMessage"]
+    assert status["attemptResult"]["final"] is True
+    h.eventually(lambda: ts.pods("deadline") == [], timeout=h.FINAL_TIMEOUT, what="the Pods removed")
+    elapsed = h.timestamp(status["finishAt"]) - h.timestamp(status["createdAt"])
+    assert 4 <= elapsed < 4 + 10
