@@ -485,10 +485,10 @@ def _total_replicas_rule() -> Schema:
     }
 
 
-def _seconds_bound(description: str) -> Schema:
-    """A bound in seconds (issue 25), 1 up to a year."""
+def _seconds_bound(description: str, low: int = 1) -> Schema:
+    """A bound in seconds (issue 25), ``low`` up to a year."""
     top = c.MAX_RETRY_DELAY_SECONDS
-    return {"type": "integer", "format": "int64", "minimum": 1, "maximum": top, "description": description}
+    return {"type": "integer", "format": "int64", "minimum": low, "maximum": top, "description": description}
 
 
 def _spec_schema(template: Schema) -> Schema:
@@ -501,6 +501,11 @@ def _spec_schema(template: Schema) -> Schema:
             "activeDeadlineSeconds": _seconds_bound(
                 "Issue 25: the TaskSet fails with reason DeadlineExceeded, its Pods removed and no retry, "
                 "once this many seconds passed since it was created (status.createdAt)."
+            ),
+            "ttlSecondsAfterFinished": _seconds_bound(
+                "Issue 25: the controller deletes the TaskSet, and with it everything it owns, this many "
+                "seconds after it finished (status.finishAt); 0 deletes it at once. Absent: kept.",
+                low=0,
             ),
             "roles": {
                 "type": "array",

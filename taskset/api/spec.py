@@ -148,6 +148,7 @@ class TaskSetSpec:
     priority: int | None = None  # reserved, ignored (spec 2.2)
     failure_rules: tuple[FailureRule, ...] = ()  # issue 25: every role's, after the role's own
     active_deadline_seconds: int | None = None  # issue 25: the whole TaskSet's wall-clock bound
+    ttl_seconds_after_finished: int | None = None  # issue 25: delete the TaskSet this long after it ends
     # The spec as given, for integrations that read their own part of it (taskset.integrations.base).
     # Shared with the caller: do not mutate.
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
@@ -457,6 +458,12 @@ def _parse(obj: object) -> ParsedTaskSet:
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
     failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
     deadline = _optional_seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds")
+    ttl = spec.get("ttlSecondsAfterFinished")  # 0 deletes at once, as the Job's
+    ttl = (
+        None
+        if ttl is None
+        else _bounded_int(ttl, "spec.ttlSecondsAfterFinished", 0, MAX_RETRY_DELAY_SECONDS, 0)
+    )
     raw_roles = _optional_list(spec.get("roles"), "spec.roles")
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
@@ -503,6 +510,7 @@ def _parse(obj: object) -> ParsedTaskSet:
             priority=priority,
             failure_rules=failure_rules,
             active_deadline_seconds=deadline,
+            ttl_seconds_after_finished=ttl,
             raw=spec,
         ),
     )

@@ -34,6 +34,7 @@ from taskset.decide.deadlines import (
     deadline_message,
     end_at_deadline,
     ended_by_deadline,
+    expire_finished,
     requeue_for_deadline,
 )
 from taskset.decide.deletions import remove_orphaned_pods
@@ -82,6 +83,7 @@ def run_taskset(ctx: PassContext) -> None:
         if transition is None:  # terminal
             _remove_stray_units(ctx)
             remove_orphaned_pods(ctx)
+            expire_finished(ctx)
             return
         row = TASKSET_ROWS[transition.label]
         if transition.target is None:

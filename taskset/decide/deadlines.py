@@ -1,4 +1,5 @@
-"""Run bounds of issue 25 as pure reads of the pass: ``spec.activeDeadlineSeconds``.
+"""Run bounds of issue 25 as pure reads of the pass: ``spec.activeDeadlineSeconds`` and
+``spec.ttlSecondsAfterFinished``.
 
 The deadline is measured from ``status.createdAt``, the first time the controller saw the TaskSet, so it
 survives controller restarts and retries (the status is the memory) and covers every attempt and every
@@ -12,6 +13,7 @@ from taskset.api.constants import DEADLINE_EXCEEDED, MSG_DEADLINE_EXCEEDED
 from taskset.api.spec import ParsedTaskSet
 from taskset.api.status import AttemptResult, seconds_since
 from taskset.decide.passes import PassContext
+from taskset.decide.plan import ActionResult, DeleteTaskSet, ResultKind
 
 
 def active_deadline(ctx: PassContext) -> int | None:
@@ -54,3 +56,24 @@ def end_at_deadline(ctx: PassContext) -> None:
 def ended_by_deadline(result: AttemptResult | None) -> bool:
     """Whether the attempt's recorded outcome is the deadline's (the Failed condition's reason)."""
     return result is not None and not result.succeeded and result.reason.startswith(DEADLINE_EXCEEDED)
+
+
+def expire_finished(ctx: PassContext) -> None:
+    """A finished TaskSet whose ``ttlSecondsAfterFinished`` passed since ``status.finishAt`` is deleted
+    (UID precondition); before that, a pass is requeued for the moment it passes. The TTL is read from
+    the live spec, so a user may set or change it after the TaskSet finished, as for the Job."""
+    live = ctx.live
+    ttl = live.spec.ttl_seconds_after_finished if isinstance(live, ParsedTaskSet) else None
+    if ttl is None or ctx.ref.deleting or not ctx.ref.uid:
+        return
+    remaining = ttl - seconds_since(ctx.status.finish_at, ctx.now)
+    if remaining > 0:
+        ctx.plan.requeue(remaining)
+    else:
+        ctx.plan.intents.append(DeleteTaskSet(ctx.ref.uid))
+
+
+def taskset_deleted(ctx: PassContext, result: ActionResult) -> None:
+    """The TTL's delete came back: gone or going is done; an error is tried again with backoff."""
+    if result.kind == ResultKind.ERROR:
+        ctx.plan.backoff = True

@@ -375,6 +375,11 @@ CORPUS = [
         rejected("spec.activeDeadlineSeconds", INT),
         id="activeDeadlineSeconds is a duration string",
     ),
+    pytest.param(
+        taskset({"roles": [good_role()], "ttlSecondsAfterFinished": -1}),
+        rejected("spec.ttlSecondsAfterFinished", "should be greater than or equal to 0"),
+        id="negative ttlSecondsAfterFinished",
+    ),
     pytest.param(roles(1001), rejected("spec.roles", "must have at most 100 items"), id="1001 roles"),
     pytest.param(roles(10000), rejected("spec.roles", "must have at most 100 items"), id="10000 roles"),
     # ----- deep and big junk ----------------------------------------------------------------------------

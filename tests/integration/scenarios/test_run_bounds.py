@@ -1,7 +1,10 @@
 """Issue 25's run bounds on the embedded control plane: ``activeDeadlineSeconds`` failing a long TaskSet
-with reason ``DeadlineExceeded``, its Pods removed and no retry despite a retry policy."""
+with reason ``DeadlineExceeded``, its Pods removed and no retry despite a retry policy; and
+``ttlSecondsAfterFinished`` deleting a finished TaskSet."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -24,3 +27,13 @@ def test_a_deadline_fails_a_long_taskset_removes_its_pods_and_stops_retries(ts: 
     h.eventually(lambda: ts.pods("deadline") == [], timeout=h.FINAL_TIMEOUT, what="the Pods removed")
     elapsed = h.timestamp(status["finishAt"]) - h.timestamp(status["createdAt"])
     assert 4 <= elapsed < 4 + 10
+
+
+def test_the_ttl_deletes_a_finished_taskset(ts: TaskSets, run: Run) -> None:
+    builder = TaskSetBuilder("ttl").spec_field("ttlSecondsAfterFinished", 3).role("r", 1)
+    status = run(builder, script=lambda pod: h.exits(0, after=0.5))
+    assert status["state"] == "Succeeded"
+    assert ts.get("ttl") is not None  # kept until the TTL passed
+    h.eventually(lambda: ts.get("ttl") is None, timeout=h.FINAL_TIMEOUT, what="the TaskSet deleted")
+    gone = time.time()
+    assert gone - h.timestamp(status["finishAt"]) >= 3 - 1  # finishAt is rounded up to the second

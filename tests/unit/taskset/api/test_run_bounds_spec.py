@@ -25,6 +25,9 @@ def spec_with(**fields: Any) -> ParsedTaskSet | ValidationFailure:
         ({"activeDeadlineSeconds": "60"}, "spec.activeDeadlineSeconds"),
         ({"activeDeadlineSeconds": True}, "spec.activeDeadlineSeconds"),
         ({"activeDeadlineSeconds": 10**12}, "spec.activeDeadlineSeconds"),
+        ({"ttlSecondsAfterFinished": -1}, "spec.ttlSecondsAfterFinished"),
+        ({"ttlSecondsAfterFinished": 1.5}, "spec.ttlSecondsAfterFinished"),
+        ({"ttlSecondsAfterFinished": "1d"}, "spec.ttlSecondsAfterFinished"),
     ],
 )
 def test_hostile_bounds_are_rejected_naming_the_field(fields: dict[str, Any], field: str) -> None:
@@ -42,3 +45,10 @@ def test_bounds_are_parsed(fields: dict[str, Any], deadline: int | None) -> None
     result = spec_with(**fields)
     assert isinstance(result, ParsedTaskSet)
     assert result.spec.active_deadline_seconds == deadline
+
+
+@pytest.mark.parametrize(("value", "ttl"), [(None, None), (0, 0), (3600, 3600)])
+def test_the_ttl_is_parsed(value: int | None, ttl: int | None) -> None:
+    result = spec_with(ttlSecondsAfterFinished=value)
+    assert isinstance(result, ParsedTaskSet)
+    assert result.spec.ttl_seconds_after_finished == ttl

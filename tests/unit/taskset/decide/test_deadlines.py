@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from taskset.api.constants import TaskSetPhase as T
-from taskset.decide import DeleteOwned
+from taskset.decide import DeleteOwned, DeleteTaskSet
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import running, the_status
 from tests.unit.taskset.world import World, decide_once
@@ -70,3 +70,37 @@ def test_a_deadline_passing_in_the_retry_delay_completes_the_taskset() -> None:
     status = the_status(world)
     assert (status.phase, status.total_retried_count) == (T.COMPLETED, 0)
     assert "activeDeadlineSeconds (60s)" in status.state_message
+
+
+# ----- ttlSecondsAfterFinished ------------------------------------------------------------------------------
+
+
+def finished(ttl: int | None) -> World:
+    builder = TaskSetBuilder("job").role("r", 1)
+    if ttl is not None:
+        builder.spec_field("ttlSecondsAfterFinished", ttl)
+    world = running(World(builder.obj()))
+    world.exit("job-r-0", 0)
+    world.settle()
+    assert the_status(world).phase == T.COMPLETED
+    return world
+
+
+@pytest.mark.parametrize(
+    ("ttl", "after", "deleted"),
+    [(None, 10**6, False), (0, 0, True), (30, 29, False), (30, 31, True)],
+)
+def test_a_finished_taskset_is_deleted_once_its_ttl_passed(
+    ttl: int | None, after: int, deleted: bool
+) -> None:
+    world = finished(ttl)
+    world.now += timedelta(seconds=after)
+    world.reconcile()
+    assert world.taskset_deletes == ([world.taskset["metadata"]["uid"]] if deleted else [])
+
+
+def test_a_finished_taskset_waits_for_its_ttl() -> None:
+    world = finished(30)
+    plan = decide_once(world)
+    assert plan.requeue_after is not None and 0 < plan.requeue_after <= 30
+    assert not any(isinstance(intent, DeleteTaskSet) for intent in plan.intents)
