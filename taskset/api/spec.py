@@ -55,6 +55,7 @@ from taskset.api.constants import (
     TaskSetAction,
 )
 from taskset.api.failures import FailureRule, FieldError, parse_failure_rules
+from taskset.api.thresholds import parse_threshold
 
 # ======================================================================================================
 # Parsed views: frozen, defaulted, and only ever built by parse_taskset.
@@ -366,8 +367,11 @@ def _shape_role(value: object, index: int) -> _ShapedRole:
         problem = f"must be an integer between {MIN_REPLICAS} and {MAX_REPLICAS}"
         raise _shape_error(f"{path}.replicas", problem)
     completion = _optional_object(raw.get("completionPolicy"), f"{path}.completionPolicy")
-    min_succeeded = _optional_int(completion.get("minSucceeded"), f"{path}.completionPolicy.minSucceeded")
-    max_failed = _optional_int(completion.get("maxFailed"), f"{path}.completionPolicy.maxFailed")
+    threshold_path = f"{path}.completionPolicy"
+    min_succeeded = parse_threshold(
+        completion.get("minSucceeded"), f"{threshold_path}.minSucceeded", replicas
+    )
+    max_failed = parse_threshold(completion.get("maxFailed"), f"{threshold_path}.maxFailed", replicas)
     retry_policy = _parse_retry_policy(raw.get("retryPolicy"), f"{path}.retryPolicy")
     event_policies = []
     for i, entry in enumerate(_optional_list(raw.get("eventPolicy"), f"{path}.eventPolicy")):

@@ -37,3 +37,14 @@ def test_the_ttl_deletes_a_finished_taskset(ts: TaskSets, run: Run) -> None:
     h.eventually(lambda: ts.get("ttl") is None, timeout=h.FINAL_TIMEOUT, what="the TaskSet deleted")
     gone = time.time()
     assert gone - h.timestamp(status["finishAt"]) >= 3 - 1  # finishAt is rounded up to the second
+
+
+def test_a_percentage_threshold_completes_a_role_at_half(run: Run) -> None:
+    """Issue 25 item 4: minSucceeded "50%" of 4 replicas is 2; the two others never end, and are stopped."""
+    policy = {"minSucceeded": "50%", "maxFailed": "25%"}
+    builder = TaskSetBuilder("percent").role("r", 4, completionPolicy=policy)
+    script = lambda pod: h.exits(0, after=0.5) if pod.index < 2 else h.run_forever()  # noqa: E731
+    status = run(builder, script=script)
+    assert status["state"] == "Succeeded"
+    role = h.role_status(status, "r")
+    assert "succeeded count:2" in str(role), role
