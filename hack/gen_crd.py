@@ -46,6 +46,7 @@ from taskset.api.failures import (  # noqa: E402
     RULE_NAME_PATTERN,
 )
 from taskset.api.spec import MAX_BACKOFF_FACTOR  # noqa: E402
+from taskset.api.thresholds import PERCENT_PATTERN  # noqa: E402
 from taskset.integrations import framework_env as fw  # noqa: E402
 from taskset.integrations import start_order  # noqa: E402
 from taskset.integrations.gang import SCHEDULERS as GANG_SCHEDULERS  # noqa: E402
@@ -378,10 +379,26 @@ def _failure_rules(scope: str) -> Schema:
     }
 
 
+def _threshold(description: str) -> Schema:
+    """A completion threshold (issue 25, ``taskset.api.thresholds``): a count, or a percentage of the
+    replicas rounded up."""
+    return {
+        "x-kubernetes-int-or-string": True,
+        "description": f'{description} Or a percentage of replicas, "1%" to "100%", rounded up (issue 25).',
+        # Plain value validations, not CEL (a regex over an int-or-string is priced beyond the API server's
+        # budget) nor a typed anyOf (not structural): minimum applies to integers only, pattern to strings.
+        "minimum": 1,
+        "pattern": PERCENT_PATTERN,
+        "maxLength": 4,
+    }
+
+
 def _completion_rule(field: str, message_format: str) -> Schema:
-    """CEL: an explicit completion threshold must not exceed replicas (D4, D7); the path names the field."""
+    """CEL: an explicit completion count must not exceed replicas (D4, D7); the path names the field.
+    A percentage (issue 25) never does."""
     return {
         "rule": f"!has(self.completionPolicy) || !has(self.completionPolicy.{field}) || "
+        f"type(self.completionPolicy.{field}) != int || "
         f"!has(self.replicas) || self.completionPolicy.{field} <= self.replicas",
         "message": f"{field} must not exceed replicas",
         "messageExpression": f"{_prefix(message_format)} + self.name",
@@ -415,19 +432,12 @@ def _role_schema(template: Schema) -> Schema:
                 "description": "When the role completes. Absent fields: minSucceeded = replicas, "
                 "maxFailed = 1.",
                 "properties": {
-                    "minSucceeded": {
-                        "type": "integer",
-                        "format": "int32",
-                        "minimum": 1,
-                        "description": "The role succeeds once this many replicas succeeded (1..replicas).",
-                    },
-                    "maxFailed": {
-                        "type": "integer",
-                        "format": "int32",
-                        "minimum": 1,
-                        "description": "The role fails once this many replicas failed for good "
-                        "(1..replicas).",
-                    },
+                    "minSucceeded": _threshold(
+                        "The role succeeds once this many replicas succeeded (1..replicas)."
+                    ),
+                    "maxFailed": _threshold(
+                        "The role fails once this many replicas failed for good (1..replicas)."
+                    ),
                 },
             },
             "retryPolicy": _retry_policy("of each replica of this role"),
@@ -540,6 +550,12 @@ def _total_replicas_rule() -> Schema:
     }
 
 
+def _seconds_bound(description: str, low: int = 1) -> Schema:
+    """A bound in seconds (issue 25), ``low`` up to a year."""
+    top = c.MAX_RETRY_DELAY_SECONDS
+    return {"type": "integer", "format": "int64", "minimum": low, "maximum": top, "description": description}
+
+
 def _spec_schema(template: Schema) -> Schema:
     return {
         "type": "object",
@@ -552,6 +568,15 @@ def _spec_schema(template: Schema) -> Schema:
         "properties": {
             "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
             "failureRules": _failure_rules("for every role, after the role's own"),
+            "activeDeadlineSeconds": _seconds_bound(
+                "Issue 25: the TaskSet fails with reason DeadlineExceeded, its Pods removed and no retry, "
+                "once this many seconds passed since it was created (status.createdAt)."
+            ),
+            "ttlSecondsAfterFinished": _seconds_bound(
+                "Issue 25: the controller deletes the TaskSet, and with it everything it owns, this many "
+                "seconds after it finished (status.finishAt); 0 deletes it at once. Absent: kept.",
+                low=0,
+            ),
             "roles": {
                 "type": "array",
                 "description": "The roles, in order: statuses follow it, event policies are scanned in it.",

@@ -251,6 +251,7 @@ class ConditionReason(StrEnum):
     VALIDATION_FAILED = "ValidationFailed"
     SUSPENDED = "Suspended"  # the Suspended condition's reasons (issue 24)
     RESUMED = "Resumed"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"  # issue 25: spec.activeDeadlineSeconds passed
 
 
 # ----- Kubernetes events, all recorded on the TaskSet (spec 10.1) ----------------------------------------
@@ -406,3 +407,10 @@ MSG_CONTROL_UNIT_DELETED: Final = "ControlUnit {name} was deleted"
 MSG_CONTROL_UNIT_BEING_DELETED: Final = "ControlUnit {name} is being deleted"
 MSG_POD_DELETED: Final = "Pod {name} was deleted"
 MSG_CONTROL_UNIT_NAME_CONFLICT: Final = "ControlUnit name conflict: {name}"
+
+# ----- run bounds (issue 25) -----------------------------------------------------------------------------
+# The reason of the Failed condition of a TaskSet that outlived spec.activeDeadlineSeconds, as the Job's.
+DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
+MSG_DEADLINE_EXCEEDED: Final = (
+    DEADLINE_EXCEEDED + ": the TaskSet ran longer than activeDeadlineSeconds ({seconds}s)"
+)

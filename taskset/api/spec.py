@@ -55,6 +55,7 @@ from taskset.api.constants import (
     TaskSetAction,
 )
 from taskset.api.failures import FailureRule, FieldError, parse_failure_rules
+from taskset.api.thresholds import parse_threshold
 
 # ======================================================================================================
 # Parsed views: frozen, defaulted, and only ever built by parse_taskset.
@@ -147,6 +148,8 @@ class TaskSetSpec:
     queue: str | None = None  # reserved, ignored (spec 2.2)
     priority: int | None = None  # reserved, ignored (spec 2.2)
     failure_rules: tuple[FailureRule, ...] = ()  # issue 25: every role's, after the role's own
+    active_deadline_seconds: int | None = None  # issue 25: the whole TaskSet's wall-clock bound
+    ttl_seconds_after_finished: int | None = None  # issue 25: delete the TaskSet this long after it ends
     # The spec as given, for integrations that read their own part of it (taskset.integrations.base).
     # Shared with the caller: do not mutate.
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
@@ -276,6 +279,13 @@ def _bounded_int(value: object, path: str, low: int, high: int, default: int) ->
     return value
 
 
+def _optional_seconds(value: object, path: str) -> int | None:
+    """A bound in seconds (issue 25): absent means none, else between 1 and a year."""
+    if value is None:
+        return None
+    return _bounded_int(value, path, 1, MAX_RETRY_DELAY_SECONDS, default=1)
+
+
 def _dns_label(value: object, path: str) -> str:
     if value is None:
         raise _shape_error(path, "required")
@@ -357,8 +367,11 @@ def _shape_role(value: object, index: int) -> _ShapedRole:
         problem = f"must be an integer between {MIN_REPLICAS} and {MAX_REPLICAS}"
         raise _shape_error(f"{path}.replicas", problem)
     completion = _optional_object(raw.get("completionPolicy"), f"{path}.completionPolicy")
-    min_succeeded = _optional_int(completion.get("minSucceeded"), f"{path}.completionPolicy.minSucceeded")
-    max_failed = _optional_int(completion.get("maxFailed"), f"{path}.completionPolicy.maxFailed")
+    threshold_path = f"{path}.completionPolicy"
+    min_succeeded = parse_threshold(
+        completion.get("minSucceeded"), f"{threshold_path}.minSucceeded", replicas
+    )
+    max_failed = parse_threshold(completion.get("maxFailed"), f"{threshold_path}.maxFailed", replicas)
     retry_policy = _parse_retry_policy(raw.get("retryPolicy"), f"{path}.retryPolicy")
     event_policies = []
     for i, entry in enumerate(_optional_list(raw.get("eventPolicy"), f"{path}.eventPolicy")):
@@ -451,6 +464,13 @@ def _parse(obj: object) -> ParsedTaskSet:
         raise _shape_error("spec.suspend", "must be a boolean")
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
     failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
+    deadline = _optional_seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds")
+    ttl = spec.get("ttlSecondsAfterFinished")  # 0 deletes at once, as the Job's
+    ttl = (
+        None
+        if ttl is None
+        else _bounded_int(ttl, "spec.ttlSecondsAfterFinished", 0, MAX_RETRY_DELAY_SECONDS, 0)
+    )
     raw_roles = _optional_list(spec.get("roles"), "spec.roles")
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
@@ -496,6 +516,8 @@ def _parse(obj: object) -> ParsedTaskSet:
             queue=queue,
             priority=priority,
             failure_rules=failure_rules,
+            active_deadline_seconds=deadline,
+            ttl_seconds_after_finished=ttl,
             raw=spec,
         ),
     )

@@ -22,6 +22,7 @@ from taskset.api.spec import ParseResult, TaskSetSpec
 from taskset.api.status import TaskSetStatus, clip, stamp
 from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
+from taskset.decide.deadlines import taskset_deleted
 from taskset.decide.deletions import report_terminating
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
 from taskset.decide.owned import owned_created, owned_deleted, recheck_gates
@@ -34,6 +35,7 @@ from taskset.decide.plan import (
     CreatePod,
     DeleteOwned,
     DeletePod,
+    DeleteTaskSet,
     Event,
     Intent,
     LogRecord,
@@ -72,6 +74,7 @@ __all__ = [
     "CreatePod",
     "DeleteOwned",
     "DeletePod",
+    "DeleteTaskSet",
     "Event",
     "FromResult",
     "Intent",
@@ -127,6 +130,8 @@ class Pass:
                 owned_deleted(ctx, intent, result)
         elif isinstance(intent, CreatePod):
             pod_created(ctx, intent, result)
+        elif isinstance(intent, DeleteTaskSet):
+            taskset_deleted(ctx, result)
         else:
             pod_deleted(ctx, intent, result)
 

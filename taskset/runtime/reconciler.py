@@ -55,6 +55,7 @@ from taskset.decide import (
     CreatePod,
     DeleteOwned,
     DeletePod,
+    DeleteTaskSet,
     Intent,
     LogRecord,
     Plan,
@@ -360,6 +361,10 @@ class Reconciler:
                     resource=kind.plural,
                     propagation="Foreground" if intent.control_unit else None,
                 )
+                result = ActionResult(ResultKind.OK)
+            elif isinstance(intent, DeleteTaskSet):  # issue 25: ttlSecondsAfterFinished passed
+                name = obj["metadata"]["name"]
+                self._client.delete(taskset_path(ns, name), uid=intent.uid, resource="tasksets")
                 result = ActionResult(ResultKind.OK)
             elif isinstance(intent, CreatePod):
                 pod = self._client.create(core_path(ns, "pods"), self._pod(plan, intent), resource="pods")

@@ -472,6 +472,31 @@ CORPUS = [
         rejected(f"{R0}.retryPolicy.delay", INT),
         id="fractional retry delay",
     ),
+    pytest.param(
+        taskset({"roles": [good_role()], "activeDeadlineSeconds": 0}),
+        rejected("spec.activeDeadlineSeconds", "should be greater than or equal to 1"),
+        id="zero activeDeadlineSeconds",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "activeDeadlineSeconds": "1h"}),
+        rejected("spec.activeDeadlineSeconds", INT),
+        id="activeDeadlineSeconds is a duration string",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "ttlSecondsAfterFinished": -1}),
+        rejected("spec.ttlSecondsAfterFinished", "should be greater than or equal to 0"),
+        id="negative ttlSecondsAfterFinished",
+    ),
+    pytest.param(
+        with_role(replicas=4, completionPolicy={"minSucceeded": "0%", "maxFailed": "50"}),
+        rejected(f"{R0}.completionPolicy.minSucceeded", f"{R0}.completionPolicy.maxFailed", "should match"),
+        id="threshold percentages out of range or without the sign",
+    ),
+    pytest.param(
+        with_role(replicas=4, completionPolicy={"maxFailed": "12.5%"}),
+        rejected(f"{R0}.completionPolicy.maxFailed", "Too long"),
+        id="a fractional threshold percentage",
+    ),
     pytest.param(roles(1001), rejected("spec.roles", "must have at most 100 items"), id="1001 roles"),
     pytest.param(roles(10000), rejected("spec.roles", "must have at most 100 items"), id="10000 roles"),
     # ----- deep and big junk ----------------------------------------------------------------------------

@@ -166,7 +166,8 @@ def test_taskset_bounds_match_the_controller(root: dict[str, Any]) -> None:
     for policy in (
         role["properties"]["completionPolicy"]["properties"][k] for k in ("minSucceeded", "maxFailed")
     ):
-        assert policy["minimum"] == 1
+        assert policy["x-kubernetes-int-or-string"] is True  # a count or a percentage (issue 25)
+        assert (policy["minimum"], policy["maxLength"]) == (1, 4)
     for retry in (spec["retryPolicy"], role["properties"]["retryPolicy"]):
         assert retry["properties"]["retry"] == {
             "type": "boolean",
