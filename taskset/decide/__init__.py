@@ -23,7 +23,7 @@ from taskset.api.status import TaskSetStatus, clip, stamp
 from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
 from taskset.decide.deletions import report_terminating
-from taskset.decide.elastic import scaled_spec
+from taskset.decide.elastic import scaled_spec, settle_scale
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
 from taskset.decide.owned import owned_created, owned_deleted
 from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
@@ -149,6 +149,7 @@ def decide(
     if ctx.plan.snapshot_wanted is not None:
         return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
     run_taskset(ctx)
+    settle_scale(ctx)
     report_waiting(ctx)
     report_terminating(ctx)
     return Pass(ctx)

@@ -143,3 +143,18 @@ def counted_replicas(role: Role, status: RoleStatus) -> list[ReplicaStatus]:
     current = [r for r in status.replicas[: role.replicas] if not r.stopped]
     coming = role.replicas - len(current)
     return current + [ReplicaStatus(index=len(current) + i, name=status.name) for i in range(coming)]
+
+
+def settle_scale(ctx: PassContext) -> None:
+    """After the machines ran: a scaled-down replica that completed in this pass leaves the list, and an
+    index waiting for it comes back now, so no watch event is needed for either (the status write of this
+    pass carries them; a fresh replica's Pod is asked for by the pass this requeue brings)."""
+    if ctx.status.phase not in _SCALING_PHASES:
+        return
+    for status in ctx.status.roles:
+        if status.target_replicas is None or status.phase not in _SCALING_ROLES:
+            continue
+        fresh = sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped)
+        resize(status, status.target_replicas, ctx.stamp)
+        if sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped) > fresh:
+            ctx.plan.requeue(0.0)
