@@ -394,12 +394,14 @@ def _threshold(description: str) -> Schema:
 
 
 def _completion_rule(field: str, message_format: str) -> Schema:
-    """CEL: an explicit completion count must not exceed replicas (D4, D7); the path names the field.
-    A percentage (issue 25) never does."""
+    """CEL: an explicit completion count must not exceed replicas (D4, D7), or maxReplicas when the role
+    has one (issue 26: the threshold is then clamped to the current count); the path names the field. A
+    percentage (issue 25) never does."""
+    ceiling = "(has(self.maxReplicas) ? self.maxReplicas : self.replicas)"
     return {
         "rule": f"!has(self.completionPolicy) || !has(self.completionPolicy.{field}) || "
         f"type(self.completionPolicy.{field}) != int || "
-        f"!has(self.replicas) || self.completionPolicy.{field} <= self.replicas",
+        f"!has(self.replicas) || self.completionPolicy.{field} <= {ceiling}",
         "message": f"{field} must not exceed replicas",
         "messageExpression": f"{_prefix(message_format)} + self.name",
         "fieldPath": f".completionPolicy.{field}",
@@ -425,8 +427,14 @@ def _role_schema(template: Schema) -> Schema:
                 "format": "int32",
                 "minimum": c.MIN_REPLICAS,
                 "maximum": c.MAX_REPLICAS,
-                "description": "Number of replicas, one Pod each.",
+                "description": "Number of replicas, one Pod each. Changing it while the TaskSet runs "
+                "scales the running attempt (issue 26), within minReplicas..maxReplicas.",
             },
+            "minReplicas": _bound("The fewest replicas the role may be scaled to (default 1)."),
+            "maxReplicas": _bound(
+                f"The most replicas the role may be scaled to (default {c.MAX_REPLICAS}); Pod names "
+                "must fit for it, and explicit completion thresholds may reach it."
+            ),
             "completionPolicy": {
                 "type": "object",
                 "description": "When the role completes. Absent fields: minSucceeded = replicas, "
@@ -467,6 +475,7 @@ def _role_schema(template: Schema) -> Schema:
                 "fieldPath": ".dependsOn",
                 "reason": "FieldValueInvalid",
             },
+            *_bounds_rules(),
         ],
     }
 
@@ -516,11 +525,41 @@ def _depends_on_rule() -> Schema:
     }
 
 
+def _bound(description: str) -> Schema:
+    return {
+        "type": "integer",
+        "format": "int32",
+        "minimum": c.MIN_REPLICAS,
+        "maximum": c.MAX_REPLICAS,
+        "description": description,
+    }
+
+
+def _bounds_rules() -> list[Schema]:
+    """CEL (issue 26): minReplicas <= replicas <= maxReplicas, each bound optional. A scale outside them is
+    refused by the API server, ``kubectl scale`` included."""
+    return [
+        {
+            "rule": "!has(self.minReplicas) || !has(self.replicas) || self.replicas >= self.minReplicas",
+            "message": "replicas must be at least minReplicas",
+            "fieldPath": ".replicas",
+            "reason": "FieldValueInvalid",
+        },
+        {
+            "rule": "!has(self.maxReplicas) || !has(self.replicas) || self.replicas <= self.maxReplicas",
+            "message": "replicas must be at most maxReplicas",
+            "fieldPath": ".replicas",
+            "reason": "FieldValueInvalid",
+        },
+    ]
+
+
 def _pod_name_rule() -> Schema:
     """CEL on the whole object (D2): every role's longest Pod name, {taskset}-{role}-{replicas-1}, must fit
     in a DNS label. Only the root can see both metadata.name and the roles."""
     too_long = (
-        "size(self.metadata.name) + size(r.name) + size(string(r.replicas - 1)) + 2 > "
+        "size(self.metadata.name) + size(r.name) + "
+        "size(string((has(r.maxReplicas) ? r.maxReplicas : r.replicas) - 1)) + 2 > "
         f"{c.POD_NAME_MAX_LENGTH}"
     )
     checked = "has(r.name) && has(r.replicas)"
@@ -904,6 +943,15 @@ def _status_schema() -> Schema:
                 "x-kubernetes-list-type": "atomic",
             },
             "replicaRows": _replica_rows(),
+            "targetReplicas": {
+                **_count(),
+                "description": "Issue 26: the replicas this attempt runs the role with, once it was scaled.",
+            },
+            "lastScale": {
+                "type": "object",
+                "description": "Issue 26: the role's last scale in this attempt: from, to, at.",
+                "properties": {"from": _count(), "to": _count(), "at": _time()},
+            },
         },
     }
     return {

@@ -279,6 +279,8 @@ class EventReason(StrEnum):
     # R only (issue 29): an integration holds a role's Pods (its objects are not there yet, or its gate
     # is closed); once per role when the reason changes. And its object that the API server refused.
     ROLE_HELD = "TaskRoleHeld"
+    # R only (issue 26): a running role's replicas changed (from -> to), once per scale.
+    ROLE_SCALED = "TaskRoleScaled"
     OWNED_OBJECT_CREATION_FAILED = "OwnedObjectCreationFailed"
     # R only (issue 30): the attempt's ControlUnit snapshot does not match the digest in the status.
     CONTROL_UNIT_TAMPERED = "ControlUnitTampered"

@@ -25,8 +25,9 @@ from taskset.api.constants import (
     TaskSetPhase,
 )
 from taskset.api.constants import TaskSetPhase as T
+from taskset.api.names import control_unit_name
 from taskset.api.slim import snapshot_digest
-from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure, control_unit_name
+from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure
 from taskset.api.status import AttemptResult, seconds_since
 from taskset.api.views import ControlUnitView
 from taskset.decide.deadlines import (

@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from taskset.api.constants import DNS1123_LABEL_MAX_LENGTH
-from taskset.api.spec import CheckFailure, pod_name, spec_object
+from taskset.api.names import pod_name
+from taskset.api.spec import CheckFailure, spec_object
 from taskset.objects.owned import ObjectKind
 
 SERVICES: Final = ObjectKind(group="", version="v1", plural="services", kind="Service")

@@ -37,9 +37,10 @@ from clock import Clock, RealClock
 from informers import DeletedFinalStateUnknown, Store
 from taskset.api.constants import ANNOTATION_TASKSET, LOGGER_NAME, EventReason
 from taskset.api.fields import controller_uid
+from taskset.api.names import control_unit_name, is_control_unit_name
 from taskset.api.sharing import managed_here, suspended
 from taskset.api.slim import snapshot_digest
-from taskset.api.spec import ParseResult, control_unit_name, is_control_unit_name, parse_taskset
+from taskset.api.spec import ParseResult, parse_taskset
 from taskset.api.status import QUOTED_MAX, TaskSetStatus, clip
 from taskset.api.views import (
     ControlUnitView,

@@ -13,7 +13,8 @@ import pytest
 import structlog
 
 from devcluster import Cluster, sim
-from taskset.api.spec import Role, pod_name
+from taskset.api.names import pod_name
+from taskset.api.spec import Role
 from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed
 from taskset.integrations import BUILT_IN, Attempt, Integration

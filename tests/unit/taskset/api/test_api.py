@@ -20,6 +20,7 @@ from taskset.api.constants import (
     RolePhase,
     TaskSetAction,
 )
+from taskset.api.names import control_unit_name, is_dns1123_label, longest_pod_name_length, pod_name
 from taskset.api.spec import (
     DEFAULT_EVENT_POLICIES,
     IMPLICIT_FAILURE_POLICY,
@@ -31,11 +32,7 @@ from taskset.api.spec import (
     Role,
     RoleOutline,
     ValidationFailure,
-    control_unit_name,
-    is_dns1123_label,
-    longest_pod_name_length,
     parse_taskset,
-    pod_name,
 )
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
 from taskset.api.thresholds import THRESHOLD_PROBLEM

@@ -111,6 +111,7 @@ def test_resource_identity() -> None:
                 "PodUnschedulable",
                 "PodContainerWaiting",
                 "TaskRoleHeld",
+                "TaskRoleScaled",
                 "OwnedObjectCreationFailed",
                 "ControlUnitTampered",
                 "StatusWriteRefused",
