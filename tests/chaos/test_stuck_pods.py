@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
@@ -173,6 +173,25 @@ def unknown_in(attempts: set[int], ts: TaskSets) -> Any:
     return script
 
 
+# Issue 25: a lost node is a platform failure by default, retried without counting; this rule counts it
+# again, as before issue 25, so that the retry policy decides.
+COUNT_NODE_LOSS: Final = [{"name": "count-node-loss", "action": "RetryCounted", "onPodReasons": ["NodeLost"]}]
+
+
+def test_by_default_a_pod_lost_to_unknown_is_retried_without_counting(
+    ts: TaskSets, recorder: Recorder
+) -> None:
+    """No retry policy, and still the replica gets another attempt: the built-in failure rule."""
+    recorder.script = unknown_in({0}, ts)
+    ts.create(TaskSetBuilder("lost").role("r", 1).obj())
+    status = ts.final("lost", FINAL_TIMEOUT)
+    assert status["state"] == "Succeeded", status
+    final = replica(status, "r", 0)
+    assert (final["totalRetriedCount"], final["uncountedRetries"]) == (1, 1)
+    assert final["terminatedInfo"]["exitCode"] == 0
+    assert never_overlapping(recorder.pod_log("lost-r-0"))
+
+
 @pytest.mark.parametrize(
     ("retry", "unknown", "state", "retried", "decision"),
     [
@@ -196,7 +215,7 @@ def test_a_pod_in_phase_unknown_fails_its_attempt_and_the_retry_policy_applies(
     decision: str | None,
 ) -> None:
     recorder.script = unknown_in(unknown, ts)
-    ts.create(TaskSetBuilder("lost").role("r", 1, retry=retry).obj())
+    ts.create(TaskSetBuilder("lost").role("r", 1, retry=retry, failureRules=COUNT_NODE_LOSS).obj())
     status = ts.final("lost", FINAL_TIMEOUT)
 
     assert status["state"] == state
