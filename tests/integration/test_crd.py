@@ -269,8 +269,8 @@ REJECTED = [
     ),
     pytest.param(
         _edit(one_role(), lambda o: _role(o).update(completionPolicy={"minSucceeded": "all"})),
-        ["spec.roles[0].completionPolicy.minSucceeded", "must be of type integer"],
-        id="minSucceeded as a string",
+        ["spec.roles[0].completionPolicy.minSucceeded", "should match '^(100|[1-9][0-9]?)%$'"],
+        id="minSucceeded as a string that is no percentage (issue 25)",
     ),
     pytest.param(
         TaskSetBuilder("ts").queue("Default").role("r").obj(),
