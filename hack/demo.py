@@ -6,6 +6,10 @@ loopback, runs the real daemon (`python -m taskset.daemon.main --kubeconfig ...`
 applies `tests/examples/readme-zh-quickstart.yaml` unchanged except for simulation annotations (each
 container's `sleep N; exit K` becomes "run N/10 s, then exit K"), prints the TaskSet's progress live,
 and cleans everything up. Exit status 0 means the TaskSet ended Succeeded, as the README promises.
+
+On the way (issue 23) it prints the layout injected into one worker (the peer lists every container
+gets) and resolves that worker's DNS name through CoreDNS, started beside the control plane as a real
+cluster runs it, to the IP of its Pod.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from typing import Any
 import yaml
 
 from devcluster import Cluster, Settings, sim
+from devcluster.coredns import CLUSTER_DOMAIN, CoreDNS
+from taskset_sdk.kubectl import main as kubectl_taskset
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tests" / "examples" / "readme-zh-quickstart.yaml"
@@ -77,15 +83,35 @@ def main() -> int:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+            coredns = CoreDNS(cluster).start()
             try:
-                return run_demo(cluster, log_path)
+                return run_demo(cluster, log_path, coredns)
             finally:
+                coredns.stop()
                 daemon.send_signal(signal.SIGTERM)
                 code = daemon.wait(30)
                 print(f"controller stopped (exit code {code})", flush=True)
 
 
-def run_demo(cluster: Cluster, log_path: Path) -> int:
+def show_layout(cluster: Cluster, coredns: CoreDNS, pod_name: str) -> bool:
+    """Print the peer lists injected into ``pod_name`` and resolve its name through CoreDNS, once the
+    Pod has an IP; False while it has none yet."""
+    got = cluster.kubectl("get", "pod", pod_name, "-o", "json", check=False)
+    pod = json.loads(got.stdout) if got.returncode == 0 else {}
+    ip = (pod.get("status") or {}).get("podIP")
+    if not ip:
+        return False
+    env = {e["name"]: e.get("value", "") for e in pod["spec"]["containers"][0].get("env") or []}
+    print(f"\nthe layout injected into {pod_name}:")
+    for name in sorted(key for key in env if key.startswith(("TASKSET_", "TASKROLE_"))):
+        print(f"  {name}={env[name]}")
+    namespace = pod["metadata"]["namespace"]
+    fqdn = f"{pod['spec']['hostname']}.{pod['spec']['subdomain']}.{namespace}.svc.{CLUSTER_DOMAIN}"
+    print(f"CoreDNS: {fqdn} -> {', '.join(coredns.resolve(fqdn)) or 'no answer'} (the Pod's IP: {ip})\n")
+    return True
+
+
+def run_demo(cluster: Cluster, log_path: Path, coredns: CoreDNS) -> int:
     taskset = simulate(yaml.safe_load(EXAMPLE.read_text()))
     name = taskset["metadata"]["name"]
     deadline = time.monotonic() + 60
@@ -98,6 +124,7 @@ def run_demo(cluster: Cluster, log_path: Path) -> int:
     last = ""
     status: dict[str, Any] = {}
     deadline = time.monotonic() + DEADLINE
+    shown = False
     while time.monotonic() < deadline:
         got = cluster.kubectl("get", "taskset", name, "-o", "json", check=False)
         status = json.loads(got.stdout).get("status") or {} if got.returncode == 0 else {}
@@ -105,6 +132,8 @@ def run_demo(cluster: Cluster, log_path: Path) -> int:
         if line != last:
             print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
             last = line
+        if not shown and status.get("phase") == "TaskSetAttemptRunning":
+            shown = show_layout(cluster, coredns, f"{name}-worker-0")
         if status.get("phase") == "TaskSetCompleted":
             break
         time.sleep(0.3)
@@ -116,6 +145,8 @@ def run_demo(cluster: Cluster, log_path: Path) -> int:
         ).stdout
     )
     print(f"final state: {status.get('state')} — {status.get('stateMessage')}")
+    print("\n$ kubectl taskset get " + name, flush=True)  # the plugin's tree (taskset_sdk.kubectl)
+    kubectl_taskset(["get", name, "--kubeconfig", str(cluster.kubeconfig), "-n", "default"])
     cluster.kubectl("delete", "taskset", name, "--wait=true", check=False)
     return 0 if status.get("state") == "Succeeded" else 1
 

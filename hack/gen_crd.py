@@ -46,6 +46,9 @@ from taskset.api.failures import (  # noqa: E402
     RULE_NAME_PATTERN,
 )
 from taskset.api.spec import MAX_BACKOFF_FACTOR  # noqa: E402
+from taskset.api.thresholds import PERCENT_PATTERN  # noqa: E402
+from taskset.integrations import framework_env as fw  # noqa: E402
+from taskset.integrations import start_order  # noqa: E402
 from taskset.integrations.gang import SCHEDULERS as GANG_SCHEDULERS  # noqa: E402
 
 OUTPUT = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
@@ -376,11 +379,29 @@ def _failure_rules(scope: str) -> Schema:
     }
 
 
+def _threshold(description: str) -> Schema:
+    """A completion threshold (issue 25, ``taskset.api.thresholds``): a count, or a percentage of the
+    replicas rounded up."""
+    return {
+        "x-kubernetes-int-or-string": True,
+        "description": f'{description} Or a percentage of replicas, "1%" to "100%", rounded up (issue 25).',
+        # Plain value validations, not CEL (a regex over an int-or-string is priced beyond the API server's
+        # budget) nor a typed anyOf (not structural): minimum applies to integers only, pattern to strings.
+        "minimum": 1,
+        "pattern": PERCENT_PATTERN,
+        "maxLength": 4,
+    }
+
+
 def _completion_rule(field: str, message_format: str) -> Schema:
-    """CEL: an explicit completion threshold must not exceed replicas (D4, D7); the path names the field."""
+    """CEL: an explicit completion count must not exceed replicas (D4, D7), or maxReplicas when the role
+    has one (issue 26: the threshold is then clamped to the current count); the path names the field. A
+    percentage (issue 25) never does."""
+    ceiling = "(has(self.maxReplicas) ? self.maxReplicas : self.replicas)"
     return {
         "rule": f"!has(self.completionPolicy) || !has(self.completionPolicy.{field}) || "
-        f"!has(self.replicas) || self.completionPolicy.{field} <= self.replicas",
+        f"type(self.completionPolicy.{field}) != int || "
+        f"!has(self.replicas) || self.completionPolicy.{field} <= {ceiling}",
         "message": f"{field} must not exceed replicas",
         "messageExpression": f"{_prefix(message_format)} + self.name",
         "fieldPath": f".completionPolicy.{field}",
@@ -406,26 +427,25 @@ def _role_schema(template: Schema) -> Schema:
                 "format": "int32",
                 "minimum": c.MIN_REPLICAS,
                 "maximum": c.MAX_REPLICAS,
-                "description": "Number of replicas, one Pod each.",
+                "description": "Number of replicas, one Pod each. Changing it while the TaskSet runs "
+                "scales the running attempt (issue 26), within minReplicas..maxReplicas.",
             },
+            "minReplicas": _bound("The fewest replicas the role may be scaled to (default 1)."),
+            "maxReplicas": _bound(
+                f"The most replicas the role may be scaled to (default {c.MAX_REPLICAS}); Pod names "
+                "must fit for it, and explicit completion thresholds may reach it."
+            ),
             "completionPolicy": {
                 "type": "object",
                 "description": "When the role completes. Absent fields: minSucceeded = replicas, "
                 "maxFailed = 1.",
                 "properties": {
-                    "minSucceeded": {
-                        "type": "integer",
-                        "format": "int32",
-                        "minimum": 1,
-                        "description": "The role succeeds once this many replicas succeeded (1..replicas).",
-                    },
-                    "maxFailed": {
-                        "type": "integer",
-                        "format": "int32",
-                        "minimum": 1,
-                        "description": "The role fails once this many replicas failed for good "
-                        "(1..replicas).",
-                    },
+                    "minSucceeded": _threshold(
+                        "The role succeeds once this many replicas succeeded (1..replicas)."
+                    ),
+                    "maxFailed": _threshold(
+                        "The role fails once this many replicas failed for good (1..replicas)."
+                    ),
                 },
             },
             "retryPolicy": _retry_policy("of each replica of this role"),
@@ -442,21 +462,104 @@ def _role_schema(template: Schema) -> Schema:
                     },
                 },
             },
+            "dependsOn": _depends_on_schema(),
             "template": template,
             "failureRules": _failure_rules("of this role, matched before the TaskSet's"),
         },
         "x-kubernetes-validations": [
             _completion_rule("minSucceeded", c.MSG_MIN_SUCCEEDED_ABOVE_REPLICAS),
             _completion_rule("maxFailed", c.MSG_MAX_FAILED_ABOVE_REPLICAS),
+            {
+                "rule": "!has(self.dependsOn) || !self.dependsOn.exists(d, d.role == self.name)",
+                "message": "a role cannot depend on itself",
+                "fieldPath": ".dependsOn",
+                "reason": "FieldValueInvalid",
+            },
+            *_bounds_rules(),
         ],
     }
+
+
+def _depends_on_schema() -> Schema:
+    """``roles[].dependsOn`` (issue 23, ``taskset.integrations.start_order``)."""
+    return {
+        "type": "array",
+        "maxItems": start_order.MAX_DEPENDENCIES,
+        "description": "Start order: the role's Pods are created only once these roles have reached a point.",
+        "items": {
+            "type": "object",
+            "required": ["role"],
+            "properties": {
+                "role": {
+                    "type": "string",
+                    "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                    "description": "Another role of the TaskSet.",
+                },
+                "until": {
+                    "type": "string",
+                    "enum": [str(u) for u in start_order.Until],
+                    "description": "Running (default), Ready or Succeeded.",
+                },
+                "minReplicas": {
+                    "type": "integer",
+                    "format": "int32",
+                    "minimum": 1,
+                    "description": "How many of its replicas must have reached it (default all; for "
+                    "Succeeded, its completionPolicy.minSucceeded).",
+                },
+            },
+        },
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["role"],
+    }
+
+
+def _depends_on_rule() -> Schema:
+    """CEL (issue 23): every role a dependsOn names is a role of the TaskSet (cycles: the controller)."""
+    return {
+        "rule": "!has(self.roles) || self.roles.all(r, !has(r.dependsOn) || "
+        "r.dependsOn.all(d, self.roles.exists(o, o.name == d.role)))",
+        "message": "dependsOn must name roles of the TaskSet",
+        "fieldPath": ".roles",
+        "reason": "FieldValueInvalid",
+    }
+
+
+def _bound(description: str) -> Schema:
+    return {
+        "type": "integer",
+        "format": "int32",
+        "minimum": c.MIN_REPLICAS,
+        "maximum": c.MAX_REPLICAS,
+        "description": description,
+    }
+
+
+def _bounds_rules() -> list[Schema]:
+    """CEL (issue 26): minReplicas <= replicas <= maxReplicas, each bound optional. A scale outside them is
+    refused by the API server, ``kubectl scale`` included."""
+    return [
+        {
+            "rule": "!has(self.minReplicas) || !has(self.replicas) || self.replicas >= self.minReplicas",
+            "message": "replicas must be at least minReplicas",
+            "fieldPath": ".replicas",
+            "reason": "FieldValueInvalid",
+        },
+        {
+            "rule": "!has(self.maxReplicas) || !has(self.replicas) || self.replicas <= self.maxReplicas",
+            "message": "replicas must be at most maxReplicas",
+            "fieldPath": ".replicas",
+            "reason": "FieldValueInvalid",
+        },
+    ]
 
 
 def _pod_name_rule() -> Schema:
     """CEL on the whole object (D2): every role's longest Pod name, {taskset}-{role}-{replicas-1}, must fit
     in a DNS label. Only the root can see both metadata.name and the roles."""
     too_long = (
-        "size(self.metadata.name) + size(r.name) + size(string(r.replicas - 1)) + 2 > "
+        "size(self.metadata.name) + size(r.name) + "
+        "size(string((has(r.maxReplicas) ? r.maxReplicas : r.replicas) - 1)) + 2 > "
         f"{c.POD_NAME_MAX_LENGTH}"
     )
     checked = "has(r.name) && has(r.replicas)"
@@ -486,13 +589,33 @@ def _total_replicas_rule() -> Schema:
     }
 
 
+def _seconds_bound(description: str, low: int = 1) -> Schema:
+    """A bound in seconds (issue 25), ``low`` up to a year."""
+    top = c.MAX_RETRY_DELAY_SECONDS
+    return {"type": "integer", "format": "int64", "minimum": low, "maximum": top, "description": description}
+
+
 def _spec_schema(template: Schema) -> Schema:
     return {
         "type": "object",
-        "x-kubernetes-validations": [_total_replicas_rule(), _managed_by_rule()],
+        "x-kubernetes-validations": [
+            _total_replicas_rule(),
+            _depends_on_rule(),
+            *_framework_rules(),
+            _managed_by_rule(),
+        ],
         "properties": {
             "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
             "failureRules": _failure_rules("for every role, after the role's own"),
+            "activeDeadlineSeconds": _seconds_bound(
+                "Issue 25: the TaskSet fails with reason DeadlineExceeded, its Pods removed and no retry, "
+                "once this many seconds passed since it was created (status.createdAt)."
+            ),
+            "ttlSecondsAfterFinished": _seconds_bound(
+                "Issue 25: the controller deletes the TaskSet, and with it everything it owns, this many "
+                "seconds after it finished (status.finishAt); 0 deletes it at once. Absent: kept.",
+                low=0,
+            ),
             "roles": {
                 "type": "array",
                 "description": "The roles, in order: statuses follow it, event policies are scanned in it.",
@@ -504,10 +627,13 @@ def _spec_schema(template: Schema) -> Schema:
             "network": _network_schema(),
             "framework": {
                 "type": "string",
-                "enum": ["tensorflow"],
-                "description": "A framework preset (issue 23): tensorflow gives every container TF_CONFIG "
-                "built from the replicas' DNS names.",
+                "enum": list(fw.FRAMEWORKS),
+                "description": "A framework preset (issue 23), built from the replicas' DNS names: "
+                "tensorflow gives every container TF_CONFIG; pytorch MASTER_ADDR, MASTER_PORT, WORLD_SIZE, "
+                "RANK and torchrun's PET_*; jax JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID; "
+                "mpi a hostfile mounted at /etc/mpi.",
             },
+            "frameworkOptions": _framework_options_schema(),
             "queue": {
                 "type": "string",
                 "pattern": c.QUEUE_PATTERN,
@@ -532,6 +658,62 @@ def _spec_schema(template: Schema) -> Schema:
                 "description": "Immutable. The controller that reconciles this TaskSet, a domain-prefixed "
                 f"path; absent means {c.CONTROLLER_NAME}. Any other value, and this controller leaves the "
                 "TaskSet alone (as the Job controller does with its spec.managedBy).",
+            },
+        },
+    }
+
+
+def _framework_rules() -> list[Schema]:
+    """CEL (issue 23): the master role is one of the roles; a preset needs the replicas' names."""
+    return [
+        {
+            "rule": "!has(self.frameworkOptions) || !has(self.frameworkOptions.masterRole) || "
+            "(has(self.roles) && self.roles.exists(r, r.name == self.frameworkOptions.masterRole))",
+            "message": "must name one of the roles",
+            "fieldPath": ".frameworkOptions.masterRole",
+            "reason": "FieldValueInvalid",
+        },
+        {
+            "rule": "!has(self.framework) || !has(self.network) || !has(self.network.enableDNSHostnames) || "
+            "self.network.enableDNSHostnames",
+            "message": "a framework preset needs the replicas' DNS names",
+            "fieldPath": ".network.enableDNSHostnames",
+            "reason": "FieldValueInvalid",
+        },
+    ]
+
+
+def _framework_options_schema() -> Schema:
+    """``spec.frameworkOptions`` (issue 23, ``taskset.integrations.framework_env``)."""
+    return {
+        "type": "object",
+        "description": "Tunes the framework preset.",
+        "properties": {
+            "masterRole": {
+                "type": "string",
+                "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                "description": "The role that plays master, chief, coordinator or launcher (default: the "
+                "first role named master, chief, launcher or coordinator, else the first role).",
+            },
+            "port": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "maximum": fw.PORT_MAX,
+                "description": "The master's port (default: the master role's first container port, else "
+                f"{fw.DEFAULT_PYTORCH_PORT} for pytorch, {fw.DEFAULT_JAX_PORT} for jax).",
+            },
+            "nprocPerNode": {
+                "type": "string",
+                "pattern": fw.NPROC_PATTERN,
+                "description": "torchrun's processes per replica: auto, cpu, gpu or a number (default auto).",
+            },
+            "slotsPerWorker": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": 1,
+                "maximum": fw.MAX_SLOTS,
+                "description": "MPI slots per replica in the hostfile (default 1).",
             },
         },
     }
@@ -761,6 +943,15 @@ def _status_schema() -> Schema:
                 "x-kubernetes-list-type": "atomic",
             },
             "replicaRows": _replica_rows(),
+            "targetReplicas": {
+                **_count(),
+                "description": "Issue 26: the replicas this attempt runs the role with, once it was scaled.",
+            },
+            "lastScale": {
+                "type": "object",
+                "description": "Issue 26: the role's last scale in this attempt: from, to, at.",
+                "properties": {"from": _count(), "to": _count(), "at": _time()},
+            },
         },
     }
     return {

@@ -251,6 +251,7 @@ class ConditionReason(StrEnum):
     VALIDATION_FAILED = "ValidationFailed"
     SUSPENDED = "Suspended"  # the Suspended condition's reasons (issue 24)
     RESUMED = "Resumed"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"  # issue 25: spec.activeDeadlineSeconds passed
 
 
 # ----- Kubernetes events, all recorded on the TaskSet (spec 10.1) ----------------------------------------
@@ -278,6 +279,8 @@ class EventReason(StrEnum):
     # R only (issue 29): an integration holds a role's Pods (its objects are not there yet, or its gate
     # is closed); once per role when the reason changes. And its object that the API server refused.
     ROLE_HELD = "TaskRoleHeld"
+    # R only (issue 26): a running role's replicas changed (from -> to), once per scale.
+    ROLE_SCALED = "TaskRoleScaled"
     OWNED_OBJECT_CREATION_FAILED = "OwnedObjectCreationFailed"
     # R only (issue 30): the attempt's ControlUnit snapshot does not match the digest in the status.
     CONTROL_UNIT_TAMPERED = "ControlUnitTampered"
@@ -406,3 +409,10 @@ MSG_CONTROL_UNIT_DELETED: Final = "ControlUnit {name} was deleted"
 MSG_CONTROL_UNIT_BEING_DELETED: Final = "ControlUnit {name} is being deleted"
 MSG_POD_DELETED: Final = "Pod {name} was deleted"
 MSG_CONTROL_UNIT_NAME_CONFLICT: Final = "ControlUnit name conflict: {name}"
+
+# ----- run bounds (issue 25) -----------------------------------------------------------------------------
+# The reason of the Failed condition of a TaskSet that outlived spec.activeDeadlineSeconds, as the Job's.
+DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
+MSG_DEADLINE_EXCEEDED: Final = (
+    DEADLINE_EXCEEDED + ": the TaskSet ran longer than activeDeadlineSeconds ({seconds}s)"
+)

@@ -67,8 +67,9 @@ POD_STATUS_KEPT = frozenset(
 )
 CONTAINER_STATUS_KEPT = frozenset({"name", "state", "containerID"})
 # PodScheduled's False/Unschedulable says why a Pod waits; DisruptionTarget (preemption, eviction, a
-# drain) is what failure rules match (issue 25). Each is one entry of a bounded size.
-CONDITIONS_KEPT = frozenset({"PodScheduled", "DisruptionTarget"})
+# drain) is what failure rules match (issue 25); Ready: a dependsOn ``until: Ready`` (issue 23). Each is
+# one entry of a bounded size.
+CONDITIONS_KEPT = frozenset({"PodScheduled", "DisruptionTarget", "Ready"})
 CONDITION_FIELDS_KEPT = frozenset({"type", "status", "reason", "message"})
 # Of a container's state, what ``pod_view`` reads: why it waits, and how it exited.
 STATE_FIELDS_KEPT: Mapping[str, frozenset[str]] = {

@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from taskset.api.constants import (
-    CONTROL_UNIT_NAME_FORMAT,
     DNS1123_LABEL_MAX_LENGTH,
     MAX_REPLICAS,
     MAX_RETRY_COUNT,
@@ -48,13 +47,14 @@ from taskset.api.constants import (
     MSG_ROLE_NAME_CONFLICT,
     MSG_UNKNOWN_ACTION,
     MSG_UNKNOWN_EVENT,
-    POD_NAME_FORMAT,
     POD_NAME_MAX_LENGTH,
     QUEUE_PATTERN,
     RoleEvent,
     TaskSetAction,
 )
 from taskset.api.failures import FailureRule, FieldError, parse_failure_rules
+from taskset.api.names import is_dns1123_label, longest_pod_name_length, pod_name
+from taskset.api.thresholds import parse_threshold
 
 # ======================================================================================================
 # Parsed views: frozen, defaulted, and only ever built by parse_taskset.
@@ -115,6 +115,15 @@ IMPLICIT_FAILURE_POLICY: Final = EventPolicy(RoleEvent.ROLE_FAILED, TaskSetActio
 DEFAULT_MAX_FAILED: Final = 1  # one final failure fails the role (D4)
 
 
+def thresholds(min_succeeded: int | None, max_failed: int | None, replicas: int) -> CompletionPolicy:
+    """The completion policy at ``replicas`` (D4, issue 26): an absent ``minSucceeded`` follows the count,
+    an absent ``maxFailed`` is 1, and an explicit one above the count is clamped to it (a role scaled
+    below its declared threshold needs every replica it has). Below 1 they stay, for check 2.4."""
+    min_ok = replicas if min_succeeded is None else min(min_succeeded, max(replicas, 1))
+    max_ok = DEFAULT_MAX_FAILED if max_failed is None else min(max_failed, max(replicas, 1))
+    return CompletionPolicy(min_succeeded=min_ok, max_failed=max_ok)
+
+
 @dataclass(frozen=True)
 class Role:
     name: str
@@ -126,6 +135,17 @@ class Role:
     # The core/v1 PodTemplateSpec as given ({} when absent). Shared with the caller: do not mutate.
     template: Mapping[str, Any] = field(default_factory=dict, hash=False)
     failure_rules: tuple[FailureRule, ...] = ()  # issue 25: matched before the TaskSet's defaults
+    # Issue 26: the bounds a running attempt's replicas may be scaled within, and the thresholds as
+    # declared (None: defaulted), from which ``scaled`` re-reads the completion policy.
+    min_replicas: int = MIN_REPLICAS
+    max_replicas: int = MAX_REPLICAS
+    declared: tuple[int | None, int | None] = (None, None)  # (minSucceeded, maxFailed)
+
+    def scaled(self, replicas: int) -> Role:
+        """The role at ``replicas`` (clamped to its bounds), its thresholds re-read (issue 26)."""
+        count = min(max(replicas, self.min_replicas), self.max_replicas)
+        policy = thresholds(*self.declared, count)
+        return replace(self, replicas=count, completion_policy=policy)
 
     @property
     def effective_event_policies(self) -> tuple[EventPolicy, ...]:
@@ -147,6 +167,8 @@ class TaskSetSpec:
     queue: str | None = None  # reserved, ignored (spec 2.2)
     priority: int | None = None  # reserved, ignored (spec 2.2)
     failure_rules: tuple[FailureRule, ...] = ()  # issue 25: every role's, after the role's own
+    active_deadline_seconds: int | None = None  # issue 25: the whole TaskSet's wall-clock bound
+    ttl_seconds_after_finished: int | None = None  # issue 25: delete the TaskSet this long after it ends
     # The spec as given, for integrations that read their own part of it (taskset.integrations.base).
     # Shared with the caller: do not mutate.
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
@@ -191,39 +213,11 @@ ParseResult = ParsedTaskSet | ValidationFailure
 # Names
 # ======================================================================================================
 
-_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _QUEUE: Final = re.compile(QUEUE_PATTERN.removeprefix("^").removesuffix("$"))
 _DNS1123_LABEL_PROBLEM: Final = (
     f"must be a DNS-1123 label (at most {DNS1123_LABEL_MAX_LENGTH} lower-case alphanumerics or '-', "
     "starting and ending alphanumeric)"
 )
-
-
-def is_dns1123_label(value: str) -> bool:
-    # fullmatch, not "^...$": Python's "$" also matches before a trailing newline.
-    return len(value) <= DNS1123_LABEL_MAX_LENGTH and _DNS1123_LABEL.fullmatch(value) is not None
-
-
-def pod_name(taskset: str, role: str, index: int) -> str:
-    """The Pod of replica ``index``: the same name in every attempt (D1)."""
-    return POD_NAME_FORMAT.format(taskset=taskset, role=role, index=index)
-
-
-def control_unit_name(taskset: str, attempt: int) -> str:
-    """The ControlUnit ConfigMap of TaskSet attempt ``attempt`` (spec 3.1)."""
-    return CONTROL_UNIT_NAME_FORMAT.format(taskset=taskset, attempt=attempt)
-
-
-def is_control_unit_name(taskset: str, name: str) -> bool:
-    """Whether ``name`` is the ControlUnit name of some attempt of ``taskset``: what tells a TaskSet's
-    ControlUnits apart from the other ConfigMaps it owns (an integration's never takes such a name)."""
-    prefix, _, suffix = CONTROL_UNIT_NAME_FORMAT.format(taskset=taskset, attempt="\0").partition("\0")
-    return re.fullmatch(f"{re.escape(prefix)}[0-9]+{re.escape(suffix)}", name) is not None
-
-
-def longest_pod_name_length(taskset: str, role: str, replicas: int) -> int:
-    """Length of ``{taskset}-{role}-{replicas-1}``, the longest Pod name of a role (D2)."""
-    return len(pod_name(taskset, role, replicas - 1))
 
 
 # ======================================================================================================
@@ -274,6 +268,13 @@ def _bounded_int(value: object, path: str, low: int, high: int, default: int) ->
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise _shape_error(path, f"must be an integer between {low} and {high}")
     return value
+
+
+def _optional_seconds(value: object, path: str) -> int | None:
+    """A bound in seconds (issue 25): absent means none, else between 1 and a year."""
+    if value is None:
+        return None
+    return _bounded_int(value, path, 1, MAX_RETRY_DELAY_SECONDS, default=1)
 
 
 def _dns_label(value: object, path: str) -> str:
@@ -339,6 +340,7 @@ class _ShapedRole:
     event_policies: tuple[_RawEventPolicy, ...]
     template: Mapping[str, Any]
     failure_rules: tuple[FailureRule, ...] = ()
+    bounds: tuple[int | None, int | None] = (None, None)  # (minReplicas, maxReplicas), issue 26
 
 
 def _shape_role(value: object, index: int) -> _ShapedRole:
@@ -357,8 +359,11 @@ def _shape_role(value: object, index: int) -> _ShapedRole:
         problem = f"must be an integer between {MIN_REPLICAS} and {MAX_REPLICAS}"
         raise _shape_error(f"{path}.replicas", problem)
     completion = _optional_object(raw.get("completionPolicy"), f"{path}.completionPolicy")
-    min_succeeded = _optional_int(completion.get("minSucceeded"), f"{path}.completionPolicy.minSucceeded")
-    max_failed = _optional_int(completion.get("maxFailed"), f"{path}.completionPolicy.maxFailed")
+    threshold_path = f"{path}.completionPolicy"
+    min_succeeded = parse_threshold(
+        completion.get("minSucceeded"), f"{threshold_path}.minSucceeded", replicas
+    )
+    max_failed = parse_threshold(completion.get("maxFailed"), f"{threshold_path}.maxFailed", replicas)
     retry_policy = _parse_retry_policy(raw.get("retryPolicy"), f"{path}.retryPolicy")
     event_policies = []
     for i, entry in enumerate(_optional_list(raw.get("eventPolicy"), f"{path}.eventPolicy")):
@@ -378,6 +383,10 @@ def _shape_role(value: object, index: int) -> _ShapedRole:
     rules = parse_failure_rules(
         raw.get("failureRules"), f"{path}.failureRules", f"roles[{index}].failureRules"
     )
+    bounds = tuple(
+        None if raw.get(key) is None else _bounded_int(raw.get(key), f"{path}.{key}", 1, MAX_REPLICAS, 1)
+        for key in ("minReplicas", "maxReplicas")
+    )
     return _ShapedRole(
         index=index,
         name=name,
@@ -388,25 +397,36 @@ def _shape_role(value: object, index: int) -> _ShapedRole:
         event_policies=tuple(event_policies),
         template=template,
         failure_rules=rules,
+        bounds=(bounds[0], bounds[1]),
     )
 
 
+def _check_bounds(role: _ShapedRole) -> None:
+    """Issue 26: ``minReplicas <= replicas <= maxReplicas``, each bound optional."""
+    low, high = role.bounds
+    path = f"spec.roles[{role.index}]"
+    if low is not None and role.replicas < low:
+        raise _shape_error(f"{path}.replicas", f"must be at least minReplicas ({low})")
+    if high is not None and role.replicas > high:
+        raise _shape_error(f"{path}.replicas", f"must be at most maxReplicas ({high})")
+
+
 def _check_role(taskset_name: str, role: _ShapedRole) -> CompletionPolicy:
-    """Checks 2.1 to 2.5 of spec 2.4 for one role, on the D4-defaulted completion policy."""
+    """Checks 2.1 to 2.5 of spec 2.4 for one role, on the D4-defaulted completion policy. Issue 26: with
+    ``maxReplicas`` an explicit threshold may reach it (clamped to the current count), and the longest Pod
+    name is that of the highest index the role may scale to."""
     min_succeeded = role.replicas if role.min_succeeded is None else role.min_succeeded
     max_failed = DEFAULT_MAX_FAILED if role.max_failed is None else role.max_failed
+    ceiling = role.replicas if role.bounds[1] is None else role.bounds[1]
     path = f"spec.roles[{role.index}]"
     checks = (
         (max_failed < 1, f"{path}.completionPolicy.maxFailed", MSG_MAX_FAILED_BELOW_ONE),
         (min_succeeded < 1, f"{path}.completionPolicy.minSucceeded", MSG_MIN_SUCCEEDED_BELOW_ONE),
-        (max_failed > role.replicas, f"{path}.completionPolicy.maxFailed", MSG_MAX_FAILED_ABOVE_REPLICAS),
+        (max_failed > ceiling, f"{path}.completionPolicy.maxFailed", MSG_MAX_FAILED_ABOVE_REPLICAS),
+        (min_succeeded > ceiling, f"{path}.completionPolicy.minSucceeded", MSG_MIN_SUCCEEDED_ABOVE_REPLICAS),
         (
-            min_succeeded > role.replicas,
-            f"{path}.completionPolicy.minSucceeded",
-            MSG_MIN_SUCCEEDED_ABOVE_REPLICAS,
-        ),
-        (
-            longest_pod_name_length(taskset_name, role.name, role.replicas) > POD_NAME_MAX_LENGTH,
+            longest_pod_name_length(taskset_name, role.name, max(role.replicas, ceiling))
+            > POD_NAME_MAX_LENGTH,
             f"{path}.name",
             MSG_POD_NAME_TOO_LONG,
         ),
@@ -414,7 +434,7 @@ def _check_role(taskset_name: str, role: _ShapedRole) -> CompletionPolicy:
     for failed, field_path, message in checks:
         if failed:
             raise _InvalidError(field_path, message.format(role=role.name))
-    return CompletionPolicy(min_succeeded=min_succeeded, max_failed=max_failed)
+    return thresholds(role.min_succeeded, role.max_failed, role.replicas)
 
 
 _EVENTS: Final = frozenset(RoleEvent)
@@ -451,6 +471,13 @@ def _parse(obj: object) -> ParsedTaskSet:
         raise _shape_error("spec.suspend", "must be a boolean")
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
     failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
+    deadline = _optional_seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds")
+    ttl = spec.get("ttlSecondsAfterFinished")  # 0 deletes at once, as the Job's
+    ttl = (
+        None
+        if ttl is None
+        else _bounded_int(ttl, "spec.ttlSecondsAfterFinished", 0, MAX_RETRY_DELAY_SECONDS, 0)
+    )
     raw_roles = _optional_list(spec.get("roles"), "spec.roles")
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
@@ -467,6 +494,8 @@ def _parse(obj: object) -> ParsedTaskSet:
             message = MSG_ROLE_NAME_CONFLICT.format(role=role.name)
             raise _InvalidError(f"spec.roles[{role.index}].name", message)
         seen.add(role.name)
+    for role in shaped:
+        _check_bounds(role)
     completion_policies = [_check_role(name, role) for role in shaped]  # check 2, role by role
     event_policies = [_check_event_policies(role) for role in shaped]  # check 3
 
@@ -479,6 +508,9 @@ def _parse(obj: object) -> ParsedTaskSet:
             event_policies=events,
             template=role.template,
             failure_rules=role.failure_rules,
+            min_replicas=MIN_REPLICAS if role.bounds[0] is None else role.bounds[0],
+            max_replicas=MAX_REPLICAS if role.bounds[1] is None else role.bounds[1],
+            declared=(role.min_succeeded, role.max_failed),
         )
         for role, completion, events in zip(shaped, completion_policies, event_policies, strict=True)
     )
@@ -496,6 +528,8 @@ def _parse(obj: object) -> ParsedTaskSet:
             queue=queue,
             priority=priority,
             failure_rules=failure_rules,
+            active_deadline_seconds=deadline,
+            ttl_seconds_after_finished=ttl,
             raw=spec,
         ),
     )
@@ -523,6 +557,15 @@ class CheckFailure:
 
     field: str
     message: str
+
+
+def spec_object(spec: Mapping[str, Any], name: str) -> Mapping[str, Any] | CheckFailure | None:
+    """An integration's optional object field ``spec.<name>``: the object, None when absent, or the
+    failure naming it when it is something else."""
+    raw = spec.get(name)
+    if raw is None or isinstance(raw, Mapping):
+        return raw
+    return CheckFailure(f"spec.{name}", f"spec.{name}: must be an object")
 
 
 # An integration's check of its own part of a spec (``Integration.check``): None when it is valid.

@@ -100,6 +100,10 @@ def _int(value: object, default: int = 0) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
+def _opt_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
@@ -277,6 +281,10 @@ class RoleStatus:
     transition_time: str | None = None
     state: State = State.WAITING
     state_message: str = ""
+    # Issue 26: the replicas this attempt runs the role with (None: as its spec snapshot says), and the
+    # last scale: (from, to, when).
+    target_replicas: int | None = None
+    last_scale: tuple[int, int, str] | None = None
 
     @classmethod
     def fresh(cls, name: str, replicas: int, now: str) -> RoleStatus:
@@ -297,6 +305,8 @@ class RoleStatus:
             "stateMessage": clip(self.state_message, MESSAGE_MAX),
             COUNTS: replica_counts(replicas),
             "replicaStatus": replicas,
+            **({} if self.target_replicas is None else {"targetReplicas": self.target_replicas}),
+            **({} if self.last_scale is None else {"lastScale": _scale_json(self.last_scale)}),
         }
 
     @classmethod
@@ -314,7 +324,20 @@ class RoleStatus:
             transition_time=_opt_str(raw.get("transitionTime")),
             state=_enum(State, raw.get("state"), State.WAITING),
             state_message=_str(raw.get("stateMessage")),
+            target_replicas=_opt_int(raw.get("targetReplicas")),
+            last_scale=_scale_from_json(raw.get("lastScale")),
         )
+
+
+def _scale_json(scale: tuple[int, int, str]) -> Json:
+    return {"from": scale[0], "to": scale[1], "at": scale[2]}
+
+
+def _scale_from_json(raw: object) -> tuple[int, int, str] | None:
+    if not isinstance(raw, dict):
+        return None
+    low, high = _opt_int(raw.get("from")), _opt_int(raw.get("to"))
+    return None if low is None or high is None else (low, high, _str(raw.get("at")))
 
 
 @dataclass

@@ -99,6 +99,7 @@ class PodView:
     # (type, status), for the failure rules.
     exits: tuple[ContainerExit, ...] = ()
     conditions: tuple[tuple[str, str], ...] = ()
+    ready: bool = False  # the Pod's Ready condition is True (a dependsOn ``until: Ready``, issue 23)
 
     @property
     def terminal(self) -> bool:
@@ -177,6 +178,13 @@ def _container_waiting(pod: Mapping[str, Any]) -> ContainerWaiting | None:
     return None
 
 
+def _ready(pod: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(condition, dict) and condition.get("type") == "Ready" and condition.get("status") == "True"
+        for condition in items(get_path(pod, "status", "conditions"))
+    )
+
+
 def pod_view(pod: Mapping[str, Any]) -> PodView:
     annotations = get_path(pod, "metadata", "annotations") or {}
     attempt = annotations.get(ANNOTATION_REPLICA_ATTEMPT_ID) if isinstance(annotations, dict) else None
@@ -208,6 +216,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         finalizers=_finalizers(pod),
         exits=_exits(pod),
         conditions=_conditions(pod),
+        ready=_ready(pod),
     )
 
 

@@ -22,9 +22,11 @@ from taskset.api.spec import ParseResult, TaskSetSpec
 from taskset.api.status import TaskSetStatus, clip, stamp
 from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
+from taskset.decide.deadlines import taskset_deleted
 from taskset.decide.deletions import report_terminating
+from taskset.decide.elastic import scaled_spec, settle_scale
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
-from taskset.decide.owned import owned_created, owned_deleted
+from taskset.decide.owned import owned_created, owned_deleted, recheck_gates
 from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
 from taskset.decide.plan import (
     CONTROL_UNIT,
@@ -34,6 +36,7 @@ from taskset.decide.plan import (
     CreatePod,
     DeleteOwned,
     DeletePod,
+    DeleteTaskSet,
     Event,
     Intent,
     LogRecord,
@@ -72,6 +75,7 @@ __all__ = [
     "CreatePod",
     "DeleteOwned",
     "DeletePod",
+    "DeleteTaskSet",
     "Event",
     "FromResult",
     "Intent",
@@ -127,6 +131,8 @@ class Pass:
                 owned_deleted(ctx, intent, result)
         elif isinstance(intent, CreatePod):
             pod_created(ctx, intent, result)
+        elif isinstance(intent, DeleteTaskSet):
+            taskset_deleted(ctx, result)
         else:
             pod_deleted(ctx, intent, result)
 
@@ -145,10 +151,12 @@ def decide(
     status = recorded.copy() if recorded is not None else _fresh_status(live, now)
     status.observed_generation = ref.generation
     ctx = PassContext(ref, live, observed, now, settings, Plan(status=status, spec=None))
-    ctx.plan.spec = _attempt_spec(ctx)
+    ctx.plan.spec = scaled_spec(ctx, _attempt_spec(ctx))
     if ctx.plan.snapshot_wanted is not None:
         return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
     run_taskset(ctx)
+    settle_scale(ctx)
+    recheck_gates(ctx)
     report_waiting(ctx)
     report_terminating(ctx)
     report_suspension(ctx)

@@ -25,10 +25,19 @@ from taskset.api.constants import (
     TaskSetPhase,
 )
 from taskset.api.constants import TaskSetPhase as T
+from taskset.api.names import control_unit_name
 from taskset.api.slim import snapshot_digest
-from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure, control_unit_name
+from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure
 from taskset.api.status import AttemptResult, seconds_since
 from taskset.api.views import ControlUnitView
+from taskset.decide.deadlines import (
+    deadline_exceeded,
+    deadline_message,
+    end_at_deadline,
+    ended_by_deadline,
+    expire_finished,
+    requeue_for_deadline,
+)
 from taskset.decide.deletions import remove_orphaned_pods
 from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
 from taskset.decide.owned import sync_owned
@@ -75,11 +84,13 @@ def run_taskset(ctx: PassContext) -> None:
         if transition is None:  # terminal
             _remove_stray_units(ctx)
             remove_orphaned_pods(ctx)
+            expire_finished(ctx)
             return
         row = TASKSET_ROWS[transition.label]
         if transition.target is None:
             if row.wait is not None:
                 row.wait(ctx, facts)
+            requeue_for_deadline(ctx)
             return
         if row.effect is not None and not row.effect(ctx, facts):
             return  # the row's action is in flight; its result moves the machine
@@ -133,6 +144,7 @@ def _taskset_facts(ctx: PassContext) -> TaskSetFacts:
         may_retry=may_retry and not ctx.ref.deleting,
         retry_due=retry_due(delay, seconds_since(status.transition_time, ctx.now)),
         suspended=ctx.ref.suspended,
+        deadline_exceeded=deadline_exceeded(ctx),
     )
 
 
@@ -263,6 +275,18 @@ def _decide_attempt(ctx: PassContext, facts: TaskSetFacts) -> bool:
     return True
 
 
+def _deadline(ctx: PassContext, facts: TaskSetFacts) -> bool:
+    """T6-deadline, T14-deadline: the deadline is the attempt's final outcome (issue 25)."""
+    end_at_deadline(ctx)
+    ctx.status.next_retry_at = None
+    return True
+
+
+def _deadline_row_message(ctx: PassContext, facts: TaskSetFacts) -> str:
+    """ "DeadlineExceeded: the TaskSet ran longer than activeDeadlineSeconds (60s)"."""
+    return deadline_message(ctx)
+
+
 def _schedule_retry(ctx: PassContext, facts: TaskSetFacts) -> bool:
     """T13-retry: write when the next attempt is due (issue 25)."""
     ctx.status.next_retry_at = next_retry_at(ctx.stamp, _retry_delay(ctx))
@@ -349,6 +373,7 @@ TASKSET_ROWS: dict[str, Row[TaskSetFacts]] = {
     "T4": Row(effect=_unit_timeout, message="It's already timeout ,can't wait anymore"),
     "T5b": Row(wait=_wait_for_cache),
     "T11": Row(effect=_unit_deleted, message=_unit_deleted_message),
+    "T6-deadline": Row(effect=_deadline, message=_deadline_row_message),
     "T6": Row(effect=_decide_attempt, message=_outcome_message),
     "T7": Row(message="Some TaskRole is running"),
     "T-wait": Row(),
@@ -358,6 +383,7 @@ TASKSET_ROWS: dict[str, Row[TaskSetFacts]] = {
     "T13-retry": Row(effect=_schedule_retry, message=_ending_message),
     "T13": Row(message=_ending_message),
     "T14-deleting": Row(message="TaskSet is being deleted, no retry"),
+    "T14-deadline": Row(effect=_deadline, message=_deadline_row_message),
     "T14-illegal": Row(message=_validation_message),
     "T14": Row(effect=_start_retry, message="TaskSet is going to retry"),
     "T14b": Row(wait=_wait_for_retry_delay),
@@ -424,6 +450,8 @@ def _complete(ctx: PassContext, label: str) -> None:
     _set_state(ctx, State.SUCCEEDED if succeeded else State.FAILED)
     kind = ConditionType.SUCCEEDED if succeeded else ConditionType.FAILED
     reason = ConditionReason.VALIDATION_FAILED if label == "T1" else ConditionReason(str(status.state))
+    if not succeeded and ended_by_deadline(status.attempt_result):
+        reason = ConditionReason.DEADLINE_EXCEEDED
     status.set_condition(kind, ConditionStatus.TRUE, str(reason), status.state_message, ctx.stamp)
     name = ctx.ref.name
     ctx.plan.events.append(

@@ -300,6 +300,7 @@ class TaskSetFacts:
     may_retry: bool = False
     retry_due: bool = False
     suspended: bool = False  # issue 24: spec.suspend is true
+    deadline_exceeded: bool = False  # issue 25: spec.activeDeadlineSeconds passed since createdAt
 
     @property
     def unit_present(self) -> bool:
@@ -386,6 +387,13 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             "the ControlUnit was deleted externally",
         ),
         Transition(
+            "T6-deadline",
+            _ACTIVE,
+            T.ATTEMPT_DELETION_PENDING,
+            lambda f: f.deadline_exceeded,
+            "activeDeadlineSeconds passed (issue 25): end the attempt for good, its Pods removed",
+        ),
+        Transition(
             "T6",
             _ACTIVE,
             T.ATTEMPT_DELETION_PENDING,
@@ -428,6 +436,13 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             T.COMPLETED,
             lambda f: f.deleting,
             "the TaskSet is being deleted: no retry",
+        ),
+        Transition(
+            "T14-deadline",
+            (T.ATTEMPT_RETRY_PENDING,),
+            T.COMPLETED,
+            lambda f: f.deadline_exceeded,
+            "activeDeadlineSeconds passed during the retry delay (issue 25): no retry",
         ),
         Transition(
             "T14-illegal",

@@ -111,12 +111,29 @@ def gate(ctx: PassContext, position: int, role: Role) -> str | None:
             (
                 said
                 for integration in ctx.settings.integrations
-                if (said := integration.gate(attempt, role, ctx.observed)) is not None
+                if (said := integration.gate(attempt, role, ctx.observed, ctx.status)) is not None
             ),
             None,
         )
     ctx.gates[position] = reason
     return reason
+
+
+def recheck_gates(ctx: PassContext) -> None:
+    """At the end of a pass: a gate that closed on what the status recorded (a ``dependsOn``) may have
+    been asked before the replicas it waits for moved in this same pass (a role that depends on one
+    declared after it). No watch event follows the controller's own status write, so if the pass's moves
+    open such a gate, look again at once."""
+    attempt, spec = attempt_of(ctx), ctx.plan.spec
+    if attempt is None or spec is None or ctx.owned_hold is not None:
+        return
+    for position, reason in ctx.gates.items():
+        if reason is None or position >= len(spec.roles):
+            continue
+        role = spec.roles[position]
+        if all(i.gate(attempt, role, ctx.observed, ctx.status) is None for i in ctx.settings.integrations):
+            next_pass_now(ctx)
+            return
 
 
 def report_hold(ctx: PassContext, position: int, role: Role, message: str) -> str:

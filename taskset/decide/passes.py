@@ -141,9 +141,11 @@ def fresh_roles(live: ParseResult, at: str) -> list[RoleStatus]:
 
 
 def shape_matches(spec: TaskSetSpec, roles: list[RoleStatus]) -> bool:
-    """Whether the status's roles and replicas are the spec's: a spec edited mid-attempt is not run."""
+    """Whether the status's roles and replicas are the spec's: a spec edited mid-attempt is not run. A
+    scaled role (issue 26, ``taskset.decide.elastic``) matches its recorded target instead: its list
+    may hold replicas still going away, or lack some still to come back."""
     return len(spec.roles) == len(roles) and all(
-        role.name == status.name and role.replicas == len(status.replicas)
+        role.name == status.name and role.replicas in (len(status.replicas), status.target_replicas)
         for role, status in zip(spec.roles, roles, strict=True)
     )
 

@@ -164,7 +164,20 @@ class DeletePod:
         return "DeletePod"
 
 
-Intent = CreateOwned | DeleteOwned | CreatePod | DeletePod
+@dataclass(frozen=True)
+class DeleteTaskSet:
+    """Delete the finished TaskSet itself once its ``ttlSecondsAfterFinished`` passed (issue 25), with a
+    UID precondition (never a re-created namesake); the garbage collector takes what it owns."""
+
+    uid: str
+    advances: bool = False  # no machine moves on it: the TaskSet is gone
+
+    @property
+    def action(self) -> str:
+        return "DeleteTaskSet"
+
+
+Intent = CreateOwned | DeleteOwned | CreatePod | DeletePod | DeleteTaskSet
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from taskset.api.constants import (
     ReplicaPhase,
 )
 from taskset.api.constants import ReplicaPhase as P
+from taskset.api.names import control_unit_name, pod_name
 from taskset.api.proof import ProofSubject, creation_proof
-from taskset.api.spec import Role, control_unit_name, pod_name
+from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, clip, seconds_since
 from taskset.api.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
 from taskset.decide.capture import capture_pod, pod_history

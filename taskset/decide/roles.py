@@ -13,6 +13,7 @@ from taskset.api.constants import EventReason, QueryKey, RolePhase, State
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.spec import Role
 from taskset.api.status import RoleStatus
+from taskset.decide.elastic import counted_replicas
 from taskset.decide.machines import ROLE_MACHINE, RoleFacts
 from taskset.decide.passes import (
     PassContext,
@@ -56,7 +57,7 @@ def sync_roles(ctx: PassContext) -> None:
 
 def _role_facts(role: Role, status: RoleStatus) -> RoleFacts:
     return RoleFacts(
-        complete=role_completion(role, status.replicas) is not None,
+        complete=role_completion(role, counted_replicas(role, status)) is not None,
         started=any(r.phase in _STARTED_PHASES for r in status.replicas),
         all_replicas_completed=all(r.phase == P.COMPLETED for r in status.replicas),
     )
@@ -89,7 +90,7 @@ def _run_role(ctx: PassContext, position: int, role: Role, status: RoleStatus) -
 def _decide_role(ctx: PassContext, at: RoleAt) -> bool:
     """Freeze the outcome (W-6) and mark every unfinished replica stopped (W-5)."""
     role, status = at.role, at.status
-    outcome = role_completion(role, status.replicas)
+    outcome = role_completion(role, counted_replicas(role, status))
     assert outcome is not None
     status.state = State.SUCCEEDED if outcome.succeeded else State.FAILED
     status.state_message = outcome.reason

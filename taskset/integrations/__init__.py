@@ -15,8 +15,15 @@ from taskset.integrations.framework_env import FrameworkEnv
 from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv
 from taskset.integrations.peer_env import PeerEnv
+from taskset.integrations.start_order import StartOrder
 
-BUILT_IN: tuple[Integration, ...] = (IdentityEnv(), HeadlessService(), PeerEnv(), FrameworkEnv())
+BUILT_IN: tuple[Integration, ...] = (
+    IdentityEnv(),
+    HeadlessService(),
+    PeerEnv(),
+    FrameworkEnv(),
+    StartOrder(),
+)
 
 
 def spec_checks(integrations: Sequence[Integration]) -> tuple[SpecCheck, ...]:

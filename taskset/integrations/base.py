@@ -10,8 +10,10 @@ object with up to four hooks, each a pure function of what it is given, returnin
   watch) and lets the garbage collector take them away with their owner;
 * ``decorate_pod(attempt, role, identity)``: what it adds to one replica's Pod
   (``taskset.objects.decorations``: env, volumes, hostname/subdomain, labels, scheduling fields);
-* ``gate(attempt, role, observed)``: whether a role's Pods may be created now, or the human reason why
-  not, which the replicas' status shows until the gate opens;
+* ``gate(attempt, role, observed, status)``: whether a role's Pods may be created now, or the human
+  reason why not, which the replicas' status shows until the gate opens. ``status`` is the TaskSet's
+  status as this pass has it (the current attempt's roles and replicas, read only): what the replicas
+  have reached (a ``dependsOn`` waits for it) is recorded there, not in the cluster;
 * ``suspends(attempt, observed)`` and ``stale_objects(attempt, observed)``: whether the attempt must
   stop its Pods as a suspension does, and which of its objects to make anew once they are gone.
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec
+from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import ObjectKind, OwnedObject
@@ -67,7 +70,7 @@ class Integration:
     def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration | None:
         return None
 
-    def gate(self, attempt: Attempt, role: Role, observed: Observed) -> str | None:
+    def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
         return None
 
     def suspends(self, attempt: Attempt, observed: Observed) -> str | None:

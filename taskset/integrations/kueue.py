@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from taskset.api.spec import Role
+from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed
 from taskset.integrations.base import Attempt, Integration
 from taskset.objects.owned import ObjectKind, OwnedObject, Scope
@@ -67,7 +68,7 @@ class KueueWorkload(Integration):
         name = workload_name(attempt.taskset, attempt.attempt)
         return (OwnedObject(WORKLOADS, name, Scope.ATTEMPT, body, self.name),)
 
-    def gate(self, attempt: Attempt, role: Role, observed: Observed) -> str | None:
+    def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
         queue = attempt.labels.get(QUEUE_LABEL)
         if not queue:
             return None

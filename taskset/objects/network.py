@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from taskset.api.constants import DNS1123_LABEL_MAX_LENGTH
-from taskset.api.spec import CheckFailure, pod_name
+from taskset.api.names import pod_name
+from taskset.api.spec import CheckFailure, spec_object
 from taskset.objects.owned import ObjectKind
 
 SERVICES: Final = ObjectKind(group="", version="v1", plural="services", kind="Service")
@@ -48,12 +49,10 @@ def _network(spec: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def check_network(spec: Mapping[str, Any]) -> CheckFailure | None:
     """``spec.network`` is an object with a boolean switch and a Service name that can be one."""
-    raw = spec.get(NETWORK_FIELD)
+    raw = spec_object(spec, NETWORK_FIELD)
     path = f"spec.{NETWORK_FIELD}"
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        return CheckFailure(path, f"{path}: must be an object")
+    if raw is None or isinstance(raw, CheckFailure):
+        return raw
     enable = raw.get(ENABLE_FIELD)
     if enable is not None and not isinstance(enable, bool):
         return CheckFailure(f"{path}.{ENABLE_FIELD}", f"{path}.{ENABLE_FIELD}: must be a boolean")

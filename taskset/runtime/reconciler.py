@@ -37,9 +37,10 @@ from clock import Clock, RealClock
 from informers import DeletedFinalStateUnknown, Store
 from taskset.api.constants import ANNOTATION_TASKSET, LOGGER_NAME, EventReason
 from taskset.api.fields import controller_uid
+from taskset.api.names import control_unit_name, is_control_unit_name
 from taskset.api.sharing import managed_here, suspended
 from taskset.api.slim import snapshot_digest
-from taskset.api.spec import ParseResult, control_unit_name, is_control_unit_name, parse_taskset
+from taskset.api.spec import ParseResult, parse_taskset
 from taskset.api.status import QUOTED_MAX, TaskSetStatus, clip
 from taskset.api.views import (
     ControlUnitView,
@@ -55,6 +56,7 @@ from taskset.decide import (
     CreatePod,
     DeleteOwned,
     DeletePod,
+    DeleteTaskSet,
     Intent,
     LogRecord,
     Plan,
@@ -360,6 +362,10 @@ class Reconciler:
                     resource=kind.plural,
                     propagation="Foreground" if intent.control_unit else None,
                 )
+                result = ActionResult(ResultKind.OK)
+            elif isinstance(intent, DeleteTaskSet):  # issue 25: ttlSecondsAfterFinished passed
+                name = obj["metadata"]["name"]
+                self._client.delete(taskset_path(ns, name), uid=intent.uid, resource="tasksets")
                 result = ActionResult(ResultKind.OK)
             elif isinstance(intent, CreatePod):
                 pod = self._client.create(core_path(ns, "pods"), self._pod(plan, intent), resource="pods")

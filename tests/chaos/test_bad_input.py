@@ -248,6 +248,69 @@ CORPUS = [
         rejected("spec.framework", "Unsupported value"),
         id="an unknown framework",
     ),
+    pytest.param(
+        taskset({"roles": [good_role()], "framework": "pytorch", "frameworkOptions": {"masterRole": "boss"}}),
+        rejected("spec.frameworkOptions.masterRole", "must name one of the roles"),
+        id="a master role that is not a role",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "frameworkOptions": {"port": 70000}}),
+        rejected("spec.frameworkOptions.port", "should be less than or equal to 65535"),
+        id="a port beyond 65535",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "frameworkOptions": {"nprocPerNode": "lots"}}),
+        rejected("spec.frameworkOptions.nprocPerNode", "should match"),
+        id="nprocPerNode is a word",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "frameworkOptions": {"slotsPerWorker": 0}}),
+        rejected("spec.frameworkOptions.slotsPerWorker", "should be greater than or equal to 1"),
+        id="no MPI slots",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "framework": "jax", "network": {"enableDNSHostnames": False}}),
+        rejected("spec.network.enableDNSHostnames", "needs the replicas' DNS names"),
+        id="a preset without names",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("a", dependsOn=[{"role": "a"}])]}),
+        rejected("spec.roles[0].dependsOn", "a role cannot depend on itself"),
+        id="a role that depends on itself",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("a", dependsOn=[{"role": "ghost"}])]}),
+        rejected("spec.roles", "dependsOn must name roles of the TaskSet"),
+        id="a dependency on no role",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("a"), good_role("b", dependsOn=[{"role": "a", "until": "Started"}])]}),
+        rejected("spec.roles[1].dependsOn[0].until", "Unsupported value"),
+        id="an unknown point to wait for",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("a"), good_role("b", dependsOn=[{"role": "a", "minReplicas": 0}])]}),
+        rejected("spec.roles[1].dependsOn[0].minReplicas", "should be greater than or equal to 1"),
+        id="minReplicas 0",
+    ),
+    pytest.param(
+        taskset(
+            {"roles": [good_role("a", dependsOn=[{"role": "b"}]), good_role("b", dependsOn=[{"role": "a"}])]}
+        ),
+        Fails(("spec.roles[0].dependsOn: the roles a -> b -> a depend on one another in a cycle",), False),
+        id="a cycle",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role("a"), good_role("b", dependsOn=[{"role": "a", "minReplicas": 2}])]}),
+        Fails(
+            (
+                "spec.roles[1].dependsOn[0].minReplicas: must be an integer between 1 and the replicas of "
+                "role a",
+            ),
+            False,
+        ),
+        id="minReplicas beyond the role",
+    ),
     pytest.param(taskset([]), rejected("spec", OBJ), id="spec is a list"),
     pytest.param(taskset("run everything"), rejected("spec", OBJ), id="spec is a string"),
     pytest.param(taskset(42), rejected("spec", OBJ), id="spec is a number"),
@@ -408,6 +471,31 @@ CORPUS = [
         with_role(retryPolicy={"retry": True, "maxRetryCount": 1, "delay": 0.5}),
         rejected(f"{R0}.retryPolicy.delay", INT),
         id="fractional retry delay",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "activeDeadlineSeconds": 0}),
+        rejected("spec.activeDeadlineSeconds", "should be greater than or equal to 1"),
+        id="zero activeDeadlineSeconds",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "activeDeadlineSeconds": "1h"}),
+        rejected("spec.activeDeadlineSeconds", INT),
+        id="activeDeadlineSeconds is a duration string",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "ttlSecondsAfterFinished": -1}),
+        rejected("spec.ttlSecondsAfterFinished", "should be greater than or equal to 0"),
+        id="negative ttlSecondsAfterFinished",
+    ),
+    pytest.param(
+        with_role(replicas=4, completionPolicy={"minSucceeded": "0%", "maxFailed": "50"}),
+        rejected(f"{R0}.completionPolicy.minSucceeded", f"{R0}.completionPolicy.maxFailed", "should match"),
+        id="threshold percentages out of range or without the sign",
+    ),
+    pytest.param(
+        with_role(replicas=4, completionPolicy={"maxFailed": "12.5%"}),
+        rejected(f"{R0}.completionPolicy.maxFailed", "Too long"),
+        id="a fractional threshold percentage",
     ),
     pytest.param(roles(1001), rejected("spec.roles", "must have at most 100 items"), id="1001 roles"),
     pytest.param(roles(10000), rejected("spec.roles", "must have at most 100 items"), id="10000 roles"),

@@ -13,7 +13,9 @@ import pytest
 import structlog
 
 from devcluster import Cluster, sim
-from taskset.api.spec import Role, pod_name
+from taskset.api.names import pod_name
+from taskset.api.spec import Role
+from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed
 from taskset.integrations import BUILT_IN, Attempt, Integration
 from taskset.objects.decorations import PodDecoration
@@ -58,7 +60,7 @@ class HostfileAndStartOrder(Integration):
             volume_mounts=({"name": "example-hosts", "mountPath": MOUNT},),
         )
 
-    def gate(self, attempt: Attempt, role: Role, observed: Observed) -> str | None:
+    def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
         if role.name != "worker":
             return None
         ps = pod_name(attempt.taskset, "ps", 0)

@@ -154,9 +154,13 @@ Events:
 def test_describe_shows_attempts_conditions_and_events(cluster: Cluster, namespace: str, kubectl) -> None:
     finished_with_a_retry(Client(kubeconfig=cluster.kubeconfig, namespace=namespace), "tree")
     text = re.sub(r"Created: +\S+ \(\S+ ago\)", "Created:       <time>", kubectl("describe", "tree").stdout)
-    head, _, events = text.partition("  TYPE    REASON                    AGE  COUNT  MESSAGE\n")
+    # The events' columns are as wide as their widest entry (a Warning's type is wider than Normal's).
+    head, _, events = re.split(r"^( +TYPE +REASON +AGE +COUNT +MESSAGE)$\n", text, maxsplit=1, flags=re.M)
     assert head.splitlines() == GOLDEN_DESCRIBE.format(namespace=namespace).splitlines()[:-1]
-    rows = {re.sub(r"  +\d+s  +\d+  +", " | ", line.strip()) for line in events.splitlines()}
+    rows = {
+        re.sub(r"  +\d+s  +\d+  +", " | ", re.sub(r"^(\w+) +", r"\1  ", line.strip()))
+        for line in events.splitlines()
+    }
     assert {
         "Normal  TaskRole Succeeded | TaskRole:worker, Reason:Completion policy MinSucceeded satisfied,"
         "succeeded count:2",

@@ -196,7 +196,6 @@ FORBIDDEN = [
     pytest.param(("create", "tasksets.octopus.openi.pcl.cn"), id="create TaskSets"),
     pytest.param(("update", "tasksets.octopus.openi.pcl.cn"), id="write a TaskSet's spec"),
     pytest.param(("patch", "tasksets.octopus.openi.pcl.cn"), id="patch a TaskSet"),
-    pytest.param(("delete", "tasksets.octopus.openi.pcl.cn"), id="delete TaskSets"),
     pytest.param(("patch", "tasksets.octopus.openi.pcl.cn", "--subresource=status"), id="patch status"),
     pytest.param(("update", "pods"), id="update Pods"),
     pytest.param(("patch", "pods"), id="patch Pods"),
@@ -227,6 +226,9 @@ ALLOWED = [
     pytest.param(("watch", "configmaps", "--all-namespaces"), id="watch ConfigMaps everywhere"),
     pytest.param(("create", "services", "--all-namespaces"), id="create headless Services"),
     pytest.param(("update", "tasksets.octopus.openi.pcl.cn", "--subresource=status"), id="update status"),
+    pytest.param(
+        ("delete", "tasksets.octopus.openi.pcl.cn", "--all-namespaces"), id="delete a TaskSet past its TTL"
+    ),
     pytest.param(("create", "events", "--namespace=default"), id="Events in any namespace"),
     pytest.param(
         ("update", f"customresourcedefinitions/{c.CRD_NAME}"), id="update our CRD (self-registration)"

@@ -410,7 +410,7 @@ def test_slim_cached_pods_share_their_repeated_strings() -> None:
     assert a["status"]["phase"] is b["status"]["phase"]
     labels = list(zip(a["metadata"]["labels"].values(), b["metadata"]["labels"].values(), strict=True))
     assert labels and all(x is y for x, y in labels)
-    assert [c["type"] for c in a["status"]["conditions"]] == ["PodScheduled"]
+    assert [c["type"] for c in a["status"]["conditions"]] == ["Ready", "PodScheduled"]
 
 
 def test_slim_cached_tasksets_share_their_repeated_strings_and_drop_managed_fields() -> None:

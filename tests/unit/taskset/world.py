@@ -31,6 +31,7 @@ from taskset.decide import (
     CreatePod,
     DeleteOwned,
     DeletePod,
+    DeleteTaskSet,
     Intent,
     Pass,
     Plan,
@@ -66,6 +67,7 @@ class World:
     events: list[str] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
     deleting: bool = False
+    taskset_deletes: list[str] = field(default_factory=list)  # UIDs the TTL's deletes named (issue 25)
     pods_refused: bool = False  # Pod creates answer 503, as an overloaded API server does
     # When set, what every Pod create answers instead (an admission denial, for now or for good).
     pod_refusal: ActionResult | None = None
@@ -137,6 +139,10 @@ class World:
 
     # ----- the API server's side -----------------------------------------------------------
     def _execute(self, intent: Any, plan: Plan) -> ActionResult:
+        if isinstance(intent, DeleteTaskSet):  # issue 25's TTL: the TaskSet goes, as the API server does it
+            self.deleting = True
+            self.taskset_deletes.append(intent.uid)
+            return ActionResult(ResultKind.OK)
         if isinstance(intent, CreateOwned) and not intent.control_unit:
             return self._create_owned(intent)
         if isinstance(intent, CreateOwned):

@@ -20,6 +20,7 @@ from taskset.api.constants import (
     RolePhase,
     TaskSetAction,
 )
+from taskset.api.names import control_unit_name, is_dns1123_label, longest_pod_name_length, pod_name
 from taskset.api.spec import (
     DEFAULT_EVENT_POLICIES,
     IMPLICIT_FAILURE_POLICY,
@@ -31,13 +32,10 @@ from taskset.api.spec import (
     Role,
     RoleOutline,
     ValidationFailure,
-    control_unit_name,
-    is_dns1123_label,
-    longest_pod_name_length,
     parse_taskset,
-    pod_name,
 )
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
+from taskset.api.thresholds import THRESHOLD_PROBLEM
 from tests.builders import TaskSetBuilder, pod_template
 
 pytestmark = pytest.mark.unit
@@ -585,12 +583,12 @@ def _with_role_field(key: str, value: Any) -> Obj:
         ),
         pytest.param(
             _with_role_field("completionPolicy", {"minSucceeded": "1"}),
-            "spec.roles[0].completionPolicy.minSucceeded: must be an integer",
+            "spec.roles[0].completionPolicy.minSucceeded: " + THRESHOLD_PROBLEM,
             id="minSucceeded as a string",
         ),
         pytest.param(
             _with_role_field("completionPolicy", {"maxFailed": 1.5}),
-            "spec.roles[0].completionPolicy.maxFailed: must be an integer",
+            "spec.roles[0].completionPolicy.maxFailed: " + THRESHOLD_PROBLEM,
             id="maxFailed as a float",
         ),
         pytest.param(

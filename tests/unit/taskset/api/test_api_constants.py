@@ -81,8 +81,17 @@ def test_resource_identity() -> None:
         ),
         pytest.param(
             c.ConditionReason,
-            ["Running", "Waiting", "Succeeded", "Failed", "ValidationFailed", "Suspended", "Resumed"],
-            id="condition reasons (2.5.1), and issue 24's",
+            [
+                "Running",
+                "Waiting",
+                "Succeeded",
+                "Failed",
+                "ValidationFailed",
+                "Suspended",
+                "Resumed",
+                "DeadlineExceeded",
+            ],
+            id="condition reasons (2.5.1), and issues 24's and 25's",
         ),
         pytest.param(
             c.EventReason,
@@ -102,6 +111,7 @@ def test_resource_identity() -> None:
                 "PodUnschedulable",
                 "PodContainerWaiting",
                 "TaskRoleHeld",
+                "TaskRoleScaled",
                 "OwnedObjectCreationFailed",
                 "ControlUnitTampered",
                 "StatusWriteRefused",

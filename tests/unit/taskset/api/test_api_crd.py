@@ -166,7 +166,8 @@ def test_taskset_bounds_match_the_controller(root: dict[str, Any]) -> None:
     for policy in (
         role["properties"]["completionPolicy"]["properties"][k] for k in ("minSucceeded", "maxFailed")
     ):
-        assert policy["minimum"] == 1
+        assert policy["x-kubernetes-int-or-string"] is True  # a count or a percentage (issue 25)
+        assert (policy["minimum"], policy["maxLength"]) == (1, 4)
     for retry in (spec["retryPolicy"], role["properties"]["retryPolicy"]):
         assert retry["properties"]["retry"] == {
             "type": "boolean",
@@ -187,7 +188,11 @@ def test_cel_messages_are_the_controllers_messages(root: dict[str, Any]) -> None
         "'Pod name cannot be longer than 63 characters for TaskRole:'"
     )
     assert pod_name_rule["fieldPath"] == ".spec.roles"
-    min_rule, max_rule = role_schema(root)["x-kubernetes-validations"]
+    min_rule, max_rule, _self_rule, *bounds = role_schema(root)["x-kubernetes-validations"]
+    assert [rule["message"] for rule in bounds] == [  # issue 26
+        "replicas must be at least minReplicas",
+        "replicas must be at most maxReplicas",
+    ]
     assert (
         min_rule["messageExpression"]
         == "'MinSucceeded cannot be bigger than replica amount for TaskRole:' + self.name"

@@ -468,6 +468,25 @@ TASKSET_ROWS = [
         "a spec that became illegal does not retry (W-18)",
         legal=False,
     ),
+    *(
+        taskset(
+            phase,
+            "T6-deadline",
+            T.ATTEMPT_DELETION_PENDING,
+            f"issue 25 the deadline ends the {phase.removeprefix('TaskSetAttempt')} attempt",
+            control_unit=CU.OURS,
+            deadline_exceeded=True,
+        )
+        for phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
+    ),
+    taskset(
+        T.ATTEMPT_RETRY_PENDING,
+        "T14-deadline",
+        T.COMPLETED,
+        "issue 25 the deadline passed during the retry delay: no retry",
+        deadline_exceeded=True,
+        retry_due=True,
+    ),
     taskset(
         T.ATTEMPT_RETRY_PENDING, "T14", T.ATTEMPT_PENDING, "T14 the retry delay has passed", retry_due=True
     ),
@@ -754,6 +773,31 @@ PRECEDENCE = [
         legal=False,
         retry_due=True,
     ),
+    taskset(
+        T.ATTEMPT_RUNNING,
+        "T6-deadline",
+        T.ATTEMPT_DELETION_PENDING,
+        "issue 25 the deadline beats the policies' decision",
+        control_unit=CU.OURS,
+        deadline_exceeded=True,
+        attempt_complete=True,
+        attempt_succeeded=True,
+    ),
+    taskset(
+        T.ATTEMPT_RUNNING,
+        "T11",
+        T.ATTEMPT_COMPLETED,
+        "issue 25 a ControlUnit deleted externally beats the deadline",
+        deadline_exceeded=True,
+    ),
+    taskset(
+        T.ATTEMPT_RETRY_PENDING,
+        "T14-deadline",
+        T.COMPLETED,
+        "issue 25 the deadline beats an illegal spec",
+        deadline_exceeded=True,
+        legal=False,
+    ),
 ]
 
 
@@ -981,7 +1025,7 @@ def every_facts(kind: type[Any]) -> list[Any]:
 @pytest.mark.parametrize(
     ("machine", "kind", "count"),
     [
-        pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**9, id="the TaskSet machine"),
+        pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**10, id="the TaskSet machine"),
         pytest.param(ROLE_MACHINE, RoleFacts, 2**3, id="the role machine"),
         pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**12, id="the replica machine"),
     ],

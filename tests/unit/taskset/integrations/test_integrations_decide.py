@@ -14,6 +14,7 @@ from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.proof import PROCESS_PROOF_KEY, creation_proof, owned_subject
 from taskset.api.spec import Role
+from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed
 from taskset.decide import CreateOwned, CreatePod, Settings
 from taskset.integrations import Attempt, Integration
@@ -46,7 +47,7 @@ class Example(Integration):
     def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration:
         return PodDecoration(labels={"example/index": str(identity.index)})
 
-    def gate(self, attempt: Attempt, role: Role, observed: Observed) -> str | None:
+    def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
         self.asked.append(role.name)
         return self.closed if role.name == "b" else None
 

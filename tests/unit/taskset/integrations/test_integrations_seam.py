@@ -20,6 +20,7 @@ from taskset.integrations.framework_env import FrameworkEnv
 from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv, identity_decoration
 from taskset.integrations.peer_env import PeerEnv
+from taskset.integrations.start_order import StartOrder
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import (
     CONFIGMAPS,
@@ -156,6 +157,7 @@ def test_the_built_in_integrations_in_their_order() -> None:
         HeadlessService,
         PeerEnv,
         FrameworkEnv,
+        StartOrder,
     ]
 
 

@@ -10,6 +10,7 @@ import pytest
 from taskset.api.constants import ReplicaPhase
 from taskset.api.slim import OWNED_CONDITIONS_MAX, slim_owned
 from taskset.api.spec import ParsedTaskSet, parse_taskset
+from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed, OwnedView, owned_view
 from taskset.decide import Settings
 from taskset.integrations import BUILT_IN
@@ -38,7 +39,7 @@ def observed(*conditions: str) -> Observed:
 def test_a_taskset_without_a_queue_gets_no_workload_and_no_gate() -> None:
     hooks, plain = KueueWorkload(), attempt({"team": "a"})
     assert hooks.owned_objects(plain) == ()
-    assert hooks.gate(plain, plain.spec.roles[0], observed()) is None
+    assert hooks.gate(plain, plain.spec.roles[0], observed(), TaskSetStatus()) is None
     assert hooks.suspends(plain, observed("Evicted")) is None
     assert hooks.stale_objects(plain, observed("Evicted")) == ()
 
@@ -84,7 +85,7 @@ def test_a_queued_attempt_gets_a_workload_with_a_pod_set_per_role() -> None:
 )
 def test_the_roles_wait_for_admission(conditions: tuple[str, ...], held: bool) -> None:
     queued = attempt({QUEUE_LABEL: "team"})
-    reason = KueueWorkload().gate(queued, queued.spec.roles[1], observed(*conditions))
+    reason = KueueWorkload().gate(queued, queued.spec.roles[1], observed(*conditions), TaskSetStatus())
     assert (reason is not None) is held
     if held:
         assert reason == "waiting for Kueue to admit Workload taskset-job-0 (queue team)"

@@ -8,7 +8,8 @@ import string
 
 import pytest
 
-from taskset.api.spec import ParsedTaskSet, is_dns1123_label, parse_taskset
+from taskset.api.names import is_dns1123_label
+from taskset.api.spec import ParsedTaskSet, parse_taskset
 from taskset.integrations import BUILT_IN, spec_checks
 from taskset.integrations.base import Attempt
 from taskset.integrations.peer_env import HOSTS_MAX, PeerEnv, layout_env, rank_of, role_variable

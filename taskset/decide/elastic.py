@@ -1,0 +1,160 @@
+"""Elastic roles (issue 26): a running attempt follows a change of ``roles[].replicas``, and only that.
+
+The attempt runs on its ControlUnit's spec snapshot (W-18, ``taskset.decide.snapshot``), so an edit of
+the TaskSet's spec never reaches it, and the snapshot is never rewritten (its digest in the status is
+what proves it untouched). Scaling is the one exception, and it goes through the status, which only the
+controller writes:
+
+- **When a scale is taken.** While the attempt is Preparing or Running, a pass compares the live spec
+  with the snapshot. If they differ in nothing but roles' ``replicas`` (same roles, same order, every
+  other field equal), each role still Waiting or Running takes the live count, clamped to its bounds
+  (``minReplicas``/``maxReplicas``, which are then the snapshot's too), and records it in
+  ``status.roleStatus[i].targetReplicas``. A live spec that differs in anything else is an edit for the
+  next attempt, as before: the recorded targets stand. A completed role (or attempt) is not scaled.
+- **The attempt's spec** is the snapshot with each role at its recorded target (``Role.scaled``), its
+  completion thresholds re-read at the new count: an absent ``minSucceeded`` follows the count, an
+  explicit threshold above it is clamped to it (``taskset.api.spec.thresholds``). The snapshot's digest
+  is untouched, so the tampering check never sees a scale.
+- **Scale down** stops the replicas at the highest indices (``stopped``, as a completed role stops its
+  rest, W-5): their Pods are deleted, they are never retried and never counted by the completion policy
+  (``role_completion`` counts indices below the target that are not stopped). Once such a replica is
+  completed (its Pod gone) at the tail of the list, its entry is dropped: the status holds no more than
+  the role runs plus what is still going away.
+- **Scale up** appends fresh replicas at the next indices. An index whose scaled-down replica is still
+  going away comes back only once it is gone, as a new instance (a fresh entry: no retries, no Pod),
+  so one index never has two Pods.
+- **A scale that decides the outcome decides it at once**: the scale is applied before the machines run
+  in the same pass, so a role whose succeeded count now reaches the new threshold completes (R1) then.
+
+Each scale is said once: ``lastScale`` (from, to, when) on the role's status and a ``TaskRoleScaled``
+event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from taskset.api.constants import EventReason, RolePhase, TaskSetPhase
+from taskset.api.constants import ReplicaPhase as P
+from taskset.api.spec import ParsedTaskSet, Role, TaskSetSpec
+from taskset.api.status import ReplicaStatus, RoleStatus
+from taskset.decide.passes import PassContext
+from taskset.decide.plan import Event
+
+# Attempt phases in which a scale is taken: the roles' replicas are being run.
+_SCALING_PHASES = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
+# Role phases in which a scale is taken: its outcome is not decided yet.
+_SCALING_ROLES = (RolePhase.WAITING, RolePhase.RUNNING)
+
+
+def scaled_spec(ctx: PassContext, spec: TaskSetSpec | None) -> TaskSetSpec | None:
+    """The attempt's ``spec`` (its snapshot) at the replicas the status records, after taking any scale
+    the live spec asks for now. Unchanged when nothing was ever scaled."""
+    if spec is None or not _names_match(spec, ctx.status.roles):
+        return spec
+    if ctx.status.phase in _SCALING_PHASES:
+        _take_scale(ctx, spec)
+    roles = tuple(_at_target(role, status) for role, status in zip(spec.roles, ctx.status.roles, strict=True))
+    return spec if roles == spec.roles else replace(spec, roles=roles)
+
+
+def only_replicas_differ(snapshot: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
+    """Whether two raw specs are equal but for their roles' ``replicas``."""
+    return _without_replicas(snapshot) == _without_replicas(live)
+
+
+def _without_replicas(raw: Mapping[str, Any]) -> dict[str, Any]:
+    roles = raw.get("roles")
+    if not isinstance(roles, list | tuple):
+        return dict(raw)
+    kept = [{k: v for k, v in r.items() if k != "replicas"} if isinstance(r, Mapping) else r for r in roles]
+    return {**raw, "roles": kept}
+
+
+def _names_match(spec: TaskSetSpec, roles: list[RoleStatus]) -> bool:
+    return len(spec.roles) == len(roles) and all(
+        r.name == s.name for r, s in zip(spec.roles, roles, strict=True)
+    )
+
+
+def _at_target(role: Role, status: RoleStatus) -> Role:
+    target = status.target_replicas
+    return role if target is None or target == role.replicas else role.scaled(target)
+
+
+def _take_scale(ctx: PassContext, spec: TaskSetSpec) -> None:
+    """Record and apply the live spec's replicas, when they are all it changed."""
+    live = ctx.live.spec if isinstance(ctx.live, ParsedTaskSet) else None
+    if live is None or len(live.roles) != len(spec.roles):
+        return
+    statuses = ctx.status.roles
+    current = [_target(role, status) for role, status in zip(spec.roles, statuses, strict=True)]
+    wanted = [role.replicas for role in live.roles]
+    if wanted != current and not only_replicas_differ(spec.raw, live.raw):
+        wanted = current  # another edit: it waits for the next attempt, and so does this count
+    for role, status, count in zip(spec.roles, statuses, wanted, strict=True):
+        if status.phase not in _SCALING_ROLES:
+            continue
+        target = role.scaled(count).replicas
+        before = _target(role, status)
+        if target != before:
+            status.target_replicas = target
+            status.last_scale = (before, target, ctx.stamp)
+            message = f"TaskRole:{role.name}, replicas {before} -> {target}"
+            ctx.plan.events.append(Event(EventReason.ROLE_SCALED, message))
+        if status.target_replicas is not None:  # a role never scaled keeps its list as it is
+            resize(status, status.target_replicas, ctx.stamp)
+
+
+def _target(role: Role, status: RoleStatus) -> int:
+    return role.replicas if status.target_replicas is None else status.target_replicas
+
+
+def resize(status: RoleStatus, target: int, stamp: str) -> None:
+    """Bring a role's replica list to ``target``: stop the indices above it, bring back (fresh) the ones
+    below it whose previous instance is gone, and drop the stopped, completed tail."""
+    entries = status.replicas
+    for replica in entries[target:]:
+        if not replica.stopped and replica.phase != P.COMPLETED:
+            replica.stopped = True
+            replica.phase_message = f"ScaledDown: replicas {target}"
+    for index in range(target):
+        if index == len(entries):
+            entries.append(ReplicaStatus(index=index, name=status.name, transition_time=stamp))
+            continue
+        replica = entries[index]
+        if not replica.stopped:
+            continue
+        if replica.phase != P.COMPLETED:
+            break  # still going away: it comes back as a new instance once it is gone
+        entries[index] = ReplicaStatus(index=index, name=status.name, transition_time=stamp)
+    while len(entries) > target and entries[-1].phase == P.COMPLETED:
+        entries.pop()
+
+
+def counted_replicas(role: Role, status: RoleStatus) -> list[ReplicaStatus]:
+    """The replicas the completion policy counts (spec 6.1): a scaled role's current ones, not those
+    scaled down (stopped, or at an index at or above its target); an index still to come back counts as a
+    replica not completed yet. A role never scaled counts them all, as before."""
+    if status.target_replicas is None:
+        return status.replicas
+    current = [r for r in status.replicas[: role.replicas] if not r.stopped]
+    coming = role.replicas - len(current)
+    return current + [ReplicaStatus(index=len(current) + i, name=status.name) for i in range(coming)]
+
+
+def settle_scale(ctx: PassContext) -> None:
+    """After the machines ran: a scaled-down replica that completed in this pass leaves the list, and an
+    index waiting for it comes back now, so no watch event is needed for either (the status write of this
+    pass carries them; a fresh replica's Pod is asked for by the pass this requeue brings)."""
+    if ctx.status.phase not in _SCALING_PHASES:
+        return
+    for status in ctx.status.roles:
+        if status.target_replicas is None or status.phase not in _SCALING_ROLES:
+            continue
+        fresh = sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped)
+        resize(status, status.target_replicas, ctx.stamp)
+        if sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped) > fresh:
+            ctx.plan.requeue(0.0)
