@@ -17,9 +17,11 @@ Nothing here asks the clock: a gate opens on a watch event (a Pod, an owned obje
 
 from __future__ import annotations
 
-from taskset.api.constants import EventReason
+from typing import Final
+
+from taskset.api.constants import KIND, EventReason
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.proof import creation_proof, owned_subject, proves
+from taskset.api.proof import ProofSubject, creation_proof, owned_subject, proves
 from taskset.api.spec import Role
 from taskset.api.status import AttemptResult, clip
 from taskset.api.views import OwnedView
@@ -29,6 +31,8 @@ from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX
 from taskset.integrations.base import Attempt
 from taskset.objects.owned import OwnedObject, Owner, Scope, control_unit_owner, manifest, taskset_owner
 
+# Seconds until the pass that makes anew an object an earlier TaskSet object of the same name left behind.
+LEFT_BEHIND_RECHECK: Final = 1.0
 # Reasons joined into one hold when several objects are missing, bounded like every wait message.
 _JOIN = "; "
 
@@ -77,10 +81,7 @@ def _sync_one(ctx: PassContext, wanted: OwnedObject) -> str | None:
     owner = _owner(ctx, wanted.scope)
     seen = ctx.observed.owned.get((wanted.kind.key, wanted.name))
     label = f"{wanted.kind.kind} {wanted.name}"
-    key, subject = (
-        ctx.settings.proof_key,
-        owned_subject(ctx.ref.namespace, wanted.kind.key, wanted.name, owner.uid),
-    )
+    key, subject = ctx.settings.proof_key, _subject(ctx, wanted.kind.key, wanted.name, owner.kind, owner.uid)
     if seen is None:
         proof = creation_proof(key, subject)
         body = manifest(wanted, taskset=ctx.ref.name, namespace=ctx.ref.namespace, owner=owner, proof=proof)
@@ -160,6 +161,11 @@ def owned_created(ctx: PassContext, intent: CreateOwned, result: ActionResult) -
     foreign = result.kind == ResultKind.EXISTS and _foreign(intent, result)
     if result.kind in (ResultKind.OK, ResultKind.EXISTS) and not foreign:
         return
+    if foreign and isinstance(result.view, OwnedView) and _left_behind(ctx, intent, result.view):
+        stale = result.view
+        ctx.plan.intents.append(DeleteOwned(stale.name, stale.uid, False, intent.kind, intent.integration))
+        ctx.plan.requeue(LEFT_BEHIND_RECHECK)  # made anew by the pass after it is gone
+        return
     message = f"{intent.kind.kind} {intent.name} creation rejected: {result.message}"
     if foreign:
         message = foreign_message(f"{intent.kind.kind} {intent.name}", intent.integration)
@@ -172,6 +178,24 @@ def owned_created(ctx: PassContext, intent: CreateOwned, result: ActionResult) -
     transient(
         ctx, EventReason.OWNED_OBJECT_CREATION_FAILED, f"{intent.kind.kind} {intent.name}: {result.message}"
     )
+
+
+def _subject(ctx: PassContext, kind_key: str, name: str, owner_kind: str, owner_uid: str) -> ProofSubject:
+    """What an owned object's proof binds. An object the TaskSet owns for its whole life is bound to the
+    TaskSet's name rather than its UID: one left behind by an earlier TaskSet object of that name
+    (deleted with orphan propagation, W-16) is then still provably this controller's, and is removed
+    rather than taken for a stranger's. An attempt's object is bound to its ControlUnit's UID."""
+    owner = f"{KIND}/{ctx.ref.name}" if owner_kind == KIND else owner_uid
+    return owned_subject(ctx.ref.namespace, kind_key, name, owner)
+
+
+def _left_behind(ctx: PassContext, intent: CreateOwned, view: OwnedView) -> bool:
+    """Whether the object a create found is this controller's, left by an earlier TaskSet object of
+    the same name: a proof for this TaskSet's name, though not controlled by this TaskSet (an orphaning
+    delete removed its owner reference, or the garbage collector has not reached it yet). Only one
+    TaskSet of a name exists at a time, so it is no living TaskSet's."""
+    subject = _subject(ctx, intent.kind.key, intent.name, KIND, "")
+    return proves(view.proof, ctx.settings.proof_key, subject)
 
 
 def _foreign(intent: CreateOwned, result: ActionResult) -> bool:

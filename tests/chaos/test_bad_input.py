@@ -191,8 +191,8 @@ CORPUS = [
     ),
     pytest.param(
         with_role(completionPolicy={"minSucceeded": "1"}),
-        rejected(f"{R0}.completionPolicy.minSucceeded", INT),
-        id="minSucceeded is a string",
+        rejected(f"{R0}.completionPolicy.minSucceeded", "should match '^(100|[1-9][0-9]?)%$'"),
+        id="minSucceeded is a string that is no percentage (issue 25)",
     ),
     pytest.param(
         with_role(retryPolicy={"retry": "yes", "maxRetryCount": 1}),

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+from taskset.api.constants import ANNOTATION_CREATION_PROOF
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.api.views import OwnedView
-from taskset.decide import ActionResult, CreateOwned, ResultKind, Settings, decide
+from taskset.decide import ActionResult, CreateOwned, DeleteOwned, ResultKind, Settings, decide
 from taskset.integrations import BUILT_IN, spec_checks
 from taskset.integrations.base import Attempt
 from taskset.integrations.headless_service import HeadlessService, service_ports
@@ -196,3 +197,25 @@ def test_our_own_service_found_by_a_create_is_no_news() -> None:
     step.fold(create, ActionResult(ResultKind.EXISTS, ours, "already exists"))
     assert step.plan.status.attempt_result is None
     assert Settings().integrations == BUILT_IN
+
+
+@pytest.mark.parametrize(
+    "controller", [None, "uid-of-the-deleted-taskset"], ids=["orphaned", "not yet collected"]
+)
+def test_a_service_left_by_an_earlier_taskset_of_the_name_is_deleted_and_made_anew(
+    controller: str | None,
+) -> None:
+    """W-16 for owned objects: a TaskSet deleted with orphan propagation (or whose garbage the collector
+    has not reached) leaves its Service; its proof is bound to the TaskSet's name, so the re-created
+    TaskSet knows it for this controller's and deletes it (UID precondition) rather than failing."""
+    world = World(TaskSetBuilder("tf").role("ps").obj())
+    world.reconcile()
+    world.owned.clear()
+    step = decide(world.ref, parse_taskset(world.taskset), world.status, world.observed(), world.now)
+    [create] = [i for i in step.plan.intents if isinstance(i, CreateOwned) and i.kind == SERVICES]
+    proof = create.manifest["metadata"]["annotations"][ANNOTATION_CREATION_PROOF]
+    left = OwnedView("tf", "old", False, controller, proof=proof)
+    step.fold(create, ActionResult(ResultKind.EXISTS, left, "already exists"))
+    assert step.plan.status.attempt_result is None
+    assert DeleteOwned("tf", "old", False, SERVICES, create.integration) in step.plan.intents
+    assert step.plan.requeue_after is not None

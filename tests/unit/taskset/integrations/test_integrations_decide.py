@@ -187,7 +187,7 @@ def test_an_object_claiming_the_taskset_as_its_owner_is_ours_only_with_its_proof
         "ownerReferences": [{"uid": world.ref.uid, "controller": True}],
     }
     if proof_for is not None:
-        subject = owned_subject(world.ref.namespace, CONFIGMAPS.key, proof_for, world.ref.uid)
+        subject = owned_subject(world.ref.namespace, CONFIGMAPS.key, proof_for, f"TaskSet/{world.ref.name}")
         meta["annotations"] = {ANNOTATION_CREATION_PROOF: creation_proof(PROCESS_PROOF_KEY, subject)}
     world.owned[KEY] = {"metadata": meta}
     world.settle()
