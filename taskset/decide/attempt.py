@@ -363,6 +363,7 @@ TASKSET_ROWS: dict[str, Row[TaskSetFacts]] = {
     "T3-conflict": Row(effect=_unit_conflict, message=_conflict_message),
     "T3-adopt": Row(effect=_adopt_unit, message=_GOING_TO_START),
     "T3-hold": Row(wait=_look_again_later),
+    "T3-deadline": Row(effect=_deadline, message=_deadline_row_message),
     "T3-suspended": Row(),  # the resume's own update event brings the pass that goes on (issue 24)
     "T3": Row(effect=_create_unit, message=_GOING_TO_START),
     "T3-rejected": Row(

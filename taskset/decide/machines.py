@@ -342,6 +342,14 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             "the TaskSet is being deleted, or a stale ControlUnit is going away",
         ),
         Transition(
+            "T3-deadline",
+            (T.ATTEMPT_PENDING,),
+            T.COMPLETED,
+            lambda f: f.deadline_exceeded,
+            "activeDeadlineSeconds passed before the attempt started (issue 24: it runs on while "
+            "suspended, as it does through retry delays): no attempt",
+        ),
+        Transition(
             "T3-suspended",
             (T.ATTEMPT_PENDING,),
             None,

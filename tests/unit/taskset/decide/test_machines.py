@@ -542,6 +542,14 @@ SUSPENSION_ROWS = [
     ),
     taskset(
         T.ATTEMPT_PENDING,
+        "T3-deadline",
+        T.COMPLETED,
+        "T3 the deadline passed before the attempt started (a suspended TaskSet)",
+        deadline_exceeded=True,
+        suspended=True,
+    ),
+    taskset(
+        T.ATTEMPT_PENDING,
         "T3-suspended",
         T.ATTEMPT_PENDING,
         "T3 a suspended TaskSet creates no ControlUnit",

@@ -201,3 +201,32 @@ def test_a_completed_taskset_keeps_its_conditions_when_suspended_afterwards() ->
     world.settle()
     assert suspended_condition(world) is None
     assert count(world, "TaskSetSuspended") == 0
+
+
+@pytest.mark.parametrize(
+    "started",
+    [
+        pytest.param(False, id="created suspended, it never starts (T3-deadline)"),
+        pytest.param(True, id="suspended while it runs (T6-deadline)"),
+    ],
+)
+def test_the_active_deadline_runs_on_while_suspended(started: bool) -> None:
+    """issue 25's activeDeadlineSeconds bounds the TaskSet's life from its creation, suspended or not."""
+    obj = TaskSetBuilder("job").role("r", replicas=1).obj()
+    obj["spec"]["activeDeadlineSeconds"] = 60
+    obj["spec"]["suspend"] = not started
+    world = World(obj)
+    world.settle()
+    if started:
+        world.run("job-r-0")
+        world.settle()
+        suspend(world)
+        world.settle()
+    assert world.pods == {} and world.status is not None and world.status.phase != T.COMPLETED
+    assert world.plans[-1].requeue_after is not None, "a suspended TaskSet looks again at its deadline"
+    world.tick(61)
+    world.settle()
+    assert (world.status.phase, world.status.state) == (T.COMPLETED, "Failed")
+    assert world.status.state_message.startswith("DeadlineExceeded")
+    assert world.units == {} and world.pods == {}
+    assert len(world.created_pods) == (1 if started else 0)
