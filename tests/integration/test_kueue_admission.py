@@ -103,9 +103,14 @@ def test_a_queue_with_quota_for_two_runs_two_of_three_and_the_third_when_one_fin
 
     first = eventually(two_running, 90, "two TaskSets admitted and running")
     (third,) = [name for name in names if name not in first]
-    waiting = replica(ts.status(third), "r", 0)
+    # Its Workload may not be in the controller's cache yet ("waiting for Workload ..."): it is there soon,
+    # and then the replica says it waits for the admission.
+    eventually(
+        lambda: "waiting for Kueue to admit Workload" in replica(ts.status(third), "r", 0)["phaseMessage"],
+        30,
+        f"{third} waiting for admission",
+    )
     assert ts.pods(third) == []
-    assert "waiting for Kueue to admit Workload" in waiting["phaseMessage"]
     api = client.CustomObjectsApi(cluster.api_client())
     workload = cast(
         "dict[str, Any]",
