@@ -73,6 +73,7 @@ from taskset.runtime.created_units import CreatedUnits
 from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
+from taskset.runtime.pod_views import PodViews
 from taskset.runtime.records import Record, StatusRecords
 from taskset.runtime.snapshots import Snapshots
 
@@ -186,6 +187,7 @@ class Reconciler:
         )
         self._checks = spec_checks(settings.integrations)
         self._snapshots = Snapshots()
+        self._pod_views = PodViews()
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
@@ -215,7 +217,7 @@ class Reconciler:
             return ReconcileResult(error=f"reading the TaskSet: {err}")
         if record is None:  # the cache is behind the API server about this TaskSet: wait for it
             return ReconcileResult(requeue_after=self._settings.cache_wait_requeue)
-        recorded = TaskSetStatus.from_json(record.latest)
+        recorded = record.recorded_status()
         now = self._clock.wall()
         observed = self._observe(ref, recorded)
         pass_ = decide(ref, self._parse(obj), recorded, observed, now, settings=self._settings)
@@ -284,7 +286,7 @@ class Reconciler:
             if u["metadata"]["name"] != unit_name and is_control_unit_name(ref.name, u["metadata"]["name"])
         )
         pods = {
-            p["metadata"]["name"]: pod_view(p)
+            p["metadata"]["name"]: self._pod_views.of(p)
             for p in self._pods.by_index(POD_INDEX, f"{ref.namespace}/{ref.name}")
         }
         return Observed(

@@ -120,14 +120,21 @@ def test_a_pod_on_its_way_to_running_is_written_once_when_it_runs() -> None:
     assert pending is not None
 
     reconciler.reconcile(KEY)
-    scheduled = {**pending, "status": {"phase": "Pending", "hostIP": "10.0.0.1", "podIP": "10.0.1.1"}}
+    scheduled = {
+        **pending,
+        "metadata": {**pending["metadata"], "resourceVersion": "scheduled"},  # as the API server would
+        "status": {"phase": "Pending", "hostIP": "10.0.0.1", "podIP": "10.0.1.1"},
+    }
     caches.pods.update(scheduled)
     clock.step(HOLD_LIMIT / 2)
     held = reconciler.reconcile(KEY)
 
     assert client.calls == []
     assert held.requeue_after is not None and held.requeue_after <= HOLD_LIMIT / 2
-    caches.pods.update({**scheduled, "status": {**scheduled["status"], "phase": "Running"}})
+    running_meta = {**scheduled["metadata"], "resourceVersion": "running"}
+    caches.pods.update(
+        {**scheduled, "metadata": running_meta, "status": {**scheduled["status"], "phase": "Running"}}
+    )
     reconciler.reconcile(KEY)
     assert client.calls == [("status", P.ATTEMPT_RUNNING)]
 

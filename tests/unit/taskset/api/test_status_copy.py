@@ -1,0 +1,88 @@
+"""``TaskSetStatus.copy``: a pass's private copy shares no mutable part with the recorded status it was
+made from, whatever fields the records have (a field added later and forgotten in ``copy`` fails here),
+and equals it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import fields, is_dataclass
+
+import pytest
+
+from taskset.api.constants import ConditionStatus, ConditionType, FailureAction
+from taskset.api.status import (
+    AttemptResult,
+    Condition,
+    FailureRecord,
+    ReplicaStatus,
+    RoleStatus,
+    TaskSetStatus,
+    TerminatedInfo,
+)
+
+pytestmark = pytest.mark.unit
+
+NOW = "2026-11-26T00:00:00Z"
+
+
+def rich_status() -> TaskSetStatus:
+    """A status with every optional part filled."""
+    replica = ReplicaStatus(
+        index=0,
+        name="worker",
+        pod_name="t-worker-0",
+        terminated_info=TerminatedInfo(exit_code=1, exit_message="boom", reason="Error"),
+        failure=FailureRecord("rule-0", FailureAction.RETRY_NOT_COUNTED, "evicted"),
+        next_retry_at=NOW,
+    )
+    role = RoleStatus(
+        name="worker", replicas=[replica, ReplicaStatus(index=1, name="worker")], last_scale=(1, 2, NOW)
+    )
+    condition = Condition(ConditionType.RUNNING, ConditionStatus.TRUE, "Started", "running", NOW, 1)
+    return TaskSetStatus(
+        roles=[role], conditions=[condition], attempt_result=AttemptResult(False, "failed", final=True)
+    )
+
+
+def mutable_parts(node: object) -> Iterator[object]:
+    """Every list, dict and record reachable from ``node``, itself included."""
+    if isinstance(node, list):
+        yield node
+        for item in node:
+            yield from mutable_parts(item)
+    elif isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from mutable_parts(value)
+    elif is_dataclass(node) and not isinstance(node, type):
+        yield node
+        for field in fields(node):
+            yield from mutable_parts(getattr(node, field.name))
+
+
+def test_a_copy_equals_the_original() -> None:
+    original = rich_status()
+    assert original.copy() == original
+    assert original.copy().full_json() == original.full_json()
+
+
+@pytest.mark.parametrize(
+    "status", [rich_status(), TaskSetStatus(), TaskSetStatus(roles=[RoleStatus.fresh("w", 3, NOW)])]
+)
+def test_a_copy_shares_no_mutable_part(status: TaskSetStatus) -> None:
+    shared = {id(part) for part in mutable_parts(status)} & {
+        id(part) for part in mutable_parts(status.copy())
+    }
+    assert not shared
+
+
+def test_changing_a_copy_leaves_the_original_as_it_was() -> None:
+    original = rich_status()
+    before = original.full_json()
+    changed = original.copy()
+    changed.roles[0].replicas[0].phase_message = "changed"
+    assert changed.roles[0].replicas[0].terminated_info is not None
+    changed.roles[0].replicas[0].terminated_info.exit_code = 9
+    changed.roles[0].replicas.append(ReplicaStatus(index=2, name="worker"))
+    changed.conditions[0].message = "changed"
+    assert original.full_json() == before
