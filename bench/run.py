@@ -30,7 +30,7 @@ from bench.scenarios import (
     Scale,
     churn,
     long_running,
-    raw_pod,
+    raw_copies,
     replicas_of,
     taskset,
 )
@@ -343,26 +343,32 @@ class Bench:
         return len(listed.get("items") or [])
 
     # ----- raw limit -------------------------------------------------------------------------------
-    def run_raw(self, qps: float, burst: int, *, count: int = 0, label: str = "") -> dict[str, Any]:
-        """A bare client creating then deleting ``count`` Pods (default ``scale.raw_pods``)."""
+    def run_raw(
+        self, qps: float, burst: int, *, objects: list[dict[str, Any]] | None = None, label: str = ""
+    ) -> dict[str, Any]:
+        """A bare client creating then deleting the Pods and Services the controller makes for
+        ``objects`` (``raw_copies``; default: the larger of ``burst`` and ``large``)."""
         label = label or ("raw-unlimited" if qps <= 0 else f"raw-qps{qps:g}")
         namespace = self.namespace("raw")
         recorder = Recorder(self.api, namespace)
         recorder.start()
         time.sleep(WATCH_SETTLE)
-        count = count or self.scale.raw_pods
+        if objects is None:
+            objects = self.objects("large" if self.scale.large >= self.scale.raw_pods else "burst")
         bucket = RateLimiter(qps, burst)
         errors: list[str] = []
         path = f"/api/v1/namespaces/{namespace}/pods"
-        names = [f"raw-{i:05d}" for i in range(count)]
         unit = self.api.request(
             "POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "raw-unit"}}
         )
+        manifests, owned = raw_copies(objects, namespace, unit)
+        names = [pod["metadata"]["name"] for pod in manifests]
+        count = len(manifests)
 
-        def create(name: str) -> None:
+        def post(collection: str, obj: dict[str, Any]) -> None:
             bucket.wait()
             try:
-                self.api.request("POST", path, raw_pod(name, namespace, unit))
+                self.api.request("POST", f"/api/v1/namespaces/{namespace}/{collection}", obj)
             except ApiError as err:
                 errors.append(str(err))
 
@@ -376,8 +382,10 @@ class Bench:
         print(f"[{label}] {count} pods, {self.workers} threads", flush=True)
         cpu_before = cpu_by_process(self.processes())
         started = time.monotonic()
+        for plural, obj in owned:  # first, as the controller makes them
+            post(plural, obj)
         with ThreadPoolExecutor(self.workers) as pool:
-            list(pool.map(create, names))
+            list(pool.map(lambda pod: post("pods", pod), manifests))
         created = time.monotonic()
         cpu_used = cpu_difference(cpu_by_process(self.processes()), cpu_before)
         wait_until(lambda: recorder.pod_count() >= count or bool(errors), 300, "raw pods seen")
@@ -409,8 +417,9 @@ class Bench:
         """The raw reference of one target scenario, run just before it with as many Pods, unlimited: on a
         machine whose speed drifts from minute to minute, a reference taken minutes earlier (``raw``)
         can be a fifth faster or slower than the one the scenario itself meets."""
-        count = sum(len(replicas_of(obj)) for obj in self.objects(scenario))
-        return self.run_raw(0.0, DEFAULT_BURST, count=count, label=report.paired_reference(scenario))
+        return self.run_raw(
+            0.0, DEFAULT_BURST, objects=self.objects(scenario), label=report.paired_reference(scenario)
+        )
 
     def profiler(self, scenario: str) -> Profiler | None:
         if self.profile_dir is None:

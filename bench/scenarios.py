@@ -24,7 +24,11 @@ from typing import Any
 
 from devcluster import sim
 from taskset.api import constants as c
+from taskset.api.names import pod_name
+from taskset.api.spec import ParsedTaskSet, parse_taskset
+from taskset.integrations import BUILT_IN, Attempt, spec_checks
 from taskset.integrations.identity_env import identity_decoration
+from taskset.objects.owned import control_unit_owner, manifest
 from taskset.objects.pods import PodIdentity, build_pod
 
 RUN_SECONDS = 5.0
@@ -121,10 +125,8 @@ def replicas_of(obj: dict[str, Any]) -> list[str]:
 
 
 def raw_pod(name: str, namespace: str, unit: dict[str, Any]) -> dict[str, Any]:
-    """The Pod the controller would create for a ``large`` worker, byte for byte the same size (labels,
-    annotations, environment, the owner reference to ``unit``, a ConfigMap the raw client made), so the
-    API server, the garbage collector, the scheduler and kwok do the same work for it. Only the label key
-    the controller selects its Pods by is renamed, so that the controller never sees these."""
+    """A Pod as the controller makes one for a TaskSet without network identity (its identity decoration
+    only), owned by ``unit`` and under ``RAW_LABEL``: the unit of ``bench.prices``' per-request prices."""
     meta = unit["metadata"]
     template = taskset("raw", 1, ps=False)["spec"]["roles"][0]["template"]
     identity = PodIdentity(
@@ -140,10 +142,63 @@ def raw_pod(name: str, namespace: str, unit: dict[str, Any]) -> dict[str, Any]:
         replica_attempt=0,
         proof="0" * 64,
     )
-    pod = build_pod(template, identity, (identity_decoration(identity),))
-    labels = pod["metadata"]["labels"]
+    return _raw_labelled(build_pod(template, identity, (identity_decoration(identity),)))
+
+
+def raw_copies(
+    objects: list[dict[str, Any]], namespace: str, unit: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]]]:
+    """The Pods and owned objects (the headless Services, with their resource's plural) the controller
+    makes for ``objects``' first attempt, every built-in integration's decoration included (the
+    hostnames, the peer lists), byte for byte, but owned by ``unit`` and under ``RAW_LABEL``. The raw
+    client of a paired reference thus makes the API server, the EndpointSlice controller, the scheduler
+    and kwok do what the controller's Pods make them do, and nothing for the controller to see."""
+    pods: list[dict[str, Any]] = []
+    owned: list[tuple[str, dict[str, Any]]] = []
+    meta = unit["metadata"]
+    for obj in objects:
+        parsed = parse_taskset(obj, spec_checks(BUILT_IN))
+        assert isinstance(parsed, ParsedTaskSet), parsed
+        attempt = Attempt(
+            taskset=parsed.name, namespace=namespace, uid=meta["uid"], attempt=0, spec=parsed.spec
+        )
+        for role in parsed.spec.roles:
+            for index in range(role.replicas):
+                identity = PodIdentity(
+                    taskset=parsed.name,
+                    namespace=namespace,
+                    taskset_uid=meta["uid"],
+                    role=role.name,
+                    index=index,
+                    name=pod_name(parsed.name, role.name, index),
+                    control_unit_name=meta["name"],
+                    control_unit_uid=meta["uid"],
+                    taskset_attempt=0,
+                    replica_attempt=0,
+                    proof="0" * 64,
+                )
+                decorations = tuple(
+                    decoration
+                    for integration in BUILT_IN
+                    if (decoration := integration.decorate_pod(attempt, role, identity)) is not None
+                )
+                pods.append(_raw_labelled(build_pod(role.template, identity, decorations)))
+        owner = control_unit_owner(meta["name"], meta["uid"])
+        for wanted in (o for integration in BUILT_IN for o in integration.owned_objects(attempt)):
+            made = manifest(wanted, taskset=parsed.name, namespace=namespace, owner=owner, proof="0" * 64)
+            assert not wanted.kind.group, wanted.kind  # the built-in ones are core objects
+            owned.append((wanted.kind.plural, _raw_labelled(made)))
+    return pods, owned
+
+
+def _raw_labelled(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with the TaskSet label key renamed ``RAW_LABEL``, in its labels and in its selector."""
+    labels = obj["metadata"]["labels"]
     labels[RAW_LABEL] = labels.pop(c.LABEL_TASKSET)
-    return pod
+    selector = obj.get("spec", {}).get("selector")
+    if isinstance(selector, dict) and c.LABEL_TASKSET in selector:
+        selector[RAW_LABEL] = selector.pop(c.LABEL_TASKSET)
+    return obj
 
 
 def churn(names: list[str], seed: int) -> tuple[list[dict[str, Any]], frozenset[str]]:
