@@ -83,17 +83,13 @@ class StatusRecords(Mapping[str, Record]):
     def known(self, key: str, obj: Mapping[str, Any]) -> Record | None:
         """The record of the cached TaskSet ``obj`` (same UID), or None: then only a live read will do.
 
-        Once the cache has caught up with our write it may be newer (a spec edit): the record takes its
-        version, and its copy of the status, so that a 2,000-replica status is kept once, not twice, and
-        the next pass over the same object compares nothing.
+        The cache keeps no status (``slim_taskset``), so the record is the only copy of a large one. A
+        newer version of the object (a spec edit) is not taken from the cache: the next status write
+        meets a conflict, and the reconciler reads the live object once, as after any other writer's.
         """
         record = self.get(key)
         if record is None or record.uid != obj["metadata"].get("uid", ""):
             return None
-        status = obj.get("status")
-        if status is not record.status and status == record.status:
-            record.status = status
-            record.resource_version = obj["metadata"]["resourceVersion"]
         return record
 
     def read(self, key: str, uid: str, live: Mapping[str, Any] | None) -> Record | None:

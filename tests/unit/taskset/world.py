@@ -468,6 +468,7 @@ class RecordingClient:
         self.created: list[dict[str, Any]] = []
         self.status_error: KubeError | None = None
         self.deletes_together: threading.Barrier | None = None  # set: deletes must overlap
+        self.check_versions = False  # set: a status write on an older version conflicts, as the API's
         self._version = 1
 
     def get(self, path: str, *, resource: str) -> dict[str, Any] | None:
@@ -492,6 +493,8 @@ class RecordingClient:
         self.calls.append(("status", status["roleStatus"][0]["replicaStatus"][0]["phase"]))
         if self.status_error is not None:
             raise self.status_error
+        if self.check_versions and resource_version != self.live["metadata"].get("resourceVersion"):
+            raise KubeError(409, "Conflict", "the object has been modified")
         self._version += 1
         self.live = {**self.live, "status": status}
         self.live["metadata"] = {**self.live["metadata"], "resourceVersion": str(self._version)}
