@@ -54,6 +54,9 @@ from taskset.runtime.kube import ApiClient, KubeClient, build_api_client
 
 __all__ = ["CRD_MANIFEST", "EXIT_CONFIG", "EXIT_FAILURE", "EXIT_LEADERSHIP_LOST", "EXIT_OK", "main"]
 
+# The collector's thresholds once the heap is frozen (Python's defaults: 700, 10, 10): bench/README.md,
+# "Issue 30's cost", has the informer path at 10,100 events/s with the defaults and 24,300 with these.
+GC_THRESHOLDS: Final = (50_000, 20, 20)
 EXIT_OK: Final = 0
 EXIT_FAILURE: Final = 1
 EXIT_CONFIG: Final = 2  # the usual code for a usage error (argparse, Go's flag package)
@@ -334,9 +337,13 @@ class _Daemon:
 def _freeze_heap() -> bool:
     """Move everything alive once the caches have synced (the listed objects, modules, the client) out of
     the collector's reach: they live as long as the process, and every full collection would otherwise
-    walk them again; with a large cache those walks dominated event handling (bench/informers_bench)."""
+    walk them again; with a large cache those walks dominated event handling (bench/informers_bench).
+    Then collect less often (``GC_THRESHOLDS``): a decoded watch event allocates hundreds of dicts and
+    lists, which reference counting frees (JSON has no cycles), yet each 700 of them started a young
+    collection, and every tenth of those an older one, over every Pod cached since the freeze."""
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     return True
 
 
