@@ -13,8 +13,10 @@ podman, runc and mmdebstrap first (``make image-tools``), and any failure is a t
 Resource limits: podman asks runc to raise RLIMIT_NOFILE and RLIMIT_NPROC to 1048576 for a rootful
 container, which a host that caps the hard limits lower (a sandbox, a CI runner) refuses ("error setting
 rlimit type 7: operation not permitted"). The container gets this process's own limits instead, which
-need no privilege to keep; a kubelet's container runtime does the same with its own (containerd's
-defaults), so nothing the controller relies on changes."""
+need no privilege to keep, except that RLIMIT_NPROC is capped at ``kernel.pid_max``: podman lowers its
+own RLIMIT_NPROC to that at start (containers/common), and runc, its child, may not raise it again. No
+more processes than ``pid_max`` can exist anyway, and the controller runs a few dozen threads, so
+nothing it relies on changes."""
 
 from __future__ import annotations
 
@@ -62,11 +64,16 @@ def podman(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[st
 
 
 def ulimits() -> list[str]:
-    """``--ulimit`` options that keep this process's soft and hard limits (see the module's docstring)."""
+    """``--ulimit`` options that keep this process's soft and hard limits, RLIMIT_NPROC at most
+    ``kernel.pid_max`` (see the module's docstring)."""
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
     options = []
     for name, kind in LIMITED.items():
+        ceiling = (
+            min(PODMAN_RLIMIT_DEFAULT, pid_max) if kind == resource.RLIMIT_NPROC else PODMAN_RLIMIT_DEFAULT
+        )
         soft, hard = (
-            PODMAN_RLIMIT_DEFAULT if value == resource.RLIM_INFINITY else min(value, PODMAN_RLIMIT_DEFAULT)
+            ceiling if value == resource.RLIM_INFINITY else min(value, ceiling)
             for value in resource.getrlimit(kind)
         )
         options += ["--ulimit", f"{name}={soft}:{hard}"]
