@@ -89,8 +89,11 @@ image-base: image-tools
 # re-signs TLS, as on this project's build machines), and nothing of it stays in the image.
 HOST_CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 
+# The image is labelled with the digest of the sources it was built from (hack/image_digest.py), so that
+# tests/integration/test_image.py can tell an image of older sources under the same tag and rebuild it.
 image: image-base
 	$(PODMAN) build --network host --tag $(IMAGE) \
+		--label cn.pcl.openi.octopus.source-digest=$$($(PYTHON) hack/image_digest.py) \
 		$(if $(wildcard $(HOST_CA_BUNDLE)),--volume $(HOST_CA_BUNDLE):/etc/ssl/certs/ca-certificates.crt:ro) \
 		--build-arg PYTHON_IMAGE=$(BASE_IMAGE) --build-arg BUILDER_IMAGE=$(BUILDER_BASE_IMAGE) .
 	@$(PODMAN) image inspect --format 'image $(IMAGE): {{.Size}} bytes' $(IMAGE)

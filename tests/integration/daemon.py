@@ -114,15 +114,20 @@ class Daemon:
 
     def records(self) -> list[dict[str, Any]]:
         """Every JSON line the process(es) wrote to stdout."""
-        parsed = []
-        for line in self.output().splitlines():
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                parsed.append(value)
-        return parsed
+        return json_records(self.output())
+
+
+def json_records(output: str) -> list[dict[str, Any]]:
+    """The log records in a controller's output: its JSON lines (anything else, e.g. a traceback, is not)."""
+    parsed = []
+    for line in output.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            parsed.append(value)
+    return parsed
 
 
 def token_of(cluster: Cluster, namespace: str, account: str) -> str:

@@ -54,3 +54,25 @@ def into_namespace(obj: dict[str, Any], namespace: str, suffix: str = "") -> dic
 
 def to_yaml(objects: list[dict[str, Any]]) -> str:
     return yaml.safe_dump_all(objects, sort_keys=False)
+
+
+RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+
+
+def apply_base_rbac(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
+    """The base's ServiceAccount and RBAC, moved into ``namespace`` and applied. Cluster-scoped names get
+    ``-<namespace>`` so tests never collide; ``remove_cluster_rbac`` deletes those afterwards (the
+    namespace's deletion takes the rest)."""
+    rbac = [
+        into_namespace(o, namespace, f"-{namespace}")
+        for o in render(cluster, MANIFESTS / "base")
+        if o["kind"] in RBAC_KINDS
+    ]
+    cluster.kubectl("apply", "-f", "-", input=to_yaml(rbac))
+    return rbac
+
+
+def remove_cluster_rbac(cluster: Cluster, rbac: list[dict[str, Any]]) -> None:
+    for obj in rbac:
+        if obj["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            cluster.kubectl("delete", obj["kind"], obj["metadata"]["name"], "--ignore-not-found", check=False)

@@ -32,12 +32,11 @@ from tests.builders import TaskSetBuilder, pod_template
 from tests.docs import Rule, documented_rbac_rules
 from tests.integration.daemon import Daemon, scrape, token_of
 from tests.integration.harness import TaskSets, eventually
-from tests.integration.manifests import MANIFESTS, into_namespace, render, to_yaml
+from tests.integration.manifests import apply_base_rbac, remove_cluster_rbac
 
 pytestmark = pytest.mark.integration
 
 SERVICE_ACCOUNT = "taskset-controller"
-RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 # Granted to every authenticated user (system:basic-user), not by our manifests.
 EVERYONE = {
     "selfsubjectreviews.authentication.k8s.io",
@@ -62,10 +61,7 @@ def account(
 ) -> Iterator[Path]:
     """The base's RBAC in this namespace, and a kubeconfig holding a TokenRequest token of its SA."""
     tmp_path = tmp_path_factory.mktemp("rbac")
-    objects = render(cluster, MANIFESTS / "base")
-    suffix = f"-{namespace}"  # cluster-scoped names must not collide across tests
-    rbac = [into_namespace(o, namespace, suffix) for o in objects if o["kind"] in RBAC_KINDS]
-    cluster.kubectl("apply", "-f", "-", input=to_yaml(rbac))
+    rbac = apply_base_rbac(cluster, namespace)
     token = token_of(cluster, namespace, SERVICE_ACCOUNT)
     kubeconfig = tmp_path / "controller.kubeconfig"
     kubeconfig.write_text(
@@ -94,9 +90,7 @@ def account(
         )
     )
     yield kubeconfig
-    for obj in rbac:
-        if obj["kind"] in ("ClusterRole", "ClusterRoleBinding"):
-            cluster.kubectl("delete", obj["kind"], obj["metadata"]["name"], "--ignore-not-found", check=False)
+    remove_cluster_rbac(cluster, rbac)
 
 
 def kubectl_as(cluster: Cluster, kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,6 +1,6 @@
-"""Static checks of the Dockerfile (no container engine runs on the CI machines): the final stage runs as
-a numeric non-root user, its entry point is the console script, it installs no build tools, and nothing
-is fetched with ADD from a URL."""
+"""Static checks of the Dockerfile, fast and without a container engine (tests/integration/test_image.py
+builds and runs the image): the final stage runs as a numeric non-root user, its entry point is the
+console script, it installs no build tools, and nothing is fetched with ADD from a URL."""
 
 from __future__ import annotations
 
