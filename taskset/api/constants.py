@@ -416,3 +416,6 @@ DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
 MSG_DEADLINE_EXCEEDED: Final = (
     DEADLINE_EXCEEDED + ": the TaskSet ran longer than activeDeadlineSeconds ({seconds}s)"
 )
+# The Pod reason a replica records when its Pod did not run within startDeadlineSeconds; the built-in
+# failure rules treat it as a platform failure (retried without counting), a user's rule may say otherwise.
+POD_REASON_START_DEADLINE: Final = "StartDeadlineExceeded"

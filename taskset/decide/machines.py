@@ -44,6 +44,8 @@ class ReplicaFacts:
     # Issue 24: the TaskSet is suspended; and this replica's Pod is going away because it was.
     suspended: bool = False
     suspend_deleted: bool = False
+    # Issue 25: the replica's Pod is still Pending past its role's startDeadlineSeconds.
+    start_deadline_passed: bool = False
 
     @property
     def ours(self) -> bool:
@@ -197,6 +199,14 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             P.ATTEMPT_COMPLETED,
             lambda f: not f.ours,
             "the Pod vanished",
+        ),
+        Transition(
+            "P-start-deadline",
+            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED),
+            P.ATTEMPT_DELETION_PENDING,
+            lambda f: f.ours and f.start_deadline_passed,
+            "the Pod did not run within startDeadlineSeconds (issue 25): replace this replica alone, "
+            "a platform failure by default (never one that ran: Running is past these phases)",
         ),
         Transition(
             "P-wait",

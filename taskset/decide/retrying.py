@@ -14,6 +14,7 @@ from taskset.api.views import PodView
 from taskset.decide.failure_rules import end_of_pod, end_of_replica, note_failure
 from taskset.decide.passes import PassContext
 from taskset.decide.policies import retry_delay
+from taskset.decide.start_deadline import replaced_late
 
 _GONE = (P.ATTEMPT_DELETION_REQUESTED, P.ATTEMPT_COMPLETED)
 
@@ -24,6 +25,8 @@ def observe_end(ctx: PassContext, role: Role, replica: ReplicaStatus, pod: PodVi
     Pod is gone unseen (it vanished, its create was refused) is matched, before the retry decision, on
     what the status says. A stopped or succeeded replica did not fail."""
     if ctx.ref.deleting or replica.stopped or replica.succeeded or replica.phase == P.ATTEMPT_PENDING:
+        return
+    if replaced_late(replica):  # P-start-deadline recorded the failure, with why the Pod waited
         return
     if pod is not None and (pod.terminal or pod.deleting):
         note_failure(ctx, role, replica, end_of_pod(pod))

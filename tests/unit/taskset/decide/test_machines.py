@@ -557,7 +557,65 @@ SUSPENSION_ROWS = [
     ),
 ]
 
-ALL_ROWS = [*REPLICA_ROWS, *ROLE_ROWS, *TASKSET_ROWS, *SUSPENSION_ROWS]
+# ----- the start deadline (issue 25): one case per (row, source) -------------------------------------------
+START_DEADLINE_ROWS = [
+    replica(
+        phase,
+        "P-start-deadline",
+        P.ATTEMPT_DELETION_PENDING,
+        f"a Pod still Pending past startDeadlineSeconds in {phase.removeprefix('TaskRoleReplicaAttempt')} "
+        "is replaced",
+        pod=CURRENT,
+        start_deadline_passed=True,
+    )
+    for phase in (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED)
+]
+START_DEADLINE_PRECEDENCE = [
+    replica(
+        P.ATTEMPT_ASSIGNED,
+        "P4",
+        P.ATTEMPT_RUNNING,
+        "a Pod that runs is never replaced by the start deadline",
+        pod=CURRENT,
+        pod_running=True,
+        start_deadline_passed=True,
+    ),
+    replica(
+        P.ATTEMPT_PREPARING,
+        "P5",
+        P.ATTEMPT_DELETION_PENDING,
+        "a Pod that exited keeps its own outcome",
+        pod=CURRENT,
+        pod_terminal=True,
+        start_deadline_passed=True,
+    ),
+    replica(
+        P.ATTEMPT_PREPARING,
+        "P-suspend",
+        P.ATTEMPT_DELETION_PENDING,
+        "a suspension deletes the Pod counting nothing: the deadline pauses with it",
+        pod=CURRENT,
+        suspended=True,
+        start_deadline_passed=True,
+    ),
+    replica(
+        P.ATTEMPT_ASSIGNED,
+        "P11",
+        P.ATTEMPT_COMPLETED,
+        "a vanished Pod is not replaced twice",
+        start_deadline_passed=True,
+    ),
+    replica(
+        P.ATTEMPT_RUNNING,
+        "P-wait",
+        P.ATTEMPT_RUNNING,
+        "a replica that was seen Running has no start deadline",
+        pod=CURRENT,
+        start_deadline_passed=True,
+    ),
+]
+
+ALL_ROWS = [*REPLICA_ROWS, *ROLE_ROWS, *TASKSET_ROWS, *SUSPENSION_ROWS, *START_DEADLINE_ROWS]
 
 
 @pytest.mark.parametrize("case", ALL_ROWS)
@@ -912,7 +970,9 @@ SUSPENSION_VANISHED = [
 ]
 
 
-@pytest.mark.parametrize("case", [*PRECEDENCE, *SUSPENSION_PRECEDENCE, *SUSPENSION_VANISHED])
+@pytest.mark.parametrize(
+    "case", [*PRECEDENCE, *SUSPENSION_PRECEDENCE, *SUSPENSION_VANISHED, *START_DEADLINE_PRECEDENCE]
+)
 def test_first_match_precedence(case: Case) -> None:
     row = case.machine.step(case.state, case.facts)
     assert row is not None
@@ -1035,7 +1095,7 @@ def every_facts(kind: type[Any]) -> list[Any]:
     [
         pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**10, id="the TaskSet machine"),
         pytest.param(ROLE_MACHINE, RoleFacts, 2**3, id="the role machine"),
-        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**12, id="the replica machine"),
+        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**13, id="the replica machine"),
     ],
 )
 def test_every_state_has_a_declared_answer_for_every_combination_of_facts(
