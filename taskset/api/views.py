@@ -367,3 +367,5 @@ class Observed:
     other_control_units: tuple[ControlUnitView, ...] = ()
     # Objects integrations own, controlled by this TaskSet or its current ControlUnit: by (kind key, name).
     owned: Mapping[tuple[str, str], OwnedView] = field(default_factory=dict)
+    # Issue 25: the last view of this TaskSet's Pods deleted while disrupted, by name (runtime/disruptions).
+    gone: Mapping[str, PodView] = field(default_factory=dict)

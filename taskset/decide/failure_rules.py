@@ -69,11 +69,15 @@ def end_of_pod(pod: PodView) -> AttemptEnd:
     return AttemptEnd(pod.exits, pod.reason or (POD_REASON_NODE_LOST if lost else ""), pod.conditions)
 
 
-def end_of_replica(replica: ReplicaStatus) -> AttemptEnd:
-    """What the status alone still says once the Pod is gone (it vanished, or was never created)."""
+def end_of_replica(replica: ReplicaStatus, last: PodView | None = None) -> AttemptEnd:
+    """What the status still says once the Pod is gone (it vanished, or was never created), with the
+    conditions of ``last``, the Pod's last view when the cache saw it deleted while disrupted (evicted
+    through the Eviction API before any pass saw it end: ``taskset.runtime.disruptions``)."""
     info = replica.terminated_info
     exits = () if info is None else (ContainerExit(replica.container_name, info.exit_code, info.reason),)
-    return AttemptEnd(exits, replica.pod_reason)
+    if last is None or last.uid != replica.pod_uid:
+        return AttemptEnd(exits, replica.pod_reason)
+    return AttemptEnd(exits or last.exits, replica.pod_reason or last.reason, last.conditions)
 
 
 def _exit_codes(rule: FailureRule, end: AttemptEnd) -> str | None:

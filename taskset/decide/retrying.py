@@ -31,7 +31,8 @@ def observe_end(ctx: PassContext, role: Role, replica: ReplicaStatus, pod: PodVi
     if pod is not None and (pod.terminal or pod.deleting):
         note_failure(ctx, role, replica, end_of_pod(pod))
     elif pod is None and replica.phase in _GONE and replica.failure is None:
-        note_failure(ctx, role, replica, end_of_replica(replica))
+        last = ctx.observed.gone.get(replica.pod_name)
+        note_failure(ctx, role, replica, end_of_replica(replica, last))
 
 
 def replica_delay(ctx: PassContext, role: Role, replica: ReplicaStatus) -> int:
