@@ -621,6 +621,13 @@ def _spec_schema(template: Schema) -> Schema:
             "startDeadlineSeconds": _seconds_bound(
                 _START_DEADLINE + " The default of every role that does not set its own. Absent: none."
             ),
+            "cleanPodPolicy": {
+                "type": "string",
+                "enum": [str(p) for p in c.CleanPodPolicy],
+                "description": "Issue 25: what the finished TaskSet keeps of its Pods. All (absent): "
+                "none, as the spec does; Running: the exited ones, those still running are deleted; None: "
+                "every Pod, running ones too, until the TaskSet is deleted.",
+            },
             "ttlSecondsAfterFinished": _seconds_bound(
                 "Issue 25: the controller deletes the TaskSet, and with it everything it owns, this many "
                 "seconds after it finished (status.finishAt); 0 deletes it at once. Absent: kept.",

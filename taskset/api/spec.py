@@ -49,6 +49,7 @@ from taskset.api.constants import (
     MSG_UNKNOWN_EVENT,
     POD_NAME_MAX_LENGTH,
     QUEUE_PATTERN,
+    CleanPodPolicy,
     RoleEvent,
     TaskSetAction,
 )
@@ -171,6 +172,7 @@ class TaskSetSpec:
     failure_rules: tuple[FailureRule, ...] = ()  # issue 25: every role's, after the role's own
     active_deadline_seconds: int | None = None  # issue 25: the whole TaskSet's wall-clock bound
     ttl_seconds_after_finished: int | None = None  # issue 25: delete the TaskSet this long after it ends
+    clean_pod_policy: CleanPodPolicy = CleanPodPolicy.ALL  # issue 25: what the finished TaskSet keeps
     # The spec as given, for integrations that read their own part of it (taskset.integrations.base).
     # Shared with the caller: do not mutate.
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
@@ -522,6 +524,7 @@ def _parse(obj: object) -> ParsedTaskSet:
             failure_rules=failure_rules,
             active_deadline_seconds=run_bounds.active_deadline_seconds,
             ttl_seconds_after_finished=run_bounds.ttl_seconds_after_finished,
+            clean_pod_policy=run_bounds.clean_pod_policy,
             raw=spec,
         ),
     )

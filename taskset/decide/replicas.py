@@ -26,6 +26,7 @@ from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, clip, seconds_since
 from taskset.api.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
 from taskset.decide.capture import capture_pod, pod_history
+from taskset.decide.cleanup import keeps_pods
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
 from taskset.decide.owned import attempt_of, gate, report_hold
 from taskset.decide.passes import (
@@ -177,6 +178,7 @@ def _replica_facts(
         suspended=suspended(ctx),
         suspend_deleted=replica.suspended,
         start_deadline_passed=start_deadline_passed(role, replica, pod if kind in _OURS else None, ctx.now),
+        keeps_finished=keeps_pods(ctx),
     )
 
 
@@ -464,6 +466,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P6": Row(message="Pod is assigned to a node"),
     "P11": Row(message=_pod_deleted_message),
     "P-wait": Row(wait=_report_wait),
+    "P9-keep": Row(message=_final_message),  # issue 25: cleanPodPolicy keeps the exited Pod
     "P9": Row(effect=_delete_pod, message=_deletion_requested),
     "P12": Row(wait=_wait_for_deletion),
     "P13-retry": Row(effect=_schedule, message=_retry_message),

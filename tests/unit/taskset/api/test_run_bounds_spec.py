@@ -87,3 +87,20 @@ def test_hostile_start_deadlines_are_rejected_naming_the_field(
     assert isinstance(result, ValidationFailure)
     assert result.field == field
     assert result.message.startswith(f"{field}: must be an integer between 1 and ")
+
+
+@pytest.mark.parametrize(
+    ("value", "policy"), [(None, "All"), ("All", "All"), ("Running", "Running"), ("None", "None")]
+)
+def test_the_clean_pod_policy_is_parsed(value: str | None, policy: str) -> None:
+    result = spec_with(cleanPodPolicy=value)
+    assert isinstance(result, ParsedTaskSet)
+    assert result.spec.clean_pod_policy == policy
+
+
+@pytest.mark.parametrize("value", ["none", "", "Always", 0, True, ["All"], {"All": 1}])
+def test_a_hostile_clean_pod_policy_is_rejected_naming_the_field(value: object) -> None:
+    result = spec_with(cleanPodPolicy=value)
+    assert isinstance(result, ValidationFailure)
+    assert result.field == "spec.cleanPodPolicy"
+    assert result.message == "spec.cleanPodPolicy: must be one of None, Running, All"

@@ -615,7 +615,92 @@ START_DEADLINE_PRECEDENCE = [
     ),
 ]
 
-ALL_ROWS = [*REPLICA_ROWS, *ROLE_ROWS, *TASKSET_ROWS, *SUSPENSION_ROWS, *START_DEADLINE_ROWS]
+# ----- cleanPodPolicy (issue 25) ---------------------------------------------------------------------------
+CLEANUP_ROWS = [
+    replica(
+        P.ATTEMPT_DELETION_PENDING,
+        "P9-keep",
+        P.COMPLETED,
+        "cleanPodPolicy keeps the exited Pod of a replica whose outcome is final",
+        pod=CURRENT,
+        pod_terminal=True,
+        keeps_finished=True,
+    ),
+]
+CLEANUP_PRECEDENCE = [
+    replica(
+        P.ATTEMPT_DELETION_PENDING,
+        "P9",
+        P.ATTEMPT_DELETION_REQUESTED,
+        "a replica that retries deletes its Pod whatever the policy: the next Pod takes its name",
+        pod=CURRENT,
+        pod_terminal=True,
+        keeps_finished=True,
+        may_retry=True,
+    ),
+    replica(
+        P.ATTEMPT_DELETION_PENDING,
+        "P9",
+        P.ATTEMPT_DELETION_REQUESTED,
+        "a stopped replica's Pod is deleted whatever the policy (its role's completion stops it)",
+        pod=CURRENT,
+        pod_terminal=True,
+        keeps_finished=True,
+        stopped=True,
+    ),
+    replica(
+        P.ATTEMPT_DELETION_PENDING,
+        "P9",
+        P.ATTEMPT_DELETION_REQUESTED,
+        "a Pod that did not exit (a start deadline's) is deleted whatever the policy",
+        pod=CURRENT,
+        keeps_finished=True,
+    ),
+    taskset(
+        T.ATTEMPT_DELETION_PENDING,
+        "T13",
+        T.COMPLETED,
+        "a failed attempt that ends the TaskSet keeps its ControlUnit when the policy keeps Pods",
+        control_unit=CU.OURS,
+        keeps_pods=True,
+    ),
+    taskset(
+        T.ATTEMPT_DELETION_PENDING,
+        "T13-succeeded",
+        T.COMPLETED,
+        "a succeeded attempt keeps its ControlUnit when the policy keeps Pods, retries left or not",
+        control_unit=CU.OURS,
+        keeps_pods=True,
+        attempt_succeeded=True,
+        may_retry=True,
+    ),
+    taskset(
+        T.ATTEMPT_DELETION_PENDING,
+        "T10",
+        T.ATTEMPT_DELETION_REQUESTED,
+        "an attempt followed by a TaskSet retry deletes its ControlUnit whatever the policy",
+        control_unit=CU.OURS,
+        keeps_pods=True,
+        may_retry=True,
+    ),
+    taskset(
+        T.ATTEMPT_DELETION_REQUESTED,
+        "T13",
+        T.COMPLETED,
+        "a policy set to keep Pods while the ControlUnit goes away no longer waits for it",
+        control_unit=CU.OURS_DELETING,
+        keeps_pods=True,
+    ),
+]
+
+ALL_ROWS = [
+    *REPLICA_ROWS,
+    *ROLE_ROWS,
+    *TASKSET_ROWS,
+    *SUSPENSION_ROWS,
+    *START_DEADLINE_ROWS,
+    *CLEANUP_ROWS,
+]
 
 
 @pytest.mark.parametrize("case", ALL_ROWS)
@@ -971,7 +1056,14 @@ SUSPENSION_VANISHED = [
 
 
 @pytest.mark.parametrize(
-    "case", [*PRECEDENCE, *SUSPENSION_PRECEDENCE, *SUSPENSION_VANISHED, *START_DEADLINE_PRECEDENCE]
+    "case",
+    [
+        *PRECEDENCE,
+        *SUSPENSION_PRECEDENCE,
+        *SUSPENSION_VANISHED,
+        *START_DEADLINE_PRECEDENCE,
+        *CLEANUP_PRECEDENCE,
+    ],
 )
 def test_first_match_precedence(case: Case) -> None:
     row = case.machine.step(case.state, case.facts)
@@ -1093,9 +1185,9 @@ def every_facts(kind: type[Any]) -> list[Any]:
 @pytest.mark.parametrize(
     ("machine", "kind", "count"),
     [
-        pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**10, id="the TaskSet machine"),
+        pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**11, id="the TaskSet machine"),
         pytest.param(ROLE_MACHINE, RoleFacts, 2**3, id="the role machine"),
-        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**13, id="the replica machine"),
+        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**14, id="the replica machine"),
     ],
 )
 def test_every_state_has_a_declared_answer_for_every_combination_of_facts(
