@@ -488,6 +488,36 @@ CORPUS = [
         id="negative ttlSecondsAfterFinished",
     ),
     pytest.param(
+        taskset({"roles": [good_role()], "startDeadlineSeconds": 0}),
+        rejected("spec.startDeadlineSeconds", "should be greater than or equal to 1"),
+        id="zero startDeadlineSeconds",
+    ),
+    pytest.param(
+        with_role(startDeadlineSeconds="30s"),
+        rejected(f"{R0}.startDeadlineSeconds", INT),
+        id="a role's startDeadlineSeconds is a duration string",
+    ),
+    pytest.param(
+        with_role(startDeadlineSeconds=-5),
+        rejected(f"{R0}.startDeadlineSeconds", "should be greater than or equal to 1"),
+        id="negative startDeadlineSeconds of a role",
+    ),
+    pytest.param(
+        with_role(startDeadlineSeconds=10**12),
+        rejected(f"{R0}.startDeadlineSeconds", "should be less than or equal to"),
+        id="startDeadlineSeconds above a year",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "cleanPodPolicy": "none"}),
+        rejected("spec.cleanPodPolicy", 'Unsupported value: "none"'),
+        id="cleanPodPolicy in the wrong case",
+    ),
+    pytest.param(
+        taskset({"roles": [good_role()], "cleanPodPolicy": ["All"]}),
+        rejected("spec.cleanPodPolicy", "must be of type string"),
+        id="cleanPodPolicy is a list",
+    ),
+    pytest.param(
         with_role(replicas=4, completionPolicy={"minSucceeded": "0%", "maxFailed": "50"}),
         rejected(f"{R0}.completionPolicy.minSucceeded", f"{R0}.completionPolicy.maxFailed", "should match"),
         id="threshold percentages out of range or without the sign",
