@@ -558,15 +558,10 @@ SUSPENSION_ROWS = [
 ]
 
 # ----- the start deadline (issue 25): one case per (row, source) -------------------------------------------
+LATE: dict[str, Any] = {"pod": CURRENT, "start_deadline_passed": True}  # Pending past its start deadline
 START_DEADLINE_ROWS = [
     replica(
-        phase,
-        "P-start-deadline",
-        P.ATTEMPT_DELETION_PENDING,
-        f"a Pod still Pending past startDeadlineSeconds in {phase.removeprefix('TaskRoleReplicaAttempt')} "
-        "is replaced",
-        pod=CURRENT,
-        start_deadline_passed=True,
+        phase, "P-start-deadline", P.ATTEMPT_DELETION_PENDING, f"a late Pod in {phase} is replaced", **LATE
     )
     for phase in (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED)
 ]
@@ -656,32 +651,31 @@ CLEANUP_PRECEDENCE = [
         pod=CURRENT,
         keeps_finished=True,
     ),
-    taskset(
-        T.ATTEMPT_DELETION_PENDING,
-        "T13",
-        T.COMPLETED,
-        "a failed attempt that ends the TaskSet keeps its ControlUnit when the policy keeps Pods",
-        control_unit=CU.OURS,
-        keeps_pods=True,
-    ),
-    taskset(
-        T.ATTEMPT_DELETION_PENDING,
-        "T13-succeeded",
-        T.COMPLETED,
-        "a succeeded attempt keeps its ControlUnit when the policy keeps Pods, retries left or not",
-        control_unit=CU.OURS,
-        keeps_pods=True,
-        attempt_succeeded=True,
-        may_retry=True,
-    ),
-    taskset(
-        T.ATTEMPT_DELETION_PENDING,
-        "T10",
-        T.ATTEMPT_DELETION_REQUESTED,
-        "an attempt followed by a TaskSet retry deletes its ControlUnit whatever the policy",
-        control_unit=CU.OURS,
-        keeps_pods=True,
-        may_retry=True,
+    *(
+        taskset(
+            T.ATTEMPT_DELETION_PENDING,
+            label,
+            target,
+            sentence,
+            control_unit=CU.OURS,
+            keeps_pods=True,
+            **facts,
+        )
+        for label, target, sentence, facts in (
+            ("T13", T.COMPLETED, "a failed attempt that ends the TaskSet keeps its ControlUnit", {}),
+            (
+                "T13-succeeded",
+                T.COMPLETED,
+                "a succeeded attempt keeps its ControlUnit, retries left or not",
+                {"attempt_succeeded": True, "may_retry": True},
+            ),
+            (
+                "T10",
+                T.ATTEMPT_DELETION_REQUESTED,
+                "an attempt followed by a TaskSet retry deletes its ControlUnit whatever the policy",
+                {"may_retry": True},
+            ),
+        )
     ),
     taskset(
         T.ATTEMPT_DELETION_REQUESTED,
