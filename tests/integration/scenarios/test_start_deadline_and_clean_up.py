@@ -84,7 +84,8 @@ def test_a_stuck_pending_replica_is_replaced_alone_and_a_running_one_never(
     assert replaced and all(r["uncountedRetries"] == r["totalRetriedCount"] for r in replaced)
     first_pod = stuck[0]
     assert first_pod.created is not None and first_pod.gone is not None
-    assert 3 <= first_pod.gone - first_pod.created < 3 + 10
+    # creationTimestamp has whole seconds: the deadline may pass up to 1 s early
+    assert 2 <= first_pod.gone - first_pod.created < 3 + 10
 
 
 def test_a_controller_restarted_after_the_deadline_replaces_the_replica(
