@@ -28,6 +28,7 @@ from tests.integration.scenarios.steps import FOREVER, PREPARING, RUNNING, Run, 
 
 pytestmark = pytest.mark.integration
 
+RESTART_DEADLINE = 8  # seconds: long enough to stop the first controller before it passes
 NOWHERE = pod_template(FOREVER, nodeSelector={"example.com/no-such-node": "true"})
 
 
@@ -52,12 +53,12 @@ def failures(recorder: Recorder, name: str, role: str) -> list[dict[str, Any]]:
     return seen
 
 
-def main_and_stuck(name: str) -> TaskSetBuilder:
-    """``main``'s success ends the TaskSet; ``stuck`` can never be scheduled. Both have
-    the TaskSet's start deadline of 3 s; neither role retries."""
+def main_and_stuck(name: str, deadline: int = 3) -> TaskSetBuilder:
+    """``main``'s success ends the TaskSet; ``stuck`` can never be scheduled. Both have the TaskSet's
+    start deadline; neither role retries."""
     return (
         TaskSetBuilder(name)
-        .spec_field("startDeadlineSeconds", 3)
+        .spec_field("startDeadlineSeconds", deadline)
         .role("main", 1, event_policy=[("RoleSucceeded", "TaskSetSucceeded")])
         .role("stuck", 1, template=NOWHERE)
     )
@@ -94,15 +95,18 @@ def test_a_controller_restarted_after_the_deadline_replaces_the_replica(
     ts = TaskSets(cluster, namespace)
     first = start_controller(cluster, namespace, workers=2)
     try:
-        ts.create(main_and_stuck("restart").obj())
+        ts.create(main_and_stuck("restart", deadline=RESTART_DEADLINE).obj())
         h.eventually(lambda: replica_phase(ts.status("restart"), "stuck", 0) == PREPARING, 60, "stuck seen")
         pod = ts.pod("restart-stuck-0")
         assert pod is not None
     finally:
         first.stop(5)
     created = h.timestamp(pod["metadata"]["creationTimestamp"])
-    time.sleep(max(0.0, created + 3 + 2 - time.time()))  # the deadline passed while no controller ran
-    assert ts.pod("restart-stuck-0") is not None
+    assert time.time() < created + RESTART_DEADLINE  # stopped before the deadline
+    time.sleep(max(0.0, created + RESTART_DEADLINE + 2 - time.time()))  # it passes while none runs
+    still = ts.pod("restart-stuck-0")
+    assert still is not None and still["metadata"]["uid"] == pod["metadata"]["uid"]
+    assert h.replica(ts.status("restart"), "stuck", 0)["totalRetriedCount"] == 0
     second = start_controller(cluster, namespace, workers=2)
     try:
         replaced = h.eventually(
