@@ -465,6 +465,7 @@ def _role_schema(template: Schema) -> Schema:
             "dependsOn": _depends_on_schema(),
             "template": template,
             "failureRules": _failure_rules("of this role, matched before the TaskSet's"),
+            "startDeadlineSeconds": _seconds_bound(_START_DEADLINE + " Absent: spec.startDeadlineSeconds."),
         },
         "x-kubernetes-validations": [
             _completion_rule("minSucceeded", c.MSG_MIN_SUCCEEDED_ABOVE_REPLICAS),
@@ -589,6 +590,12 @@ def _total_replicas_rule() -> Schema:
     }
 
 
+_START_DEADLINE = (
+    "Issue 25: a replica whose Pod has not run this many seconds after its creation is replaced, alone, "
+    "as a failure not counted against maxRetryCount (the Pod reason StartDeadlineExceeded)."
+)
+
+
 def _seconds_bound(description: str, low: int = 1) -> Schema:
     """A bound in seconds (issue 25), ``low`` up to a year."""
     top = c.MAX_RETRY_DELAY_SECONDS
@@ -611,6 +618,16 @@ def _spec_schema(template: Schema) -> Schema:
                 "Issue 25: the TaskSet fails with reason DeadlineExceeded, its Pods removed and no retry, "
                 "once this many seconds passed since it was created (status.createdAt)."
             ),
+            "startDeadlineSeconds": _seconds_bound(
+                _START_DEADLINE + " The default of every role that does not set its own. Absent: none."
+            ),
+            "cleanPodPolicy": {
+                "type": "string",
+                "enum": [str(p) for p in c.CleanPodPolicy],
+                "description": "Issue 25: what the finished TaskSet keeps of its Pods. All (absent): "
+                "none, as the spec does; Running: the exited ones, those still running are deleted; None: "
+                "every Pod, running ones too, until the TaskSet is deleted.",
+            },
             "ttlSecondsAfterFinished": _seconds_bound(
                 "Issue 25: the controller deletes the TaskSet, and with it everything it owns, this many "
                 "seconds after it finished (status.finishAt); 0 deletes it at once. Absent: kept.",

@@ -416,3 +416,14 @@ DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
 MSG_DEADLINE_EXCEEDED: Final = (
     DEADLINE_EXCEEDED + ": the TaskSet ran longer than activeDeadlineSeconds ({seconds}s)"
 )
+# The Pod reason a replica records when its Pod did not run within startDeadlineSeconds; the built-in
+# failure rules treat it as a platform failure (retried without counting), a user's rule may say otherwise.
+POD_REASON_START_DEADLINE: Final = "StartDeadlineExceeded"
+
+
+class CleanPodPolicy(StrEnum):
+    """What a finished TaskSet keeps of its Pods (``spec.cleanPodPolicy``, Kubeflow's name; issue 25)."""
+
+    NONE = "None"  # every Pod stays, running ones too, until the TaskSet is deleted
+    RUNNING = "Running"  # the Pods still running are deleted; the finished ones stay
+    ALL = "All"  # every Pod goes (the default: the behaviour of the spec, which keeps none)

@@ -49,11 +49,13 @@ from taskset.api.constants import (
     MSG_UNKNOWN_EVENT,
     POD_NAME_MAX_LENGTH,
     QUEUE_PATTERN,
+    CleanPodPolicy,
     RoleEvent,
     TaskSetAction,
 )
 from taskset.api.failures import FailureRule, FieldError, parse_failure_rules
 from taskset.api.names import is_dns1123_label, longest_pod_name_length, pod_name
+from taskset.api.run_bounds import parse_run_bounds, role_start_deadline
 from taskset.api.thresholds import parse_threshold
 
 # ======================================================================================================
@@ -140,6 +142,7 @@ class Role:
     min_replicas: int = MIN_REPLICAS
     max_replicas: int = MAX_REPLICAS
     declared: tuple[int | None, int | None] = (None, None)  # (minSucceeded, maxFailed)
+    start_deadline_seconds: int | None = None  # issue 25: its own, else the TaskSet's default
 
     def scaled(self, replicas: int) -> Role:
         """The role at ``replicas`` (clamped to its bounds), its thresholds re-read (issue 26)."""
@@ -169,6 +172,7 @@ class TaskSetSpec:
     failure_rules: tuple[FailureRule, ...] = ()  # issue 25: every role's, after the role's own
     active_deadline_seconds: int | None = None  # issue 25: the whole TaskSet's wall-clock bound
     ttl_seconds_after_finished: int | None = None  # issue 25: delete the TaskSet this long after it ends
+    clean_pod_policy: CleanPodPolicy = CleanPodPolicy.ALL  # issue 25: what the finished TaskSet keeps
     # The spec as given, for integrations that read their own part of it (taskset.integrations.base).
     # Shared with the caller: do not mutate.
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
@@ -270,13 +274,6 @@ def _bounded_int(value: object, path: str, low: int, high: int, default: int) ->
     return value
 
 
-def _optional_seconds(value: object, path: str) -> int | None:
-    """A bound in seconds (issue 25): absent means none, else between 1 and a year."""
-    if value is None:
-        return None
-    return _bounded_int(value, path, 1, MAX_RETRY_DELAY_SECONDS, default=1)
-
-
 def _dns_label(value: object, path: str) -> str:
     if value is None:
         raise _shape_error(path, "required")
@@ -341,9 +338,10 @@ class _ShapedRole:
     template: Mapping[str, Any]
     failure_rules: tuple[FailureRule, ...] = ()
     bounds: tuple[int | None, int | None] = (None, None)  # (minReplicas, maxReplicas), issue 26
+    start_deadline: int | None = None  # issue 25
 
 
-def _shape_role(value: object, index: int) -> _ShapedRole:
+def _shape_role(value: object, index: int, start_deadline: int | None = None) -> _ShapedRole:
     path = f"spec.roles[{index}]"
     if not isinstance(value, Mapping):
         raise _shape_error(path, "must be an object")
@@ -398,6 +396,7 @@ def _shape_role(value: object, index: int) -> _ShapedRole:
         template=template,
         failure_rules=rules,
         bounds=(bounds[0], bounds[1]),
+        start_deadline=role_start_deadline(raw, path, start_deadline),
     )
 
 
@@ -471,17 +470,11 @@ def _parse(obj: object) -> ParsedTaskSet:
         raise _shape_error("spec.suspend", "must be a boolean")
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
     failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
-    deadline = _optional_seconds(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds")
-    ttl = spec.get("ttlSecondsAfterFinished")  # 0 deletes at once, as the Job's
-    ttl = (
-        None
-        if ttl is None
-        else _bounded_int(ttl, "spec.ttlSecondsAfterFinished", 0, MAX_RETRY_DELAY_SECONDS, 0)
-    )
+    run_bounds = parse_run_bounds(spec)  # issue 25
     raw_roles = _optional_list(spec.get("roles"), "spec.roles")
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
-    shaped = [_shape_role(raw, index) for index, raw in enumerate(raw_roles)]
+    shaped = [_shape_role(raw, i, run_bounds.start_deadline_seconds) for i, raw in enumerate(raw_roles)]
     total = sum(role.replicas for role in shaped)
     if total > MAX_TOTAL_REPLICAS:  # the status budget is proved up to here (taskset.api.compact)
         problem = f"the replicas of all roles must total at most {MAX_TOTAL_REPLICAS}, not {total}"
@@ -511,6 +504,7 @@ def _parse(obj: object) -> ParsedTaskSet:
             min_replicas=MIN_REPLICAS if role.bounds[0] is None else role.bounds[0],
             max_replicas=MAX_REPLICAS if role.bounds[1] is None else role.bounds[1],
             declared=(role.min_succeeded, role.max_failed),
+            start_deadline_seconds=role.start_deadline,
         )
         for role, completion, events in zip(shaped, completion_policies, event_policies, strict=True)
     )
@@ -528,8 +522,9 @@ def _parse(obj: object) -> ParsedTaskSet:
             queue=queue,
             priority=priority,
             failure_rules=failure_rules,
-            active_deadline_seconds=deadline,
-            ttl_seconds_after_finished=ttl,
+            active_deadline_seconds=run_bounds.active_deadline_seconds,
+            ttl_seconds_after_finished=run_bounds.ttl_seconds_after_finished,
+            clean_pod_policy=run_bounds.clean_pod_policy,
             raw=spec,
         ),
     )

@@ -100,6 +100,7 @@ class PodView:
     exits: tuple[ContainerExit, ...] = ()
     conditions: tuple[tuple[str, str], ...] = ()
     ready: bool = False  # the Pod's Ready condition is True (a dependsOn ``until: Ready``, issue 23)
+    created_at: str | None = None  # metadata.creationTimestamp: a start deadline counts from it (issue 25)
 
     @property
     def terminal(self) -> bool:
@@ -217,6 +218,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         exits=_exits(pod),
         conditions=_conditions(pod),
         ready=_ready(pod),
+        created_at=_timestamp(get_path(pod, "metadata", "creationTimestamp")),
     )
 
 
@@ -365,3 +367,5 @@ class Observed:
     other_control_units: tuple[ControlUnitView, ...] = ()
     # Objects integrations own, controlled by this TaskSet or its current ControlUnit: by (kind key, name).
     owned: Mapping[tuple[str, str], OwnedView] = field(default_factory=dict)
+    # Issue 25: the last view of this TaskSet's Pods deleted while disrupted, by name (runtime/disruptions).
+    gone: Mapping[str, PodView] = field(default_factory=dict)

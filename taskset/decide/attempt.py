@@ -30,6 +30,7 @@ from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure
 from taskset.api.status import AttemptResult, seconds_since
 from taskset.api.views import ControlUnitView
+from taskset.decide.cleanup import clean_finished, keeps_pods, kept_unit
 from taskset.decide.deadlines import (
     deadline_exceeded,
     deadline_message,
@@ -83,7 +84,8 @@ def run_taskset(ctx: PassContext) -> None:
         transition = TASKSET_MACHINE.step(status.phase, facts)
         if transition is None:  # terminal
             _remove_stray_units(ctx)
-            remove_orphaned_pods(ctx)
+            remove_orphaned_pods(ctx, kept_unit(ctx))
+            clean_finished(ctx)  # issue 25: what cleanPodPolicy keeps
             expire_finished(ctx)
             return
         row = TASKSET_ROWS[transition.label]
@@ -145,6 +147,7 @@ def _taskset_facts(ctx: PassContext) -> TaskSetFacts:
         retry_due=retry_due(delay, seconds_since(status.transition_time, ctx.now)),
         suspended=ctx.ref.suspended,
         deadline_exceeded=deadline_exceeded(ctx),
+        keeps_pods=keeps_pods(ctx),
     )
 
 
@@ -483,12 +486,14 @@ def _set_state(ctx: PassContext, state: State) -> None:
 
 
 def _remove_stray_units(ctx: PassContext) -> None:
-    """T15 (W-3d): a completed TaskSet owns no ControlUnit; delete any that is still around."""
+    """T15 (W-3d): a completed TaskSet owns no ControlUnit but the one cleanPodPolicy keeps (issue 25);
+    delete any other that is still around."""
     units = list(ctx.observed.other_control_units)
     if ctx.observed.control_unit is not None:
         units.append(ctx.observed.control_unit)
+    kept = kept_unit(ctx)
     for unit in units:
-        if unit.controller_uid == ctx.ref.uid and not unit.deleting:
+        if unit.controller_uid == ctx.ref.uid and not unit.deleting and unit.uid != kept:
             ctx.plan.intents.append(DeleteOwned(unit.name, unit.uid, advances=False))
 
 

@@ -32,7 +32,7 @@ RELEASED = "Released"
 RELEASED_MESSAGE = "No Pod of this TaskSet is stuck terminating"
 
 
-def _recorded_uids(status: TaskSetStatus) -> dict[str, tuple[int, int]]:
+def recorded_uids(status: TaskSetStatus) -> dict[str, tuple[int, int]]:
     """The Pod UIDs the status recorded, to (role position, replica index)."""
     return {
         replica.pod_uid: (position, replica.index)
@@ -48,7 +48,7 @@ def terminating_pods(ctx: PassContext) -> list[PodView]:
     deleting = [pod for pod in ctx.observed.pods.values() if pod.deleting]
     if not deleting:
         return []
-    recorded = _recorded_uids(ctx.status)
+    recorded = recorded_uids(ctx.status)
     unit = ctx.status.control_unit_uid
     ours = [pod for pod in deleting if pod.uid in recorded or (unit and pod.controller_uid == unit)]
     return sorted(ours, key=lambda pod: pod.name)
@@ -104,18 +104,19 @@ def report_terminating(ctx: PassContext) -> None:
         )
 
 
-def remove_orphaned_pods(ctx: PassContext) -> None:
+def remove_orphaned_pods(ctx: PassContext, kept: str | None = None) -> None:
     """A completed TaskSet has no running Pod: the attempt's end waits until its ControlUnit is gone,
     and the ControlUnit's foreground deletion until its Pods are. A Pod whose UID the status recorded
     that is still there was orphaned (its ControlUnit deleted with orphan propagation, which strips
     the owner reference from the Pod and would leave it running for ever): delete it, UID precondition,
-    once (a Pod already being deleted is only waited for)."""
+    once (a Pod already being deleted is only waited for). A Pod still controlled by ``kept``, the
+    ControlUnit a ``cleanPodPolicy`` keeps (issue 25), is no orphan (``taskset.decide.cleanup``)."""
     if not ctx.observed.pods:
         return
-    recorded = _recorded_uids(ctx.status)
+    recorded = recorded_uids(ctx.status)
     for pod in sorted(ctx.observed.pods.values(), key=lambda pod: pod.name):
         found = recorded.get(pod.uid)
-        if found is None or pod.deleting or pod.uid in ctx.deleted:
+        if found is None or pod.deleting or pod.uid in ctx.deleted or (kept and pod.controller_uid == kept):
             continue
         ctx.deleted.add(pod.uid)
         position, index = found

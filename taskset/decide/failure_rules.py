@@ -17,6 +17,7 @@ from taskset.api.constants import (
     MAX_UNCOUNTED_RETRIES,
     POD_CONDITION_DISRUPTION_TARGET,
     POD_REASON_NODE_LOST,
+    POD_REASON_START_DEADLINE,
     EventReason,
     FailureAction,
 )
@@ -37,6 +38,10 @@ BUILTIN_RULES: Final = (
         pod_conditions=(PodCondition(POD_CONDITION_DISRUPTION_TARGET, "True"),),
     ),
     FailureRule("builtin-platform", A.RETRY_NOT_COUNTED, pod_reasons=PLATFORM_POD_REASONS),
+    # A Pod that never ran within startDeadlineSeconds (taskset.decide.start_deadline).
+    FailureRule(
+        "builtin-start-deadline", A.RETRY_NOT_COUNTED, pod_reasons=frozenset({POD_REASON_START_DEADLINE})
+    ),
 )
 NO_RULE: Final = "default"  # the rule name recorded when nothing matched
 _ENDS_ATTEMPT: Final = frozenset({A.FAIL_TASKSET, A.RESTART_TASKSET})
@@ -64,11 +69,15 @@ def end_of_pod(pod: PodView) -> AttemptEnd:
     return AttemptEnd(pod.exits, pod.reason or (POD_REASON_NODE_LOST if lost else ""), pod.conditions)
 
 
-def end_of_replica(replica: ReplicaStatus) -> AttemptEnd:
-    """What the status alone still says once the Pod is gone (it vanished, or was never created)."""
+def end_of_replica(replica: ReplicaStatus, last: PodView | None = None) -> AttemptEnd:
+    """What the status still says once the Pod is gone (it vanished, or was never created), with the
+    conditions of ``last``, the Pod's last view when the cache saw it deleted while disrupted (evicted
+    through the Eviction API before any pass saw it end: ``taskset.runtime.disruptions``)."""
     info = replica.terminated_info
     exits = () if info is None else (ContainerExit(replica.container_name, info.exit_code, info.reason),)
-    return AttemptEnd(exits, replica.pod_reason)
+    if last is None or last.uid != replica.pod_uid:
+        return AttemptEnd(exits, replica.pod_reason)
+    return AttemptEnd(exits or last.exits, replica.pod_reason or last.reason, last.conditions)
 
 
 def _exit_codes(rule: FailureRule, end: AttemptEnd) -> str | None:
@@ -151,11 +160,16 @@ def ends_attempt(replica: ReplicaStatus) -> FailureAction | None:
     return action if not replica.stopped and action in _ENDS_ATTEMPT else None
 
 
-def note_failure(ctx: PassContext, role: Role, replica: ReplicaStatus, end: AttemptEnd) -> None:
+def note_failure(
+    ctx: PassContext, role: Role, replica: ReplicaStatus, end: AttemptEnd, detail: str = ""
+) -> None:
     """Record which rule the failed attempt matches, with a ``ReplicaFailure`` event when that is new
-    (the status is decide's only memory, so each attempt's match is said once across restarts)."""
+    (the status is decide's only memory, so each attempt's match is said once across restarts).
+    ``detail`` follows the match's why: what the end itself cannot say (why a Pod never started)."""
     spec = ctx.plan.spec
     found = match_failure(rules_of(spec, role) if spec is not None else role.failure_rules, end)
+    if detail:
+        found = FailureMatch(found.rule, found.action, f"{found.why}: {detail}")
     record = FailureRecord(found.rule, found.action, clip(found.why, QUOTED_MAX))
     if replica.failure == record:
         return

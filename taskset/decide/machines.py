@@ -44,6 +44,10 @@ class ReplicaFacts:
     # Issue 24: the TaskSet is suspended; and this replica's Pod is going away because it was.
     suspended: bool = False
     suspend_deleted: bool = False
+    # Issue 25: the replica's Pod is still Pending past its role's startDeadlineSeconds.
+    start_deadline_passed: bool = False
+    # Issue 25: spec.cleanPodPolicy keeps finished Pods (None, Running), and the TaskSet is not deleted.
+    keeps_finished: bool = False
 
     @property
     def ours(self) -> bool:
@@ -199,12 +203,28 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             "the Pod vanished",
         ),
         Transition(
+            "P-start-deadline",
+            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED),
+            P.ATTEMPT_DELETION_PENDING,
+            lambda f: f.ours and f.start_deadline_passed,
+            "the Pod did not run within startDeadlineSeconds (issue 25): replace this replica alone, "
+            "a platform failure by default (never one that ran: Running is past these phases)",
+        ),
+        Transition(
             "P-wait",
             (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING),
             None,
             doc="nothing new about the Pod (a Pending Pod that will not start says why: issue 8)",
         ),
         # --- ending the attempt ---
+        Transition(
+            "P9-keep",
+            (P.ATTEMPT_DELETION_PENDING,),
+            P.COMPLETED,
+            lambda f: f.keeps_finished and f.ours_terminal and not f.may_retry and not f.stopped,
+            "cleanPodPolicy None or Running (issue 25): the exited Pod of a replica whose outcome is final "
+            "stays for the user (a retry needs its name, and so deletes it)",
+        ),
         Transition(
             "P9",
             (P.ATTEMPT_DELETION_PENDING,),
@@ -301,10 +321,17 @@ class TaskSetFacts:
     retry_due: bool = False
     suspended: bool = False  # issue 24: spec.suspend is true
     deadline_exceeded: bool = False  # issue 25: spec.activeDeadlineSeconds passed since createdAt
+    # Issue 25: spec.cleanPodPolicy keeps Pods (None, Running), and the TaskSet is not being deleted.
+    keeps_pods: bool = False
 
     @property
     def unit_present(self) -> bool:
         return self.control_unit in (ControlUnitClass.OURS, ControlUnitClass.OURS_DELETING)
+
+    @property
+    def keeps_unit(self) -> bool:
+        """The attempt ends the TaskSet and its Pods are kept: so is the ControlUnit that owns them."""
+        return self.keeps_pods and (self.attempt_succeeded or not self.may_retry)
 
 
 _CU = ControlUnitClass
@@ -417,15 +444,16 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             "T10",
             (T.ATTEMPT_DELETION_PENDING,),
             T.ATTEMPT_DELETION_REQUESTED,
-            lambda f: f.control_unit == _CU.OURS,
-            "delete the ControlUnit (foreground, UID precondition)",
+            lambda f: f.control_unit == _CU.OURS and not f.keeps_unit,
+            "delete the ControlUnit (foreground, UID precondition); not when the TaskSet ends here and "
+            "cleanPodPolicy keeps its Pods (issue 25: the ControlUnit stays as their owner, and T13 follows)",
         ),
         Transition(
             "T12b",
             (T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED),
             None,
-            lambda f: f.unit_present,
-            "wait until the ControlUnit and its Pods are gone",
+            lambda f: f.unit_present and not f.keeps_unit,
+            "wait until the ControlUnit and its Pods are gone (one kept by cleanPodPolicy is not awaited)",
         ),
         Transition(
             "T13-succeeded", _ENDING, T.COMPLETED, lambda f: f.attempt_succeeded, "the attempt succeeded"

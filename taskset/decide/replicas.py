@@ -26,6 +26,7 @@ from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, clip, seconds_since
 from taskset.api.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
 from taskset.decide.capture import capture_pod, pod_history
+from taskset.decide.cleanup import keeps_pods
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
 from taskset.decide.owned import attempt_of, gate, report_hold
 from taskset.decide.passes import (
@@ -43,6 +44,7 @@ from taskset.decide.passes import (
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind
 from taskset.decide.policies import replica_may_retry, replica_retry_decision, retry_due
 from taskset.decide.retrying import count_retry, observe_end, replica_delay, schedule_retry
+from taskset.decide.start_deadline import requeue_for_start, start_deadline_passed, start_deadline_rows
 from taskset.decide.suspension import replica_rows, suspended
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
@@ -175,6 +177,8 @@ def _replica_facts(
         earlier_attempt_alive=replica.phase == P.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
         suspended=suspended(ctx),
         suspend_deleted=replica.suspended,
+        start_deadline_passed=start_deadline_passed(role, replica, pod if kind in _OURS else None, ctx.now),
+        keeps_finished=keeps_pods(ctx),
     )
 
 
@@ -427,6 +431,7 @@ def _report_wait(ctx: PassContext, at: ReplicaAt) -> None:
     only memory is the status, and a phaseMessage that already says so was written together with the
     event, so each Pod's wait is reported once, across passes and restarts."""
     pod, replica = at.pod, at.replica
+    requeue_for_start(ctx, at.role, replica, pod if at.kind in _OURS else None)
     wait = pod_wait(pod) if pod is not None and replica.phase in WAITING_PHASES else None
     reported = wait_kind(replica.phase_message)
     if wait is None:
@@ -461,6 +466,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P6": Row(message="Pod is assigned to a node"),
     "P11": Row(message=_pod_deleted_message),
     "P-wait": Row(wait=_report_wait),
+    "P9-keep": Row(message=_final_message),  # issue 25: cleanPodPolicy keeps the exited Pod
     "P9": Row(effect=_delete_pod, message=_deletion_requested),
     "P12": Row(wait=_wait_for_deletion),
     "P13-retry": Row(effect=_schedule, message=_retry_message),
@@ -468,6 +474,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P14": Row(effect=_start_retry, message="TaskRole replica is going to retry"),
     "P14b": Row(wait=_wait_for_retry_delay),
     **replica_rows(ReplicaAt),  # issue 24
+    **start_deadline_rows(ReplicaAt),  # issue 25
 }
 check_rows(REPLICA_MACHINE, REPLICA_ROWS)
 

@@ -14,6 +14,7 @@ from taskset.api.views import PodView
 from taskset.decide.failure_rules import end_of_pod, end_of_replica, note_failure
 from taskset.decide.passes import PassContext
 from taskset.decide.policies import retry_delay
+from taskset.decide.start_deadline import replaced_late
 
 _GONE = (P.ATTEMPT_DELETION_REQUESTED, P.ATTEMPT_COMPLETED)
 
@@ -25,10 +26,13 @@ def observe_end(ctx: PassContext, role: Role, replica: ReplicaStatus, pod: PodVi
     what the status says. A stopped or succeeded replica did not fail."""
     if ctx.ref.deleting or replica.stopped or replica.succeeded or replica.phase == P.ATTEMPT_PENDING:
         return
+    if replaced_late(replica):  # P-start-deadline recorded the failure, with why the Pod waited
+        return
     if pod is not None and (pod.terminal or pod.deleting):
         note_failure(ctx, role, replica, end_of_pod(pod))
     elif pod is None and replica.phase in _GONE and replica.failure is None:
-        note_failure(ctx, role, replica, end_of_replica(replica))
+        last = ctx.observed.gone.get(replica.pod_name)
+        note_failure(ctx, role, replica, end_of_replica(replica, last))
 
 
 def replica_delay(ctx: PassContext, role: Role, replica: ReplicaStatus) -> int:

@@ -185,7 +185,7 @@ class Controller:
             on_update=self._taskset_updated,
             on_delete=self._enqueue_taskset,
         )
-        for owned, on_delete in ((self.units, self._unit_deleted), (self.pods, self._enqueue_owner_batched)):
+        for owned, on_delete in ((self.units, self._unit_deleted), (self.pods, self._pod_deleted)):
             owned.add_event_handler(
                 on_add=self._created,
                 on_update=lambda old, new: self._enqueue_owner_batched(new),
@@ -225,6 +225,11 @@ class Controller:
     def _unit_deleted(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         """A ConfigMap is gone: its snapshot's text, if remembered, is no longer needed."""
         self.reconciler.control_unit_deleted(obj)
+        self._enqueue_owner_batched(obj)
+
+    def _pod_deleted(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
+        """A Pod is gone: its last state is kept if it was disrupted (issue 25, runtime/disruptions)."""
+        self.reconciler.disruptions.pod_deleted(obj)
         self._enqueue_owner_batched(obj)
 
     def _enqueue_owner_batched(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:

@@ -70,6 +70,7 @@ from taskset.objects.controlunit import SNAPSHOT_KEY, snapshot_of
 from taskset.objects.owned import CONFIGMAPS
 from taskset.objects.pods import build_pod
 from taskset.runtime.created_units import CreatedUnits
+from taskset.runtime.disruptions import Disruptions
 from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
@@ -188,6 +189,7 @@ class Reconciler:
         self._checks = spec_checks(settings.integrations)
         self._snapshots = Snapshots()
         self._pod_views = PodViews()
+        self.disruptions = Disruptions()  # the Pod cache's delete handler feeds it (issue 25)
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
@@ -294,6 +296,7 @@ class Reconciler:
             pods=pods,
             other_control_units=others,
             owned=self._owned_views(ref, unit_view.uid if unit_view is not None else None),
+            gone=self.disruptions.of(ref.namespace, ref.name),
         )
 
     def _fetch_snapshot(self, obj: Mapping[str, Any], unit: ControlUnitView) -> str | None:

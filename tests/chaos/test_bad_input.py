@@ -487,6 +487,47 @@ CORPUS = [
         rejected("spec.ttlSecondsAfterFinished", "should be greater than or equal to 0"),
         id="negative ttlSecondsAfterFinished",
     ),
+    *(
+        pytest.param(obj, rejected(path, problem), id=why)
+        for obj, path, problem, why in (
+            (
+                taskset({"roles": [good_role()], "startDeadlineSeconds": 0}),
+                "spec.startDeadlineSeconds",
+                "should be greater than or equal to 1",
+                "zero startDeadlineSeconds",
+            ),
+            (
+                with_role(startDeadlineSeconds="30s"),
+                f"{R0}.startDeadlineSeconds",
+                INT,
+                "a role's startDeadlineSeconds is a duration string",
+            ),
+            (
+                with_role(startDeadlineSeconds=-5),
+                f"{R0}.startDeadlineSeconds",
+                "should be greater than or equal to 1",
+                "negative startDeadlineSeconds of a role",
+            ),
+            (
+                with_role(startDeadlineSeconds=10**12),
+                f"{R0}.startDeadlineSeconds",
+                "should be less than or equal to",
+                "startDeadlineSeconds above a year",
+            ),
+            (
+                taskset({"roles": [good_role()], "cleanPodPolicy": "none"}),
+                "spec.cleanPodPolicy",
+                'Unsupported value: "none"',
+                "cleanPodPolicy in the wrong case",
+            ),
+            (
+                taskset({"roles": [good_role()], "cleanPodPolicy": ["All"]}),
+                "spec.cleanPodPolicy",
+                "must be of type string",
+                "cleanPodPolicy is a list",
+            ),
+        )
+    ),
     pytest.param(
         with_role(replicas=4, completionPolicy={"minSucceeded": "0%", "maxFailed": "50"}),
         rejected(f"{R0}.completionPolicy.minSucceeded", f"{R0}.completionPolicy.maxFailed", "should match"),

@@ -359,3 +359,38 @@ def test_exponential_backoff_between_replica_attempts_is_in_the_status() -> None
             world.settle()
         waits.append(waited)
     assert waits == [10, 20, 40]
+
+
+def evicted_unseen(world: World, *, uid: str | None = None) -> None:
+    """The Eviction API's sequence on job-r-0, all between two passes: DisruptionTarget written, the Pod
+    deleted and removed; only the cache's delete handler saw its last state (Observed.gone)."""
+    pod = world.pods.pop("job-r-0")
+    pod["status"]["conditions"] = [
+        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+    ]
+    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:05Z"
+    if uid is not None:
+        pod["metadata"]["uid"] = uid
+    world.gone["job-r-0"] = pod
+
+
+@pytest.mark.parametrize(
+    ("uid", "rule", "retries"),
+    [
+        pytest.param(None, "builtin-disruption", (1, 1), id="the last view of this Pod: not counted"),
+        pytest.param("another-pod", "default", None, id="another Pod's last view: counted, no retry"),
+    ],
+)
+def test_a_pod_evicted_before_any_pass_saw_it_end_is_matched_on_its_last_view(
+    uid: str | None, rule: str, retries: tuple[int, int] | None
+) -> None:
+    world = running(single())  # maxRetryCount 0
+    evicted_unseen(world, uid=uid)
+    world.settle()
+    rep = replica(world, "r")
+    if retries is None:
+        assert rep.phase == P.COMPLETED and the_status(world).state == "Failed"
+        assert rep.failure is not None and rep.failure.rule == rule
+        return
+    assert (rep.total_retried_count, rep.uncounted_retries) == retries
+    assert any(f"rule {rule} matched, Pod condition DisruptionTarget=True" in e for e in world.events)

@@ -557,7 +557,144 @@ SUSPENSION_ROWS = [
     ),
 ]
 
-ALL_ROWS = [*REPLICA_ROWS, *ROLE_ROWS, *TASKSET_ROWS, *SUSPENSION_ROWS]
+# ----- the start deadline (issue 25): one case per (row, source) -------------------------------------------
+LATE: dict[str, Any] = {"pod": CURRENT, "start_deadline_passed": True}  # Pending past its start deadline
+START_DEADLINE_ROWS = [
+    replica(
+        phase, "P-start-deadline", P.ATTEMPT_DELETION_PENDING, f"a late Pod in {phase} is replaced", **LATE
+    )
+    for phase in (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED)
+]
+START_DEADLINE_PRECEDENCE = [
+    replica(
+        P.ATTEMPT_ASSIGNED,
+        "P4",
+        P.ATTEMPT_RUNNING,
+        "a Pod that runs is never replaced by the start deadline",
+        pod=CURRENT,
+        pod_running=True,
+        start_deadline_passed=True,
+    ),
+    replica(
+        P.ATTEMPT_PREPARING,
+        "P5",
+        P.ATTEMPT_DELETION_PENDING,
+        "a Pod that exited keeps its own outcome",
+        pod=CURRENT,
+        pod_terminal=True,
+        start_deadline_passed=True,
+    ),
+    replica(
+        P.ATTEMPT_PREPARING,
+        "P-suspend",
+        P.ATTEMPT_DELETION_PENDING,
+        "a suspension deletes the Pod counting nothing: the deadline pauses with it",
+        pod=CURRENT,
+        suspended=True,
+        start_deadline_passed=True,
+    ),
+    replica(
+        P.ATTEMPT_ASSIGNED,
+        "P11",
+        P.ATTEMPT_COMPLETED,
+        "a vanished Pod is not replaced twice",
+        start_deadline_passed=True,
+    ),
+    replica(
+        P.ATTEMPT_RUNNING,
+        "P-wait",
+        P.ATTEMPT_RUNNING,
+        "a replica that was seen Running has no start deadline",
+        pod=CURRENT,
+        start_deadline_passed=True,
+    ),
+]
+
+# ----- cleanPodPolicy (issue 25) ---------------------------------------------------------------------------
+CLEANUP_ROWS = [
+    replica(
+        P.ATTEMPT_DELETION_PENDING,
+        "P9-keep",
+        P.COMPLETED,
+        "cleanPodPolicy keeps the exited Pod of a replica whose outcome is final",
+        pod=CURRENT,
+        pod_terminal=True,
+        keeps_finished=True,
+    ),
+]
+CLEANUP_PRECEDENCE = [
+    replica(
+        P.ATTEMPT_DELETION_PENDING,
+        "P9",
+        P.ATTEMPT_DELETION_REQUESTED,
+        "a replica that retries deletes its Pod whatever the policy: the next Pod takes its name",
+        pod=CURRENT,
+        pod_terminal=True,
+        keeps_finished=True,
+        may_retry=True,
+    ),
+    replica(
+        P.ATTEMPT_DELETION_PENDING,
+        "P9",
+        P.ATTEMPT_DELETION_REQUESTED,
+        "a stopped replica's Pod is deleted whatever the policy (its role's completion stops it)",
+        pod=CURRENT,
+        pod_terminal=True,
+        keeps_finished=True,
+        stopped=True,
+    ),
+    replica(
+        P.ATTEMPT_DELETION_PENDING,
+        "P9",
+        P.ATTEMPT_DELETION_REQUESTED,
+        "a Pod that did not exit (a start deadline's) is deleted whatever the policy",
+        pod=CURRENT,
+        keeps_finished=True,
+    ),
+    *(
+        taskset(
+            T.ATTEMPT_DELETION_PENDING,
+            label,
+            target,
+            sentence,
+            control_unit=CU.OURS,
+            keeps_pods=True,
+            **facts,
+        )
+        for label, target, sentence, facts in (
+            ("T13", T.COMPLETED, "a failed attempt that ends the TaskSet keeps its ControlUnit", {}),
+            (
+                "T13-succeeded",
+                T.COMPLETED,
+                "a succeeded attempt keeps its ControlUnit, retries left or not",
+                {"attempt_succeeded": True, "may_retry": True},
+            ),
+            (
+                "T10",
+                T.ATTEMPT_DELETION_REQUESTED,
+                "an attempt followed by a TaskSet retry deletes its ControlUnit whatever the policy",
+                {"may_retry": True},
+            ),
+        )
+    ),
+    taskset(
+        T.ATTEMPT_DELETION_REQUESTED,
+        "T13",
+        T.COMPLETED,
+        "a policy set to keep Pods while the ControlUnit goes away no longer waits for it",
+        control_unit=CU.OURS_DELETING,
+        keeps_pods=True,
+    ),
+]
+
+ALL_ROWS = [
+    *REPLICA_ROWS,
+    *ROLE_ROWS,
+    *TASKSET_ROWS,
+    *SUSPENSION_ROWS,
+    *START_DEADLINE_ROWS,
+    *CLEANUP_ROWS,
+]
 
 
 @pytest.mark.parametrize("case", ALL_ROWS)
@@ -912,7 +1049,16 @@ SUSPENSION_VANISHED = [
 ]
 
 
-@pytest.mark.parametrize("case", [*PRECEDENCE, *SUSPENSION_PRECEDENCE, *SUSPENSION_VANISHED])
+@pytest.mark.parametrize(
+    "case",
+    [
+        *PRECEDENCE,
+        *SUSPENSION_PRECEDENCE,
+        *SUSPENSION_VANISHED,
+        *START_DEADLINE_PRECEDENCE,
+        *CLEANUP_PRECEDENCE,
+    ],
+)
 def test_first_match_precedence(case: Case) -> None:
     row = case.machine.step(case.state, case.facts)
     assert row is not None
@@ -1033,9 +1179,9 @@ def every_facts(kind: type[Any]) -> list[Any]:
 @pytest.mark.parametrize(
     ("machine", "kind", "count"),
     [
-        pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**10, id="the TaskSet machine"),
+        pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**11, id="the TaskSet machine"),
         pytest.param(ROLE_MACHINE, RoleFacts, 2**3, id="the role machine"),
-        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**12, id="the replica machine"),
+        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**14, id="the replica machine"),
     ],
 )
 def test_every_state_has_a_declared_answer_for_every_combination_of_facts(

@@ -1,0 +1,54 @@
+"""The Pod cache's delete handler keeps the last state of a Pod deleted while it carried
+``DisruptionTarget=True`` (issue 25), by TaskSet and Pod name, bounded: the Eviction API's Pod is often
+gone before a pass sees it, and its last state is what the failure rules must match."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from informers import DeletedFinalStateUnknown
+from taskset.runtime.disruptions import Disruptions
+from tests.unit.taskset.world import PodBuilder
+
+pytestmark = pytest.mark.unit
+
+
+def deleted(name: str, *, disrupted: str | None = "True", taskset: str = "job") -> dict[str, Any]:
+    pod = PodBuilder(name).taskset("tsuid").running().obj()
+    pod["metadata"]["namespace"] = "ns"
+    pod["metadata"].setdefault("annotations", {})["TaskSet"] = taskset
+    if disrupted is not None:
+        pod["status"]["conditions"] = [{"type": "DisruptionTarget", "status": disrupted}]
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("pod", "kept"),
+    [
+        pytest.param(deleted("job-r-0"), True, id="disrupted: kept"),
+        pytest.param(deleted("job-r-0", disrupted="False"), False, id="condition False: not kept"),
+        pytest.param(deleted("job-r-0", disrupted=None), False, id="no condition: not kept"),
+        pytest.param(deleted("job-r-0", taskset=""), False, id="no TaskSet annotation: not kept"),
+        pytest.param(
+            DeletedFinalStateUnknown("ns/job-r-0", deleted("job-r-0")), True, id="seen by a relist: kept"
+        ),
+    ],
+)
+def test_only_a_disrupted_pod_of_a_taskset_is_kept(pod: Any, kept: bool) -> None:
+    disruptions = Disruptions()
+    disruptions.pod_deleted(pod)
+    assert list(disruptions.of("ns", "job")) == (["job-r-0"] if kept else [])
+    assert disruptions.of("other", "job") == {}
+
+
+def test_the_oldest_are_dropped_past_the_bound() -> None:
+    disruptions = Disruptions(kept=2)
+    for name in ("job-r-0", "job-r-1", "job-r-2"):
+        disruptions.pod_deleted(deleted(name))
+    assert sorted(disruptions.of("ns", "job")) == ["job-r-1", "job-r-2"]
+    assert len(disruptions) == 2
+    disruptions.pod_deleted(deleted("job-r-1"))  # seen again: the youngest now
+    disruptions.pod_deleted(deleted("job-r-3"))
+    assert sorted(disruptions.of("ns", "job")) == ["job-r-1", "job-r-3"]
