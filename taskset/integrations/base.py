@@ -15,7 +15,15 @@ object with up to four hooks, each a pure function of what it is given, returnin
   status as this pass has it (the current attempt's roles and replicas, read only): what the replicas
   have reached (a ``dependsOn`` waits for it) is recorded there, not in the cluster;
 * ``suspends(attempt, observed)`` and ``stale_objects(attempt, observed)``: whether the attempt must
-  stop its Pods as a suspension does, and which of its objects to make anew once they are gone.
+  stop its Pods as a suspension does, and which of its objects to make anew once they are gone;
+* ``decorate_role(attempt, role, observed)``: what it adds to every Pod of a role from what the pass
+  observed (Kueue's admission: its flavors' node labels and tolerations), beside ``decorate_pod``;
+* ``ends_attempt(attempt, observed)``: why the attempt cannot go on and fails now, or None (an
+  admission that contradicts the Pod template).
+
+Besides the kinds it owns (``kinds``), an integration may read cluster-scoped kinds it does not own
+(``reads``: Kueue's ResourceFlavors); the controller caches them as each kind's ``kept`` says and
+hands them to the hooks in ``Observed.read``.
 
 The decisions ask the hooks and carry their answers in their intents; the reconciler only applies what
 they return. So an integration never does I/O, never reads the clock and never imports another
@@ -60,6 +68,9 @@ class Integration:
     # Kinds of object it may own besides ConfigMaps (which the controller always watches): a Service,
     # a PodGroup, ... The controller keeps one cache per kind, selected by the TaskSet label.
     kinds: ClassVar[tuple[ObjectKind, ...]] = ()
+    # Cluster-scoped kinds it reads and never writes (issue 24: Kueue's ResourceFlavors), cached whole
+    # but for what each kind's ``kept`` leaves out.
+    reads: ClassVar[tuple[ObjectKind, ...]] = ()
 
     def check(self, spec: Mapping[str, Any]) -> CheckFailure | None:
         return None
@@ -70,7 +81,17 @@ class Integration:
     def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration | None:
         return None
 
+    def decorate_role(self, attempt: Attempt, role: Role, observed: Observed) -> PodDecoration | None:
+        """What it adds to every Pod of ``role`` from what the pass observed (issue 24: Kueue's
+        admission), asked when a Pod is to be created, after ``decorate_pod``."""
+        return None
+
     def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
+        return None
+
+    def ends_attempt(self, attempt: Attempt, observed: Observed) -> str | None:
+        """Why the attempt cannot go on and ends as failed now (its retry policy decides what follows),
+        or None (issue 24: Kueue admitted it with a node selector the Pod template contradicts)."""
         return None
 
     def suspends(self, attempt: Attempt, observed: Observed) -> str | None:

@@ -16,18 +16,38 @@ the admission's node selectors and tolerations in the Pods.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from taskset.api.spec import Role
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import Observed
+from taskset.api.views import Observed, OwnedView
 from taskset.integrations.base import Attempt, Integration
+from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import ObjectKind, OwnedObject, Scope
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
-WORKLOADS: Final = ObjectKind(group="kueue.x-k8s.io", version="v1beta2", plural="workloads", kind="Workload")
+# What a Workload's cache keeps besides its conditions: the admission (each role's flavors and count)
+# and the admission checks' pod set updates, which this integration injects into the Pods.
+WORKLOADS: Final = ObjectKind(
+    group="kueue.x-k8s.io",
+    version="v1beta2",
+    plural="workloads",
+    kind="Workload",
+    kept=(("status", "admission"), ("status", "admissionChecks")),
+)
+# Cluster-scoped, written by cluster admins: read (never written) for the node labels and tolerations
+# an admission's flavors give the Pods; its cache keeps nothing else of their spec.
+RESOURCE_FLAVORS: Final = ObjectKind(
+    group="kueue.x-k8s.io",
+    version="v1beta2",
+    plural="resourceflavors",
+    kind="ResourceFlavor",
+    namespaced=False,
+    kept=(("spec", "nodeLabels"), ("spec", "tolerations")),
+)
 ADMITTED: Final = "Admitted"
 EVICTED: Final = "Evicted"
 NAME_FORMAT: Final = "taskset-{taskset}-{attempt}"
@@ -48,11 +68,137 @@ def pod_set(role: Role) -> dict[str, Any]:
     }
 
 
+# ----- the admission, as it reaches a role's Pods ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """What Kueue's admission gives one role's Pods (``decoration``: only what the template lacks), or
+    why it cannot yet (``held``: a flavor not cached yet) or ever (``conflict``: it contradicts the
+    template, as Kueue's jobframework refuses to start such a job)."""
+
+    decoration: PodDecoration | None = None
+    held: str | None = None
+    conflict: str | None = None
+
+
+def _strings(value: object) -> dict[str, str]:
+    """A map of strings as Kueue's API has them; entries of another shape are not Kueue's and are left."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _objects(value: object) -> list[dict[str, Any]]:
+    return [dict(item) for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def _named(entries: object, name: str) -> list[dict[str, Any]]:
+    return [entry for entry in _objects(entries) if entry.get("name") == name]
+
+
+class _Merge:
+    """The template's labels, annotations, node selector and tolerations, and what the admission adds,
+    merged as Kueue's ``podset.Merge`` does: a key already set to another value is a conflict."""
+
+    def __init__(self, template: Mapping[str, Any]) -> None:
+        meta, spec = template.get("metadata"), template.get("spec")
+        meta = meta if isinstance(meta, Mapping) else {}
+        spec = spec if isinstance(spec, Mapping) else {}
+        self.have = {
+            "labels": _strings(meta.get("labels")),
+            "annotations": _strings(meta.get("annotations")),
+            "nodeSelector": _strings(spec.get("nodeSelector")),
+        }
+        self.tolerations = _objects(spec.get("tolerations"))
+        self.added: dict[str, dict[str, str]] = {field: {} for field in self.have}
+        self.added_tolerations: list[dict[str, Any]] = []
+
+    def add(self, field: str, values: Mapping[str, str], source: str) -> str | None:
+        """Add ``values`` to ``field``, or say which key ``source`` sets to another value."""
+        for key, value in values.items():
+            if self.have[field].get(key, value) != value:
+                return (
+                    f"{source} sets {field} {key}={value}, but the Pod template has "
+                    f"{key}={self.have[field][key]}"
+                )
+        for key, value in values.items():
+            if key not in self.have[field]:
+                self.have[field][key] = self.added[field][key] = value
+        return None
+
+    def tolerate(self, tolerations: list[dict[str, Any]]) -> None:
+        for toleration in tolerations:
+            if toleration not in self.tolerations:
+                self.tolerations.append(toleration)
+                self.added_tolerations.append(toleration)
+
+    def decoration(self) -> PodDecoration:
+        return PodDecoration(
+            labels=self.added["labels"],
+            annotations=self.added["annotations"],
+            node_selector=self.added["nodeSelector"],
+            tolerations=tuple(self.added_tolerations),
+        )
+
+
+def admitted_role(
+    workload: OwnedView, role: Role, read: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> Admitted:
+    """What ``workload``'s admission gives ``role``'s Pods, as Kueue's jobframework injects it: per
+    flavor of the role's pod set assignment, the ResourceFlavor's ``nodeLabels`` as node selector
+    entries and its ``tolerations``; then each admission check's ``podSetUpdates`` for the role."""
+    admission = workload.status.get("admission")
+    assignments = _named(
+        admission.get("podSetAssignments") if isinstance(admission, Mapping) else None, role.name
+    )
+    if not assignments:
+        return Admitted(
+            held=f"Workload {workload.name} is admitted, but not yet readably for pod set {role.name}"
+        )
+    merge = _Merge(role.template)
+    flavors = dict.fromkeys(_strings(assignments[0].get("flavors")).values())
+    refused = _add_flavors(merge, flavors, workload.name, read) or _add_updates(merge, workload, role)
+    return refused or Admitted(decoration=merge.decoration())
+
+
+def _add_flavors(
+    merge: _Merge, flavors: Iterable[str], workload: str, read: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> Admitted | None:
+    """Each flavor's node labels and tolerations (Kueue's ``podset.FromAssignment``)."""
+    for flavor in flavors:
+        found = read.get((RESOURCE_FLAVORS.key, flavor))
+        if found is None:
+            waiting = f"waiting for ResourceFlavor {flavor} (Workload {workload} admitted with it)"
+            return Admitted(held=f"{waiting} to be cached")
+        spec = found.get("spec")
+        spec = spec if isinstance(spec, Mapping) else {}
+        conflict = merge.add("nodeSelector", _strings(spec.get("nodeLabels")), f"ResourceFlavor {flavor}")
+        if conflict is not None:
+            return Admitted(conflict=conflict)
+        merge.tolerate(_objects(spec.get("tolerations")))
+    return None
+
+
+def _add_updates(merge: _Merge, workload: OwnedView, role: Role) -> Admitted | None:
+    """The admission checks' pod set updates for the role (Kueue's ``podset.FromUpdate``)."""
+    for check in _objects(workload.status.get("admissionChecks")):
+        for update in _named(check.get("podSetUpdates"), role.name):
+            source = f"admission check {check.get('name')}"
+            for field in ("labels", "annotations", "nodeSelector"):
+                if (conflict := merge.add(field, _strings(update.get(field)), source)) is not None:
+                    return Admitted(conflict=conflict)
+            merge.tolerate(_objects(update.get("tolerations")))
+    return None
+
+
 class KueueWorkload(Integration):
-    """A Workload per attempt of a queued TaskSet; the roles wait for its admission."""
+    """A Workload per attempt of a queued TaskSet; the roles wait for its admission, whose flavors and
+    admission checks then decorate their Pods."""
 
     name: ClassVar[str] = "kueue"
     kinds: ClassVar[tuple[ObjectKind, ...]] = (WORKLOADS,)
+    reads: ClassVar[tuple[ObjectKind, ...]] = (RESOURCE_FLAVORS,)
 
     def owned_objects(self, attempt: Attempt) -> Sequence[OwnedObject]:
         queue = attempt.labels.get(QUEUE_LABEL)
@@ -73,10 +219,27 @@ class KueueWorkload(Integration):
         if not queue:
             return None
         name = workload_name(attempt.taskset, attempt.attempt)
-        seen = observed.owned.get((WORKLOADS.key, name))
-        if seen is not None and ADMITTED in seen.true_conditions:
+        seen = self._admitted(attempt, observed)
+        if seen is None:
+            return f"waiting for Kueue to admit Workload {name} (queue {queue})"
+        admitted = admitted_role(seen, role, observed.read)
+        return admitted.held or admitted.conflict
+
+    def decorate_role(self, attempt: Attempt, role: Role, observed: Observed) -> PodDecoration | None:
+        seen = self._admitted(attempt, observed)
+        return None if seen is None else admitted_role(seen, role, observed.read).decoration
+
+    def ends_attempt(self, attempt: Attempt, observed: Observed) -> str | None:
+        """An admission that contradicts a role's Pod template: no Pod of it could start as admitted."""
+        seen = self._admitted(attempt, observed)
+        if seen is None:
             return None
-        return f"waiting for Kueue to admit Workload {name} (queue {queue})"
+        for role in attempt.spec.roles:
+            if (conflict := admitted_role(seen, role, observed.read).conflict) is not None:
+                return (
+                    f"Kueue's admission of Workload {seen.name} conflicts with role {role.name}: {conflict}"
+                )
+        return None
 
     def suspends(self, attempt: Attempt, observed: Observed) -> str | None:
         """Kueue evicted the attempt's Workload (preemption, or its admission was withdrawn): stop every
@@ -91,9 +254,19 @@ class KueueWorkload(Integration):
         return () if evicted is None else ((WORKLOADS, evicted),)
 
     @staticmethod
-    def _evicted(attempt: Attempt, observed: Observed) -> str | None:
+    def _workload(attempt: Attempt, observed: Observed) -> OwnedView | None:
         if not attempt.labels.get(QUEUE_LABEL):
             return None
-        name = workload_name(attempt.taskset, attempt.attempt)
-        seen = observed.owned.get((WORKLOADS.key, name))
-        return name if seen is not None and EVICTED in seen.true_conditions else None
+        return observed.owned.get((WORKLOADS.key, workload_name(attempt.taskset, attempt.attempt)))
+
+    def _admitted(self, attempt: Attempt, observed: Observed) -> OwnedView | None:
+        """The attempt's Workload once Kueue admitted it (and has not evicted it), else None."""
+        seen = self._workload(attempt, observed)
+        admitted = (
+            seen is not None and ADMITTED in seen.true_conditions and EVICTED not in seen.true_conditions
+        )
+        return seen if admitted else None
+
+    def _evicted(self, attempt: Attempt, observed: Observed) -> str | None:
+        seen = self._workload(attempt, observed)
+        return seen.name if seen is not None and EVICTED in seen.true_conditions else None

@@ -36,6 +36,10 @@ class ObjectKind:
     plural: str
     kind: str
     namespaced: bool = True
+    # Fields its cache keeps besides the metadata and which status conditions hold, as (top-level
+    # field, field in it): a Kueue Workload's ``("status", "admission")``, a ResourceFlavor's
+    # ``("spec", "nodeLabels")``. Each is bounded (``taskset.api.slim.KEPT_FIELD_MAX``).
+    kept: tuple[tuple[str, str], ...] = ()
 
     @property
     def api_version(self) -> str:

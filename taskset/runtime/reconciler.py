@@ -73,6 +73,7 @@ from taskset.runtime.created_units import CreatedUnits
 from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
+from taskset.runtime.read_objects import ReadObjects
 from taskset.runtime.records import Record, StatusRecords
 from taskset.runtime.snapshots import Snapshots
 
@@ -160,9 +161,10 @@ class Reconciler:
         metrics: ReconcileMetrics | None = None,
         action_parallelism: int = 1,
         owned: Mapping[str, Store] | None = None,
+        read: Mapping[str, Store] | None = None,
     ) -> None:
         """``owned``: the caches of the kinds integrations own, by ``ObjectKind.key`` (ConfigMaps are
-        ``units``, whichever is given)."""
+        ``units``, whichever is given); ``read``: those of the kinds they read (``Observed.read``)."""
         self._client = client
         self._pool = (
             ThreadPoolExecutor(action_parallelism, thread_name_prefix="pod-action")
@@ -173,6 +175,7 @@ class Reconciler:
         self._pods = pods
         self._units = units
         self._owned: dict[str, Store] = {**(owned or {}), CONFIGMAPS.key: units}
+        self._read = ReadObjects(read or {})
         self._recorder = recorder
         self._log = logger
         self._settings = settings
@@ -292,6 +295,7 @@ class Reconciler:
             pods=pods,
             other_control_units=others,
             owned=self._owned_views(ref, unit_view.uid if unit_view is not None else None),
+            read=self._read,
         )
 
     def _fetch_snapshot(self, obj: Mapping[str, Any], unit: ControlUnitView) -> str | None:

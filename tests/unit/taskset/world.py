@@ -75,6 +75,8 @@ class World:
     # message with which the API server refuses to create any more of them (a 422).
     owned: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     owned_refused: str | None = None
+    # Cluster-scoped objects integrations read (Kueue's ResourceFlavors), by (kind key, name).
+    read: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         meta = self.taskset.setdefault("metadata", {})
@@ -106,6 +108,7 @@ class World:
             pods={n: pod_view(p) for n, p in self.pods.items()},
             other_control_units=others,
             owned={key: owned_view(obj) for key, obj in self.owned.items()},
+            read=self.read,
         )
 
     def reconcile(self) -> Plan:

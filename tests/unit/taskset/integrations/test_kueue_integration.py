@@ -31,8 +31,18 @@ def attempt(labels: dict[str, str], number: int = 0) -> Attempt:
     return Attempt("job", "ns", "uid-1", number, parsed.spec, labels=labels)
 
 
+ADMISSION = {"podSetAssignments": [{"name": "ps", "flavors": {}}, {"name": "worker", "flavors": {}}]}
+
+
 def observed(*conditions: str) -> Observed:
-    view = OwnedView(workload_name("job", 0), "w-uid", False, "cu-uid", true_conditions=frozenset(conditions))
+    view = OwnedView(
+        workload_name("job", 0),
+        "w-uid",
+        False,
+        "cu-uid",
+        true_conditions=frozenset(conditions),
+        status={"admission": ADMISSION},
+    )
     return Observed(control_unit=None, pods={}, owned={(WORKLOADS.key, view.name): view})
 
 
@@ -118,7 +128,10 @@ def test_an_evicted_workload_suspends_the_attempt_and_is_made_anew_once_its_pods
     key = (WORKLOADS.key, "taskset-job-0")
     world.settle()
     assert key in world.owned and world.pods == {}, "held until admitted"
-    world.owned[key]["status"] = {"conditions": [{"type": "Admitted", "status": "True"}]}
+    world.owned[key]["status"] = {
+        "conditions": [{"type": "Admitted", "status": "True"}],
+        "admission": {"podSetAssignments": [{"name": "r"}]},
+    }
     world.settle()
     for index in range(2):
         world.run(f"job-r-{index}")
