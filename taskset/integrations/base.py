@@ -19,7 +19,9 @@ object with up to four hooks, each a pure function of what it is given, returnin
 * ``decorate_role(attempt, role, observed)``: what it adds to every Pod of a role from what the pass
   observed (Kueue's admission: its flavors' node labels and tolerations), beside ``decorate_pod``;
 * ``ends_attempt(attempt, observed)``: why the attempt cannot go on and fails now, or None (an
-  admission that contradicts the Pod template).
+  admission that contradicts the Pod template);
+* ``after_attempt(attempt, observed, outcome)``: what to write on its objects once the attempt's
+  outcome is known (a Workload marked ``Finished``), and its objects of earlier attempts to delete.
 
 Besides the kinds it owns (``kinds``), an integration may read cluster-scoped kinds it does not own
 (``reads``: Kueue's ResourceFlavors); the controller caches them as each kind's ``kept`` says and
@@ -38,13 +40,22 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec
-from taskset.api.status import TaskSetStatus
+from taskset.api.status import AttemptResult, TaskSetStatus
 from taskset.api.views import Observed
 from taskset.objects.decorations import PodDecoration
-from taskset.objects.owned import ObjectKind, OwnedObject
+from taskset.objects.owned import ObjectKind, OwnedObject, OwnedStatus
 from taskset.objects.pods import PodIdentity
 
-__all__ = ["Attempt", "CheckFailure", "Integration"]
+__all__ = ["AfterAttempt", "Attempt", "CheckFailure", "Integration"]
+
+
+@dataclass(frozen=True)
+class AfterAttempt:
+    """What an integration wants done with its objects around an attempt's end: statuses to apply once
+    the outcome is known (``statuses``), and objects of earlier attempts to delete (``stale``)."""
+
+    statuses: tuple[OwnedStatus, ...] = ()
+    stale: tuple[tuple[ObjectKind, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,14 @@ class Integration:
         return None
 
     def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
+        return None
+
+    def after_attempt(
+        self, attempt: Attempt, observed: Observed, outcome: AttemptResult | None
+    ) -> AfterAttempt | None:
+        """Asked every pass once the TaskSet has run: ``outcome`` is the attempt's once it has ended (its
+        ControlUnit going or gone, or the TaskSet completed), else None (issue 24: the Workload of a
+        finished attempt is marked ``Finished``, and those of earlier attempts deleted)."""
         return None
 
     def ends_attempt(self, attempt: Attempt, observed: Observed) -> str | None:

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from taskset.api.spec import Role
-from taskset.api.status import TaskSetStatus
+from taskset.api.status import AttemptResult, TaskSetStatus, clip
 from taskset.api.views import Observed, OwnedView
-from taskset.integrations.base import Attempt, Integration
+from taskset.integrations.base import AfterAttempt, Attempt, Integration
 from taskset.objects.decorations import PodDecoration
-from taskset.objects.owned import ObjectKind, OwnedObject, Scope
+from taskset.objects.owned import ObjectKind, OwnedObject, OwnedStatus, Scope
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
@@ -50,6 +50,8 @@ RESOURCE_FLAVORS: Final = ObjectKind(
 )
 ADMITTED: Final = "Admitted"
 EVICTED: Final = "Evicted"
+FINISHED: Final = "Finished"
+FINISHED_MESSAGE_MAX: Final = 1024  # the outcome's words, as the TaskSet's status bounds them
 NAME_FORMAT: Final = "taskset-{taskset}-{attempt}"
 
 
@@ -212,7 +214,8 @@ class KueueWorkload(Integration):
             spec["priority"] = attempt.spec.priority
         body = {"metadata": {"labels": labels}, "spec": spec}
         name = workload_name(attempt.taskset, attempt.attempt)
-        return (OwnedObject(WORKLOADS, name, Scope.ATTEMPT, body, self.name),)
+        # The TaskSet's, not the attempt's: the last attempt's stays, Finished, until the TaskSet goes.
+        return (OwnedObject(WORKLOADS, name, Scope.TASKSET, body, self.name),)
 
     def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
         queue = attempt.labels.get(QUEUE_LABEL)
@@ -228,6 +231,35 @@ class KueueWorkload(Integration):
     def decorate_role(self, attempt: Attempt, role: Role, observed: Observed) -> PodDecoration | None:
         seen = self._admitted(attempt, observed)
         return None if seen is None else admitted_role(seen, role, observed.read).decoration
+
+    def after_attempt(
+        self, attempt: Attempt, observed: Observed, outcome: AttemptResult | None
+    ) -> AfterAttempt | None:
+        """Once the attempt has ended, its Workload is marked ``Finished`` (as Kueue's jobframework
+        marks a job's: reason ``Succeeded`` or ``Failed``, the outcome's words), which frees its quota;
+        earlier attempts' Workloads, finished before, are deleted."""
+        if not attempt.labels.get(QUEUE_LABEL):
+            return None
+        prefix = NAME_FORMAT.format(taskset=attempt.taskset, attempt="")
+        stale = tuple(
+            (WORKLOADS, name)
+            for kind, name in observed.owned
+            if kind == WORKLOADS.key
+            and name.startswith(prefix)
+            and name[len(prefix) :].isdigit()
+            and int(name[len(prefix) :]) < attempt.attempt
+        )
+        seen = self._workload(attempt, observed)
+        if outcome is None or seen is None or FINISHED in seen.true_conditions:
+            return AfterAttempt(stale=stale)
+        condition = {
+            "type": FINISHED,
+            "status": "True",
+            "reason": "Succeeded" if outcome.succeeded else "Failed",
+            "message": clip(outcome.reason, FINISHED_MESSAGE_MAX),
+        }
+        finished = OwnedStatus(WORKLOADS, seen.name, {"conditions": [condition]})
+        return AfterAttempt(statuses=(finished,), stale=stale)
 
     def ends_attempt(self, attempt: Attempt, observed: Observed) -> str | None:
         """An admission that contradicts a role's Pod template: no Pod of it could start as admitted."""

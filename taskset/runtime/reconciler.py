@@ -52,6 +52,7 @@ from taskset.api.views import (
 )
 from taskset.decide import (
     ActionResult,
+    ApplyOwnedStatus,
     CreateOwned,
     CreatePod,
     DeleteOwned,
@@ -366,6 +367,9 @@ class Reconciler:
                     resource=kind.plural,
                     propagation="Foreground" if intent.control_unit else None,
                 )
+                result = ActionResult(ResultKind.OK)
+            elif isinstance(intent, ApplyOwnedStatus):  # issue 24: a Workload marked Finished
+                self._client.apply_status(intent.kind, ns, intent.name, intent.body)
                 result = ActionResult(ResultKind.OK)
             elif isinstance(intent, DeleteTaskSet):  # issue 25: ttlSecondsAfterFinished passed
                 name = obj["metadata"]["name"]

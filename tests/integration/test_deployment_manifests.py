@@ -172,7 +172,8 @@ def test_a_client_side_apply_of_the_crd_is_accepted(cluster: Cluster, crd_instal
 
 
 def test_the_kueue_overlay_adds_the_flag_and_only_the_workloads_it_needs(cluster: Cluster) -> None:
-    """Issue 24: --kueue, and get/list/watch/create on Kueue's Workloads bound to the controller's
+    """Issue 24: --kueue, and on Kueue's objects only what it sends (Workloads: get, list, watch, create,
+    delete; their status: patch; ResourceFlavors: list, watch), bound to the controller's
     ServiceAccount; nothing else of the base changes."""
     objects = render(cluster, MANIFESTS / "overlays" / "kueue")
     container = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
@@ -182,8 +183,10 @@ def test_the_kueue_overlay_adds_the_flag_and_only_the_workloads_it_needs(cluster
         {
             "apiGroups": ["kueue.x-k8s.io"],
             "resources": ["workloads"],
-            "verbs": ["get", "list", "watch", "create"],
-        }
+            "verbs": ["get", "list", "watch", "create", "delete"],
+        },
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["patch"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["resourceflavors"], "verbs": ["list", "watch"]},
     ]
     binding = find(objects, "ClusterRoleBinding", "taskset-controller-kueue")
     assert binding["subjects"] == [

@@ -27,6 +27,7 @@ from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
 from taskset.api.views import Observed, control_unit_view, owned_view, pod_view
 from taskset.decide import (
     ActionResult,
+    ApplyOwnedStatus,
     CreateOwned,
     CreatePod,
     DeleteOwned,
@@ -157,6 +158,8 @@ class World:
             return ActionResult(ResultKind.OK, view_of(intent, unit))
         if isinstance(intent, DeleteOwned) and not intent.control_unit:
             return self._delete_owned(intent)
+        if isinstance(intent, ApplyOwnedStatus):
+            return self._apply_status(intent)
         if isinstance(intent, DeleteOwned):
             found = self.units.get(intent.name)
             if found is None:
@@ -201,6 +204,20 @@ class World:
         obj["metadata"]["uid"] = new_uid()
         self.owned[key] = obj
         return ActionResult(ResultKind.OK, owned_view(obj))
+
+    def _apply_status(self, intent: ApplyOwnedStatus) -> ActionResult:
+        """Server-side apply of status conditions, a list mapped by type: the applied ones replace those
+        of their type, the others stay."""
+        found = self.owned.get((intent.kind.key, intent.name))
+        if found is None:
+            return ActionResult(ResultKind.NOT_FOUND)
+        if found["metadata"]["uid"] != intent.body["metadata"]["uid"]:
+            return ActionResult(ResultKind.INVALID, message="metadata.uid: field is immutable")
+        status = found.setdefault("status", {})
+        applied = intent.body["status"].get("conditions") or []
+        types = {c["type"] for c in applied}
+        status["conditions"] = [c for c in status.get("conditions") or [] if c["type"] not in types] + applied
+        return ActionResult(ResultKind.OK)
 
     def _delete_owned(self, intent: DeleteOwned) -> ActionResult:
         key = (intent.kind.key, intent.name)

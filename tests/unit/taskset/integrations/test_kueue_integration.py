@@ -75,7 +75,7 @@ def test_a_queued_attempt_gets_a_workload_with_a_pod_set_per_role() -> None:
     assert (wanted.kind, wanted.name, wanted.scope, wanted.holds) == (
         WORKLOADS,
         "taskset-job-2",
-        Scope.ATTEMPT,
+        Scope.TASKSET,
         True,
     )
     spec: Any = wanted.body["spec"]
