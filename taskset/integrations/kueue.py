@@ -3,15 +3,23 @@
 A TaskSet labelled with Kueue's queue name (``QUEUE_LABEL``) is a job Kueue admits by quota, as an
 external framework (Kueue's configuration names ``TaskSet.v1alpha1.octopus.openi.pcl.cn``; see
 ``docs/user-manual.md``, "Shared clusters"). Per attempt, this integration asks for a ``Workload``
-owned by the attempt's ControlUnit, with one pod set per role (its replicas and its Pod template, whose
-requests Kueue counts), and holds every role's Pods until Kueue admits it (its ``Admitted`` condition).
+owned by the TaskSet, with one pod set per role (its replicas and its Pod template, whose requests Kueue
+counts), and holds every role's Pods until Kueue admits it (its ``Admitted`` condition).
 
-The Workload goes away with its attempt (owner references), so Kueue frees the quota when the attempt
-ends and a retry queues anew. When Kueue evicts it (preemption by a higher ``spec.priority``, which the
-Workload carries), the attempt stops its Pods as a suspension does, counting nothing
-(``suspends``), then deletes the evicted Workload (``stale_objects``), which frees its quota; the next
-pass asks for a new one, which queues again, and the Pods start again once it is admitted. Not yet:
-the admission's node selectors and tolerations in the Pods.
+Once admitted, each role's Pods get what the admission gives its pod set, as Kueue's jobframework
+injects it (``admitted_role``): every flavor's ``nodeLabels`` as node selector entries and its
+``tolerations`` (the ResourceFlavors are read through a cluster-scoped cache, ``reads``, that keeps
+nothing else of them), then each admission check's ``podSetUpdates``. Kueue refuses to start a job whose
+template contradicts its admission, and so does this integration: such an attempt ends as failed
+(``ends_attempt``), naming the key and both values.
+
+When Kueue evicts the Workload (preemption by a higher ``spec.priority``, which the Workload carries),
+the attempt stops its Pods as a suspension does, counting nothing (``suspends``), then deletes the
+evicted Workload (``stale_objects``), which frees its quota; the next pass asks for a new one, which
+queues again, and the Pods start again once it is admitted. When the attempt ends, its Workload is
+marked ``Finished`` (``after_attempt``: reason ``Succeeded`` or ``Failed``, as the jobframework marks a
+job's), which frees the quota; the last one stays until the TaskSet is deleted, and a retried attempt's
+is deleted once the next attempt's exists. Not yet: partial admission (a pod set's ``minCount``).
 """
 
 from __future__ import annotations
