@@ -20,6 +20,8 @@ object with up to four hooks, each a pure function of what it is given, returnin
   observed (Kueue's admission: its flavors' node labels and tolerations), beside ``decorate_pod``;
 * ``ends_attempt(attempt, observed)``: why the attempt cannot go on and fails now, or None (an
   admission that contradicts the Pod template);
+* ``replicas_cap(attempt, role, observed)``: the most replicas the role may run now (Kueue admitted
+  fewer than it asked for), which the attempt follows as it follows a scale;
 * ``after_attempt(attempt, observed, outcome)``: what to write on its objects once the attempt's
   outcome is known (a Workload marked ``Finished``), and its objects of earlier attempts to delete.
 
@@ -98,6 +100,12 @@ class Integration:
         return None
 
     def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
+        return None
+
+    def replicas_cap(self, attempt: Attempt, role: Role, observed: Observed) -> int | None:
+        """The most replicas ``role`` may run now, or None for no bound (issue 24: Kueue's partial
+        admission). The attempt runs the role at the lower of this and its wanted count, as a scale
+        (``taskset.decide.elastic``)."""
         return None
 
     def after_attempt(

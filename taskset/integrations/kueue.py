@@ -19,7 +19,13 @@ evicted Workload (``stale_objects``), which frees its quota; the next pass asks 
 queues again, and the Pods start again once it is admitted. When the attempt ends, its Workload is
 marked ``Finished`` (``after_attempt``: reason ``Succeeded`` or ``Failed``, as the jobframework marks a
 job's), which frees the quota; the last one stays until the TaskSet is deleted, and a retried attempt's
-is deleted once the next attempt's exists. Not yet: partial admission (a pod set's ``minCount``).
+is deleted once the next attempt's exists.
+
+Partial admission: a role that declares ``minReplicas`` (issue 26's elastic bound) below its replicas
+gives its pod set that ``minCount``, and Kueue (its ``PartialAdmission`` feature, on by default) may
+admit fewer (``podSetAssignments[].count``). The role then runs with the admitted count as if scaled to
+it (``replicas_cap``; ``taskset.decide.elastic``): a live scale is capped by the admitted count, and the
+completion thresholds follow the count as they follow a scale.
 """
 
 from __future__ import annotations
@@ -68,14 +74,35 @@ def workload_name(taskset: str, attempt: int) -> str:
     return NAME_FORMAT.format(taskset=taskset, attempt=attempt)
 
 
-def pod_set(role: Role) -> dict[str, Any]:
-    """One role as Kueue counts it: its replicas, and its Pod template (the containers' requests)."""
+def pod_set(role: Role, min_count: int | None = None) -> dict[str, Any]:
+    """One role as Kueue counts it: its replicas, and its Pod template (the containers' requests); with
+    ``min_count`` below its replicas, the fewest Kueue may admit it with (partial admission)."""
     spec = role.template.get("spec")
-    return {
+    found = {
         "name": role.name,
         "count": role.replicas,
         "template": {"spec": dict(spec) if isinstance(spec, Mapping) else {}},
     }
+    if min_count is not None and min_count < role.replicas:
+        found["minCount"] = min_count
+    return found
+
+
+def declared_min(raw: Mapping[str, Any], position: int) -> int | None:
+    """The role's ``minReplicas`` as the spec declares it (issue 26's elastic bound), or None: only a
+    declared bound opts the role into partial admission."""
+    roles = raw.get("roles")
+    role = roles[position] if isinstance(roles, list | tuple) and position < len(roles) else None
+    given = role.get("minReplicas") if isinstance(role, Mapping) else None
+    return given if isinstance(given, int) and not isinstance(given, bool) else None
+
+
+def admitted_count(workload: OwnedView, role: Role) -> int | None:
+    """How many replicas of ``role`` Kueue admitted (``podSetAssignments[].count``), or None."""
+    admission = workload.status.get("admission")
+    found = _named(admission.get("podSetAssignments") if isinstance(admission, Mapping) else None, role.name)
+    count = found[0].get("count") if found else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
 
 
 # ----- the admission, as it reaches a role's Pods ---------------------------------------------------------
@@ -217,7 +244,9 @@ class KueueWorkload(Integration):
         labels = {
             key: attempt.labels[key] for key in (QUEUE_LABEL, PRIORITY_CLASS_LABEL) if key in attempt.labels
         }
-        spec: dict[str, Any] = {"queueName": queue, "podSets": [pod_set(role) for role in attempt.spec.roles]}
+        raw = attempt.spec.raw
+        pod_sets = [pod_set(role, declared_min(raw, i)) for i, role in enumerate(attempt.spec.roles)]
+        spec: dict[str, Any] = {"queueName": queue, "podSets": pod_sets}
         if attempt.spec.priority is not None:  # Kueue orders and preempts by it (no webhook fills it in)
             spec["priority"] = attempt.spec.priority
         body = {"metadata": {"labels": labels}, "spec": spec}
@@ -235,6 +264,11 @@ class KueueWorkload(Integration):
             return f"waiting for Kueue to admit Workload {name} (queue {queue})"
         admitted = admitted_role(seen, role, observed.read)
         return admitted.held or admitted.conflict
+
+    def replicas_cap(self, attempt: Attempt, role: Role, observed: Observed) -> int | None:
+        """Kueue admitted fewer replicas than the role asked for (partial admission): it runs with those."""
+        seen = self._admitted(attempt, observed)
+        return None if seen is None else admitted_count(seen, role)
 
     def decorate_role(self, attempt: Attempt, role: Role, observed: Observed) -> PodDecoration | None:
         seen = self._admitted(attempt, observed)

@@ -211,3 +211,31 @@ def test_an_admission_that_contradicts_the_template_fails_the_taskset_naming_the
     assert ts.pods("contradicted") == []
     finished = {c["type"]: c for c in workload_of(cluster, namespace, "contradicted")["status"]["conditions"]}
     assert (finished["Finished"]["status"], finished["Finished"]["reason"]) == ("True", "Failed")
+
+
+def test_a_role_with_min_replicas_is_admitted_partially_and_runs_with_the_admitted_count(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, queue_for_two: str
+) -> None:
+    """Quota for two one-CPU Pods, a role of four that accepts two: Kueue's partial admission (on by
+    default in 0.17) admits two, and the TaskSet runs and completes with two."""
+    template = pod_template(FOREVER)
+    template["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    obj = TaskSetBuilder("partial").role("w", 4, template=template, minReplicas=2).obj()
+    obj["metadata"]["labels"] = {QUEUE_LABEL: queue_for_two}
+    ts = TaskSets(cluster, namespace)
+    ts.create(obj)
+    pods = eventually(lambda: (found := ts.pods("partial")) and len(found) == 2 and found, 90, "two Pods")
+    workload = workload_of(cluster, namespace, "partial")
+    assert workload["spec"]["podSets"][0]["minCount"] == 2
+    assert workload["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+    assert sorted(p["metadata"]["name"] for p in pods) == ["partial-w-0", "partial-w-1"]
+    assert ts.status("partial")["roleStatus"][0]["targetReplicas"] == 2
+    eventually(
+        lambda: all((p.get("status") or {}).get("phase") == "Running" for p in ts.pods("partial")),
+        60,
+        "running",
+    )
+    for index in range(2):
+        ts.end_pod(f"partial-w-{index}", 0)
+    assert ts.final("partial")["state"] == "Succeeded"
+    assert len(ts.pods("partial")) <= 2, "never more Pods than admitted"
