@@ -133,6 +133,24 @@ def token_of(cluster: Cluster, namespace: str, account: str) -> str:
     return token
 
 
+def account_kubeconfig(cluster: Cluster, namespace: str, account: str, path: Path) -> Path:
+    """A kubeconfig at ``path`` holding only a TokenRequest token of the ServiceAccount (the admin
+    kubeconfig is not involved), with ``namespace`` as its default."""
+    token = token_of(cluster, namespace, account)
+    server = {"server": cluster.server, "certificate-authority": str(cluster.pki.ca_cert)}
+    context = {"cluster": "devcluster", "user": account, "namespace": namespace}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "devcluster", "cluster": server}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": "controller", "context": context}],
+        "current-context": "controller",
+    }
+    path.write_text(json.dumps(config))
+    return path
+
+
 def scrape(port: int, token: str | None, context: ssl.SSLContext) -> tuple[int, str]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics", headers=headers)

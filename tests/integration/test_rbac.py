@@ -30,7 +30,7 @@ from taskset.daemon.metrics_auth import DECISION_TTL
 from taskset.daemon.tls import CERT_FILE, KEY_FILE, self_signed
 from tests.builders import TaskSetBuilder, pod_template
 from tests.docs import Rule, documented_rbac_rules
-from tests.integration.daemon import Daemon, scrape, token_of
+from tests.integration.daemon import Daemon, account_kubeconfig, scrape, token_of
 from tests.integration.harness import TaskSets, eventually
 from tests.integration.manifests import MANIFESTS, into_namespace, render, to_yaml
 
@@ -66,33 +66,7 @@ def account(
     suffix = f"-{namespace}"  # cluster-scoped names must not collide across tests
     rbac = [into_namespace(o, namespace, suffix) for o in objects if o["kind"] in RBAC_KINDS]
     cluster.kubectl("apply", "-f", "-", input=to_yaml(rbac))
-    token = token_of(cluster, namespace, SERVICE_ACCOUNT)
-    kubeconfig = tmp_path / "controller.kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {
-                        "name": "devcluster",
-                        "cluster": {
-                            "server": cluster.server,
-                            "certificate-authority": str(cluster.pki.ca_cert),
-                        },
-                    }
-                ],
-                "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
-                "contexts": [
-                    {
-                        "name": "controller",
-                        "context": {"cluster": "devcluster", "user": SERVICE_ACCOUNT, "namespace": namespace},
-                    }
-                ],
-                "current-context": "controller",
-            }
-        )
-    )
+    kubeconfig = account_kubeconfig(cluster, namespace, SERVICE_ACCOUNT, tmp_path / "controller.kubeconfig")
     yield kubeconfig
     for obj in rbac:
         if obj["kind"] in ("ClusterRole", "ClusterRoleBinding"):
