@@ -3,6 +3,7 @@ log records on stdout, configuration handling."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -12,6 +13,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +134,18 @@ def token_of(cluster: Cluster, namespace: str, account: str) -> str:
     path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
     token: str = cluster.request("POST", path, request)["status"]["token"]
     return token
+
+
+@contextlib.contextmanager
+def scratch_namespace(cluster: Cluster, prefix: str) -> Iterator[str]:
+    """A namespace of its own for a module's tests (``<prefix>-<random>``), deleted after them."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    cluster.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(OSError):
+            cluster.request("DELETE", f"/api/v1/namespaces/{name}")
 
 
 def account_kubeconfig(cluster: Cluster, namespace: str, account: str, path: Path) -> Path:

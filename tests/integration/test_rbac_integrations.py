@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -26,7 +25,7 @@ from taskset.integrations.gang import COSCHEDULING_PODGROUPS
 from taskset.integrations.kueue import QUEUE_LABEL, RESOURCE_FLAVORS, WORKLOADS
 from tests.builders import TaskSetBuilder, pod_template
 from tests.docs import documented_rbac_rules
-from tests.integration.daemon import Daemon, account_kubeconfig
+from tests.integration.daemon import Daemon, account_kubeconfig, scratch_namespace
 from tests.integration.harness import TaskSets, eventually
 from tests.integration.manifests import MANIFESTS, into_namespace, render, to_yaml
 from tests.integration.test_rbac import EVERYONE, can_i_list
@@ -41,11 +40,8 @@ TOLERATION = {"key": "rbac-test", "operator": "Exists", "effect": "NoSchedule"}
 
 @pytest.fixture(scope="module")
 def namespace(cluster: Cluster) -> Iterator[str]:
-    name = f"rbac-int-{uuid.uuid4().hex[:6]}"
-    cluster.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
-    yield name
-    with contextlib.suppress(OSError):
-        cluster.request("DELETE", f"/api/v1/namespaces/{name}")
+    with scratch_namespace(cluster, "rbac-int") as name:
+        yield name
 
 
 def overlay_rbac(cluster: Cluster) -> list[dict[str, Any]]:
