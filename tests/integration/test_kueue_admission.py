@@ -195,17 +195,92 @@ def test_an_admitted_tasksets_pods_carry_the_flavors_node_labels_and_tolerations
     assert admission["podSetAssignments"][0]["flavors"] == {"cpu": f"gpu-{namespace}"}
 
 
-def test_an_admission_that_contradicts_the_template_fails_the_taskset_naming_the_key(
-    cluster: Cluster, namespace: str, kueue_controller: Controller, flavored_queue: str
+@pytest.fixture
+def checked_queue(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
+    """A queue for one one-CPU TaskSet whose admissions wait for an admission check, whose controller
+    this test plays (it says the check is Active, then passes each Workload's check with updates)."""
+    api = client.CustomObjectsApi(cluster.api_client())
+    check = f"check-{namespace}"
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "AdmissionCheck", "metadata": {"name": check}}
+    api.create_cluster_custom_object(
+        GROUP, VERSION, "admissionchecks", {**body, "spec": {"controllerName": "example.com/taskset-test"}}
+    )
+    active = {
+        "type": "Active",
+        "status": "True",
+        "reason": "Active",
+        "message": "the test's",
+        "lastTransitionTime": NOW,
+    }
+    api.patch_cluster_custom_object_status(
+        GROUP, VERSION, "admissionchecks", check, {"status": {"conditions": [active]}}
+    )
+    make_queue(cluster, namespace, "1", admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+    yield check
+    api.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", namespace)
+    api.delete_cluster_custom_object(GROUP, VERSION, "admissionchecks", check)
+
+
+NOW = "2026-01-01T00:00:00Z"
+
+
+def pass_check(cluster: Cluster, namespace: str, taskset: str, check: str, update: dict[str, Any]) -> None:
+    """Once Kueue reserved quota and waits for the check, pass it with ``update`` for pod set ``r``."""
+
+    def waiting() -> bool:
+        try:
+            found = workload_of(cluster, namespace, taskset)
+        except client.ApiException as err:
+            if err.status == 404:  # not created yet
+                return False
+            raise
+        return any(c.get("name") == check for c in found.get("status", {}).get("admissionChecks") or [])
+
+    eventually(waiting, 60, f"{taskset}'s Workload waiting for {check}")
+    state = {
+        "name": check,
+        "state": "Ready",
+        "message": "passed",
+        "lastTransitionTime": NOW,
+        "podSetUpdates": [{"name": "r", **update}],
+    }
+    client.CustomObjectsApi(cluster.api_client()).patch_namespaced_custom_object_status(
+        GROUP,
+        VERSION,
+        namespace,
+        "workloads",
+        workload_name(taskset, 0),
+        {"status": {"admissionChecks": [state]}},
+    )
+
+
+def test_an_admission_checks_pod_set_updates_reach_the_pods(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, checked_queue: str
 ) -> None:
     ts = TaskSets(cluster, namespace)
-    obj = queued("contradicted", flavored_queue)
-    obj["spec"]["roles"][0]["template"]["spec"]["nodeSelector"] = {"pool": "cpu"}
+    ts.create(queued("checked", "team"))
+    update = {"labels": {"checked": "yes"}, "nodeSelector": {"rack": "r1"}, "tolerations": [GPU_TOLERATION]}
+    pass_check(cluster, namespace, "checked", checked_queue, update)
+    (pod,) = eventually(lambda: ts.pods("checked") or None, 60, "the admitted TaskSet's Pod")
+    assert pod["metadata"]["labels"]["checked"] == "yes"
+    assert pod["spec"]["nodeSelector"] == {"rack": "r1"}
+    assert GPU_TOLERATION in pod["spec"]["tolerations"]
+
+
+def test_an_admission_that_contradicts_the_template_fails_the_taskset_naming_the_key(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, checked_queue: str
+) -> None:
+    """Kueue's flavor assignment never picks a flavor whose node labels contradict the template's node
+    selector, so a contradiction comes from an admission check's update: the attempt fails naming it."""
+    ts = TaskSets(cluster, namespace)
+    obj = queued("contradicted", "team")
+    obj["spec"]["roles"][0]["template"].setdefault("metadata", {}).setdefault("labels", {})["team"] = "a"
     ts.create(obj)
+    pass_check(cluster, namespace, "contradicted", checked_queue, {"labels": {"team": "b"}})
     final = ts.final("contradicted")
     assert final["state"] == "Failed"
     assert (
-        f"ResourceFlavor gpu-{namespace} sets nodeSelector pool=gpu, but the Pod template has pool=cpu"
+        f"admission check {checked_queue} sets labels team=b, but the Pod template has team=a"
         in final["stateMessage"]
     )
     assert ts.pods("contradicted") == []
