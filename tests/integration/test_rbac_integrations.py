@@ -123,6 +123,7 @@ def test_the_controller_runs_queued_and_gang_tasksets_as_its_service_account(
         f"--kubeconfig={account}",
         "--kueue",
         "--gang-scheduling=coscheduling",
+        f"--leader-elect-namespace={namespace}",  # where its creation-proof Secret lives
     )
     (tmp_path / "logs").mkdir()
     daemon.start()
