@@ -10,7 +10,9 @@ idempotent (a relist stores again what a watch stored) and never changes the obj
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import json
 import sys
 from collections.abc import Mapping
 from typing import Any, Final
@@ -265,21 +267,27 @@ def _only(value: Any, keys: frozenset[str] | set[str]) -> Any:
     return {k: v for k, v in value.items() if k in keys} if isinstance(value, dict) else value
 
 
-def slim_owned(obj: dict[str, Any]) -> dict[str, Any]:
-    """The transform of the caches of the kinds integrations own (besides ConfigMaps): ``owned_view``
-    reads only the metadata, so that is all they keep, as ``slim_metadata`` keeps it; a stranger's
-    labelled object of any kind costs a bounded amount (issue 30). Idempotent, never changes ``obj``."""
+def slim_owned(obj: dict[str, Any], kept: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+    """The transform of the caches of the kinds integrations own or read (besides ConfigMaps): the
+    metadata as ``slim_metadata`` keeps it, which status conditions hold, and the fields ``kept`` names
+    (``ObjectKind.kept``: a Kueue Workload's admission, a ResourceFlavor's node labels), each only
+    while it is at most ``KEPT_FIELD_MAX`` characters of JSON: a stranger's labelled object of any kind
+    costs a bounded amount (issue 30). Idempotent, never changes ``obj``."""
     slim: dict[str, Any] = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
     if "metadata" in obj:
         slim["metadata"] = slim_metadata(obj["metadata"])
     conditions = get_path(obj, "status", "conditions")
     if isinstance(conditions, list):  # which conditions hold, and nothing else (a Kueue Workload's)
-        kept = [
+        kept_conditions = [
             {key: clip(str(c.get(key, "")), _CONDITION_TEXT_MAX) for key in ("type", "status")}
             for c in conditions[:OWNED_CONDITIONS_MAX]
             if isinstance(c, dict)
         ]
-        slim["status"] = {"conditions": kept}
+        slim["status"] = {"conditions": kept_conditions}
+    for top, name in kept:
+        value = get_path(obj, top, name)
+        if value is not None and len(json.dumps(value, separators=(",", ":"))) <= KEPT_FIELD_MAX:
+            slim.setdefault(top, {})[name] = copy.deepcopy(value)
     return slim
 
 
@@ -287,3 +295,8 @@ def slim_owned(obj: dict[str, Any]) -> dict[str, Any]:
 # Evicted), bounded like the rest of a stranger's object.
 OWNED_CONDITIONS_MAX = 16
 _CONDITION_TEXT_MAX = 316  # a condition type's longest legal form
+# The largest field ``slim_owned`` keeps, in characters of compact JSON. A Workload's admission of 8
+# pod sets with a few flavors each, or its admission checks' pod set updates (8 per check, each bounded
+# by Kueue's CRD), take a few KB; a ResourceFlavor's 8 node labels and 8 tolerations under 4 KB. A field
+# past it is dropped, and its reader says what it misses.
+KEPT_FIELD_MAX = 32 * 1024

@@ -282,6 +282,8 @@ class OwnedView:
     proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
     # The types of its status.conditions that are "True" (a Kueue Workload's Admitted, Evicted; issue 24).
     true_conditions: frozenset[str] = frozenset()
+    # The rest of its status as its cache keeps it (``ObjectKind.kept``: a Workload's admission).
+    status: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 def _annotation(obj: Mapping[str, Any], key: str) -> str:
@@ -301,6 +303,9 @@ def owned_view(obj: Mapping[str, Any]) -> OwnedView:
             for c in items(get_path(obj, "status", "conditions"))
             if isinstance(c, dict) and c.get("status") == "True"
         ),
+        status={k: v for k, v in status.items() if k != "conditions"}
+        if isinstance(status := obj.get("status"), dict)
+        else {},
     )
 
 
@@ -369,3 +374,6 @@ class Observed:
     owned: Mapping[tuple[str, str], OwnedView] = field(default_factory=dict)
     # Issue 25: the last view of this TaskSet's Pods deleted while disrupted, by name (runtime/disruptions).
     gone: Mapping[str, PodView] = field(default_factory=dict)
+    # Cluster-scoped objects integrations read and do not own (a Kueue ResourceFlavor), by (kind key,
+    # name), as their caches keep them (``taskset.api.slim.slim_owned`` with the kind's ``kept``).
+    read: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)

@@ -21,6 +21,7 @@ from typing import Any
 from taskset.api.spec import ParseResult, TaskSetSpec
 from taskset.api.status import TaskSetStatus, clip, stamp
 from taskset.api.views import Observed
+from taskset.decide.after_attempt import settle_after_attempt, status_applied
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
 from taskset.decide.deadlines import taskset_deleted
 from taskset.decide.deletions import report_terminating
@@ -32,6 +33,7 @@ from taskset.decide.plan import (
     CONTROL_UNIT,
     IN_FLIGHT_PHASES,
     ActionResult,
+    ApplyOwnedStatus,
     CreateOwned,
     CreatePod,
     DeleteOwned,
@@ -71,6 +73,7 @@ __all__ = [
     "WAITING_SUMMARY_NAMED",
     "WAIT_MESSAGE_MAX",
     "ActionResult",
+    "ApplyOwnedStatus",
     "CreateOwned",
     "CreatePod",
     "DeleteOwned",
@@ -133,6 +136,8 @@ class Pass:
             pod_created(ctx, intent, result)
         elif isinstance(intent, DeleteTaskSet):
             taskset_deleted(ctx, result)
+        elif isinstance(intent, ApplyOwnedStatus):
+            status_applied(ctx, result)
         else:
             pod_deleted(ctx, intent, result)
 
@@ -161,6 +166,7 @@ def decide(
     report_terminating(ctx)
     report_suspension(ctx)
     retire_stale(ctx)
+    settle_after_attempt(ctx)
     return Pass(ctx)
 
 

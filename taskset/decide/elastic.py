@@ -26,6 +26,11 @@ controller writes:
 - **A scale that decides the outcome decides it at once**: the scale is applied before the machines run
   in the same pass, so a role whose succeeded count now reaches the new threshold completes (R1) then.
 
+- **An integration may cap a role** (``Integration.replicas_cap``; issue 24: Kueue admitted fewer
+  replicas than the pod set asked for, partial admission): the target is the lower of the wanted count
+  and the cap, taken as any scale, so the role runs with what was admitted and a live scale never goes
+  past it.
+
 Each scale is said once: ``lastScale`` (from, to, when) on the role's status and a ``TaskRoleScaled``
 event.
 """
@@ -42,6 +47,7 @@ from taskset.api.spec import ParsedTaskSet, Role, TaskSetSpec
 from taskset.api.status import ReplicaStatus, RoleStatus
 from taskset.decide.passes import PassContext
 from taskset.decide.plan import Event
+from taskset.integrations.base import Attempt
 
 # Attempt phases in which a scale is taken: the roles' replicas are being run.
 _SCALING_PHASES = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
@@ -94,10 +100,11 @@ def _take_scale(ctx: PassContext, spec: TaskSetSpec) -> None:
     wanted = [role.replicas for role in live.roles]
     if wanted != current and not only_replicas_differ(spec.raw, live.raw):
         wanted = current  # another edit: it waits for the next attempt, and so does this count
-    for role, status, count in zip(spec.roles, statuses, wanted, strict=True):
+    caps = _caps(ctx, spec)
+    for role, status, count, cap in zip(spec.roles, statuses, wanted, caps, strict=True):
         if status.phase not in _SCALING_ROLES:
             continue
-        target = role.scaled(count).replicas
+        target = role.scaled(count if cap is None else min(count, cap)).replicas
         before = _target(role, status)
         if target != before:
             status.target_replicas = target
@@ -106,6 +113,23 @@ def _take_scale(ctx: PassContext, spec: TaskSetSpec) -> None:
             ctx.plan.events.append(Event(EventReason.ROLE_SCALED, message))
         if status.target_replicas is not None:  # a role never scaled keeps its list as it is
             resize(status, status.target_replicas, ctx.stamp)
+
+
+def _caps(ctx: PassContext, spec: TaskSetSpec) -> list[int | None]:
+    """Per role, the lowest bound the integrations put on its replicas now (``replicas_cap``: Kueue
+    admitted fewer), or None."""
+    attempt = Attempt(
+        ctx.ref.name, ctx.ref.namespace, ctx.ref.uid, ctx.status.attempt_id, spec, labels=ctx.ref.labels
+    )
+    caps: list[int | None] = []
+    for role in spec.roles:
+        found = [
+            cap
+            for integration in ctx.settings.integrations
+            if (cap := integration.replicas_cap(attempt, role, ctx.observed)) is not None
+        ]
+        caps.append(min(found) if found else None)
+    return caps
 
 
 def _target(role: Role, status: RoleStatus) -> int:

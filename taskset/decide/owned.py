@@ -67,6 +67,24 @@ def sync_owned(ctx: PassContext) -> None:
         if (reason := _sync_one(ctx, wanted)) is not None
     ]
     ctx.owned_hold = _JOIN.join(reasons) or None
+    end_if_asked(ctx, attempt)
+
+
+def end_if_asked(ctx: PassContext, attempt: Attempt) -> None:
+    """An integration says the attempt cannot go on (``Integration.ends_attempt``): it ends as failed,
+    naming why, as an object the API server refuses does; its retry policy decides what follows."""
+    if ctx.status.attempt_result is not None:
+        return
+    reason = next(
+        (
+            said
+            for integration in ctx.settings.integrations
+            if (said := integration.ends_attempt(attempt, ctx.observed)) is not None
+        ),
+        None,
+    )
+    if reason is not None:
+        ctx.status.attempt_result = AttemptResult(False, clip(reason, WAIT_MESSAGE_MAX))
 
 
 def _owner(ctx: PassContext, scope: Scope) -> Owner:

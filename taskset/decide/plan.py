@@ -130,6 +130,23 @@ class DeleteOwned:
 
 
 @dataclass(frozen=True)
+class ApplyOwnedStatus:
+    """Apply part of an owned object's status (``taskset.objects.owned.OwnedStatus``: a Kueue Workload's
+    ``Finished`` condition); ``uid`` is the object's as the pass saw it, checked by the API server."""
+
+    name: str
+    uid: str
+    kind: ObjectKind
+    integration: str
+    body: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    advances: bool = False  # no machine moves on it
+
+    @property
+    def action(self) -> str:
+        return f"Apply{self.kind.kind}Status"
+
+
+@dataclass(frozen=True)
 class CreatePod:
     """Create one replica's Pod: who it is, and what the integrations add to its role's template. The
     reconciler builds the Pod from these alone, lazily, sharing the template (2,000 Pods in a pass).
@@ -177,7 +194,7 @@ class DeleteTaskSet:
         return "DeleteTaskSet"
 
 
-Intent = CreateOwned | DeleteOwned | CreatePod | DeletePod | DeleteTaskSet
+Intent = CreateOwned | DeleteOwned | CreatePod | DeletePod | DeleteTaskSet | ApplyOwnedStatus
 
 
 @dataclass(frozen=True)

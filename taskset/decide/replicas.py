@@ -232,14 +232,19 @@ def _create_pod(ctx: PassContext, at: ReplicaAt) -> bool:
 
 
 def _decorations(ctx: PassContext, role: Role, identity: PodIdentity) -> tuple[PodDecoration, ...]:
-    """What each integration adds to this replica's Pod, in registration order."""
+    """What each integration adds to this replica's Pod, in registration order (each one's own
+    additions, then what it adds to the whole role from what the pass observed)."""
     attempt = attempt_of(ctx)
     if attempt is None:
         return ()
     return tuple(
         decoration
         for integration in ctx.settings.integrations
-        if (decoration := integration.decorate_pod(attempt, role, identity)) is not None
+        for decoration in (
+            integration.decorate_pod(attempt, role, identity),
+            integration.decorate_role(attempt, role, ctx.observed),
+        )
+        if decoration is not None
     )
 
 

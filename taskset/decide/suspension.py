@@ -112,7 +112,8 @@ def retire_stale(ctx: PassContext) -> None:
     for integration in ctx.settings.integrations:
         for kind, name in integration.stale_objects(attempt, ctx.observed):
             seen = ctx.observed.owned.get((kind.key, name))
-            if seen is None or seen.deleting or seen.controller_uid != ctx.status.control_unit_uid:
+            owners = (ctx.status.control_unit_uid, ctx.ref.uid)  # an attempt's object, or the TaskSet's
+            if seen is None or seen.deleting or not seen.controller_uid or seen.controller_uid not in owners:
                 continue
             ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration.name))
 

@@ -12,6 +12,7 @@ the TaskSet owns is decided by the controlling owner's UID.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -36,6 +37,10 @@ class ObjectKind:
     plural: str
     kind: str
     namespaced: bool = True
+    # Fields its cache keeps besides the metadata and which status conditions hold, as (top-level
+    # field, field in it): a Kueue Workload's ``("status", "admission")``, a ResourceFlavor's
+    # ``("spec", "nodeLabels")``. Each is bounded (``taskset.api.slim.KEPT_FIELD_MAX``).
+    kept: tuple[tuple[str, str], ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -88,6 +93,27 @@ class OwnedObject:
     # Whether the roles' Pods wait until it is there and ours. False for what only names or describes
     # the Pods (a headless Service): they start with it, and one in a stranger's hands still holds them.
     holds: bool = True
+
+
+@dataclass(frozen=True)
+class OwnedStatus:
+    """Part of the status of an object the TaskSet owns that an integration has the controller apply
+    (server-side apply, the controller's field manager): a Kueue Workload's ``Finished`` condition."""
+
+    kind: ObjectKind
+    name: str
+    status: Mapping[str, Any]
+
+    def body(self, uid: str) -> dict[str, Any]:
+        """The apply request's body: only the fields the controller means to own, for the object of
+        ``uid`` only (another object of the name makes the API server refuse it)."""
+        meta = {"name": self.name, "uid": uid}
+        return {
+            "apiVersion": self.kind.api_version,
+            "kind": self.kind.kind,
+            "metadata": meta,
+            "status": copy.deepcopy(dict(self.status)),  # the caller may complete it (a condition's time)
+        }
 
 
 def manifest(obj: OwnedObject, *, taskset: str, namespace: str, owner: Owner, proof: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ whatever its annotations claim, never wakes a TaskSet of this one (issue 30).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -136,6 +137,14 @@ class Controller:
         self.owned: dict[str, SharedInformer] = {CONFIGMAP_KIND.key: self.units} | {
             kind.key: self._owned_informer(kind, namespace) for kind in owned_kinds(integrations)
         }
+        # Cluster-scoped kinds integrations only read (Kueue's ResourceFlavors), whole but for ``kept``.
+        self.read: dict[str, SharedInformer] = {
+            kind.key: self._factory.informer_for(
+                Resource(group=kind.group, version=kind.version, plural=kind.plural),
+                transform=functools.partial(slim_owned, kept=kind.kept),
+            )
+            for kind in read_kinds(integrations)
+        }
         client_kwargs: dict[str, Any] = {"qps": settings.qps, "burst": settings.burst}
         if request_observer is not None:
             client_kwargs["observer"] = request_observer
@@ -155,6 +164,7 @@ class Controller:
                 proof_key=settings.proof_key,
             ),
             owned={key: informer.store for key, informer in self.owned.items()},
+            read={key: informer.store for key, informer in self.read.items()},
             clock=self._clock,
             metrics=reconcile_metrics,
             action_parallelism=pod_action_threads(settings.workers),
@@ -175,7 +185,8 @@ class Controller:
             namespace=namespace,
             label_selector=LABEL_TASKSET,
             indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index},
-            transform=slim_owned,  # owned_view reads the metadata only
+            # owned_view reads the metadata, which conditions hold, and what the kind keeps
+            transform=functools.partial(slim_owned, kept=kind.kept),
         )
 
     # ----- event handlers: every change -> the owning TaskSet's key --------------------------------------
@@ -191,7 +202,13 @@ class Controller:
                 on_update=lambda old, new: self._enqueue_owner_batched(new),
                 on_delete=on_delete,
             )
+        for informer in self.read.values():
+            informer.add_event_handler(
+                on_add=self._read_added, on_update=lambda old, new: self._read_added(new)
+            )
         for informer in self._integration_caches():
+            if informer in self.read.values():
+                continue
             informer.add_event_handler(
                 on_add=self._created,
                 on_update=lambda old, new: self._enqueue_owner_batched(new),
@@ -199,8 +216,10 @@ class Controller:
             )
 
     def _integration_caches(self) -> list[SharedInformer]:
-        """The caches of owned kinds other than ConfigMaps (whose cache is the ControlUnits')."""
-        return [informer for informer in self.owned.values() if informer is not self.units]
+        """The caches of owned kinds other than ConfigMaps (whose cache is the ControlUnits'), and of the
+        kinds integrations read."""
+        owned = [informer for informer in self.owned.values() if informer is not self.units]
+        return [*owned, *self.read.values()]
 
     def _enqueue_taskset(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(dict(obj))
@@ -217,6 +236,14 @@ class Controller:
         ):
             return
         self.queue.add(meta_namespace_key(dict(new)))
+
+    def _read_added(self, obj: Mapping[str, Any]) -> None:
+        """A read object (a ResourceFlavor) appeared or changed: a TaskSet held waiting for it looks
+        again. Such objects are few and seldom change (cluster admins write them), so every unfinished
+        TaskSet is simply enqueued, batched like a Pod's change."""
+        for taskset in self.tasksets.store.list():
+            if str((taskset.get("status") or {}).get("state")) not in ("Succeeded", "Failed"):
+                self.queue.add_after(meta_namespace_key(taskset), POD_EVENT_BATCH)
 
     def _created(self, obj: Mapping[str, Any]) -> None:
         self.reconciler.creation_observed(obj)
@@ -363,6 +390,11 @@ def owned_kinds(integrations: Sequence[Integration]) -> list[ObjectKind]:
             if kind.key != CONFIGMAP_KIND.key:
                 kinds.setdefault(kind.key, kind)
     return list(kinds.values())
+
+
+def read_kinds(integrations: Sequence[Integration]) -> list[ObjectKind]:
+    """Every kind the integrations read, once each, in registration order."""
+    return list({kind.key: kind for integration in integrations for kind in integration.reads}.values())
 
 
 def _owner_keys(obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> list[str]:

@@ -23,6 +23,7 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
 
 from taskset.api.constants import GROUP, PLURAL, VERSION
+from taskset.objects.owned import ObjectKind
 
 __all__ = [
     "ApiClient",
@@ -140,6 +141,10 @@ def _no_observer(verb: str, resource: str, code: int, seconds: float) -> None:
     return None
 
 
+# The field manager of the controller's server-side applies (``KubeClient.apply_status``).
+APPLY_FIELD_MANAGER: Final = "taskset-controller"
+
+
 class KubeClient:
     """Raw REST calls the reconciler needs: create, get, delete with preconditions, status updates, events."""
 
@@ -225,6 +230,18 @@ class KubeClient:
         if propagation:
             options["propagationPolicy"] = propagation
         self.request("DELETE", path, resource=resource, body=options)
+
+    def apply_status(self, kind: ObjectKind, namespace: str, name: str, body: Mapping[str, Any]) -> None:
+        """Server-side apply of part of an object's status (its ``/status``) as the controller's field
+        manager, forced: only what ``body`` holds becomes the controller's (a Kueue
+        Workload's ``Finished`` condition; its list is a map by type, so Kueue's own conditions stay
+        Kueue's). Idempotent: applying the same again changes nothing."""
+        path = namespaced_path(kind.group, kind.version, kind.plural, namespace, name)
+        query = f"/status?fieldManager={APPLY_FIELD_MANAGER}&force=true"
+        content_type = "application/apply-patch+yaml"  # JSON is YAML
+        self.request(
+            "PATCH", path + query, resource=f"{kind.plural}/status", body=body, content_type=content_type
+        )
 
     def replace_status(
         self, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]

@@ -52,6 +52,7 @@ from taskset.api.views import (
 )
 from taskset.decide import (
     ActionResult,
+    ApplyOwnedStatus,
     CreateOwned,
     CreatePod,
     DeleteOwned,
@@ -75,6 +76,7 @@ from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
 from taskset.runtime.pod_views import PodViews
+from taskset.runtime.read_objects import ReadObjects
 from taskset.runtime.records import Record, StatusRecords
 from taskset.runtime.snapshots import Snapshots
 
@@ -162,9 +164,10 @@ class Reconciler:
         metrics: ReconcileMetrics | None = None,
         action_parallelism: int = 1,
         owned: Mapping[str, Store] | None = None,
+        read: Mapping[str, Store] | None = None,
     ) -> None:
         """``owned``: the caches of the kinds integrations own, by ``ObjectKind.key`` (ConfigMaps are
-        ``units``, whichever is given)."""
+        ``units``, whichever is given); ``read``: those of the kinds they read (``Observed.read``)."""
         self._client = client
         self._pool = (
             ThreadPoolExecutor(action_parallelism, thread_name_prefix="pod-action")
@@ -175,6 +178,7 @@ class Reconciler:
         self._pods = pods
         self._units = units
         self._owned: dict[str, Store] = {**(owned or {}), CONFIGMAPS.key: units}
+        self._read = ReadObjects(read or {})
         self._recorder = recorder
         self._log = logger
         self._settings = settings
@@ -297,6 +301,7 @@ class Reconciler:
             other_control_units=others,
             owned=self._owned_views(ref, unit_view.uid if unit_view is not None else None),
             gone=self.disruptions.of(ref.namespace, ref.name),
+            read=self._read,
         )
 
     def _fetch_snapshot(self, obj: Mapping[str, Any], unit: ControlUnitView) -> str | None:
@@ -367,6 +372,9 @@ class Reconciler:
                     resource=kind.plural,
                     propagation="Foreground" if intent.control_unit else None,
                 )
+                result = ActionResult(ResultKind.OK)
+            elif isinstance(intent, ApplyOwnedStatus):  # issue 24: a Workload marked Finished
+                self._client.apply_status(intent.kind, ns, intent.name, intent.body)
                 result = ActionResult(ResultKind.OK)
             elif isinstance(intent, DeleteTaskSet):  # issue 25: ttlSecondsAfterFinished passed
                 name = obj["metadata"]["name"]

@@ -10,6 +10,6 @@ the integration tests' cluster.
 
 from __future__ import annotations
 
-from tests.integration.conftest import cluster, controller, crd_installed, namespace
+from tests.integration.conftest import cluster, controller, crd_installed, kueue, namespace
 
-__all__ = ["cluster", "controller", "crd_installed", "namespace"]
+__all__ = ["cluster", "controller", "crd_installed", "kueue", "namespace"]

@@ -3,6 +3,7 @@ log records on stdout, configuration handling."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -12,6 +13,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +139,36 @@ def token_of(cluster: Cluster, namespace: str, account: str) -> str:
     path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
     token: str = cluster.request("POST", path, request)["status"]["token"]
     return token
+
+
+@contextlib.contextmanager
+def scratch_namespace(cluster: Cluster, prefix: str) -> Iterator[str]:
+    """A namespace of its own for a module's tests (``<prefix>-<random>``), deleted after them."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    cluster.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(OSError):
+            cluster.request("DELETE", f"/api/v1/namespaces/{name}")
+
+
+def account_kubeconfig(cluster: Cluster, namespace: str, account: str, path: Path) -> Path:
+    """A kubeconfig at ``path`` holding only a TokenRequest token of the ServiceAccount (the admin
+    kubeconfig is not involved), with ``namespace`` as its default."""
+    token = token_of(cluster, namespace, account)
+    server = {"server": cluster.server, "certificate-authority": str(cluster.pki.ca_cert)}
+    context = {"cluster": "devcluster", "user": account, "namespace": namespace}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "devcluster", "cluster": server}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": "controller", "context": context}],
+        "current-context": "controller",
+    }
+    path.write_text(json.dumps(config))
+    return path
 
 
 def scrape(port: int, token: str | None, context: ssl.SSLContext) -> tuple[int, str]:

@@ -66,6 +66,8 @@ BASE_KINDS = {
             BASE_KINDS,
             id="kueue",
         ),
+        pytest.param("overlays/coscheduling", BASE_KINDS, id="coscheduling"),
+        pytest.param("overlays/volcano", BASE_KINDS, id="volcano"),
         pytest.param(
             "overlays/prometheus",
             BASE_KINDS | {"ServiceMonitor"},
@@ -172,7 +174,8 @@ def test_a_client_side_apply_of_the_crd_is_accepted(cluster: Cluster, crd_instal
 
 
 def test_the_kueue_overlay_adds_the_flag_and_only_the_workloads_it_needs(cluster: Cluster) -> None:
-    """Issue 24: --kueue, and get/list/watch/create on Kueue's Workloads bound to the controller's
+    """Issue 24: --kueue, and on Kueue's objects only what it sends (Workloads: get, list, watch, create,
+    delete; their status: patch; ResourceFlavors: list, watch), bound to the controller's
     ServiceAccount; nothing else of the base changes."""
     objects = render(cluster, MANIFESTS / "overlays" / "kueue")
     container = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
@@ -182,12 +185,36 @@ def test_the_kueue_overlay_adds_the_flag_and_only_the_workloads_it_needs(cluster
         {
             "apiGroups": ["kueue.x-k8s.io"],
             "resources": ["workloads"],
-            "verbs": ["get", "list", "watch", "create"],
-        }
+            "verbs": ["get", "list", "watch", "create", "delete"],
+        },
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["patch"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["resourceflavors"], "verbs": ["list", "watch"]},
     ]
     binding = find(objects, "ClusterRoleBinding", "taskset-controller-kueue")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "taskset-controller", "namespace": "taskset-system"}
+    ]
+    base = render(cluster, MANIFESTS / "base")
+    assert find(objects, "ClusterRole", "taskset-controller") == find(
+        base, "ClusterRole", "taskset-controller"
+    )
+
+
+@pytest.mark.parametrize(
+    ("overlay", "group"),
+    [("coscheduling", "scheduling.x-k8s.io"), ("volcano", "scheduling.volcano.sh")],
+)
+def test_a_gang_overlay_adds_its_flag_and_only_its_podgroups(
+    cluster: Cluster, overlay: str, group: str
+) -> None:
+    """Issue 24: --gang-scheduling=<scheduler>, and get/list/watch/create on that scheduler's PodGroups
+    bound to the controller's ServiceAccount; nothing else of the base changes."""
+    objects = render(cluster, MANIFESTS / "overlays" / overlay)
+    container = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert f"--gang-scheduling={overlay}" in container["args"]
+    role = find(objects, "ClusterRole", f"taskset-controller-{overlay}")
+    assert role["rules"] == [
+        {"apiGroups": [group], "resources": ["podgroups"], "verbs": ["get", "list", "watch", "create"]}
     ]
     base = render(cluster, MANIFESTS / "base")
     assert find(objects, "ClusterRole", "taskset-controller") == find(

@@ -33,18 +33,18 @@ def kueue_controller(
     controller.stop(5)
 
 
-def make_queue(cluster: Cluster, namespace: str, cpu: str, **spec: Any) -> None:
-    """A ClusterQueue named after the namespace with ``cpu`` CPUs of quota (and ``spec``), and a
-    LocalQueue ``team`` of it in the namespace."""
+def make_queue(cluster: Cluster, namespace: str, cpu: str, flavor: str = "default", **spec: Any) -> None:
+    """A ClusterQueue named after the namespace with ``cpu`` CPUs of quota of ``flavor`` (and ``spec``),
+    and a LocalQueue ``team`` of it in the namespace."""
     api = client.CustomObjectsApi(cluster.api_client())
-    flavor = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor", "metadata": {"name": "default"}}
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor", "metadata": {"name": flavor}}
     try:
-        api.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", flavor)
+        api.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", body)
     except client.ApiException as err:
         if err.status != 409:
             raise
     quota = {"name": "cpu", "nominalQuota": cpu}
-    group = {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [quota]}]}
+    group = {"coveredResources": ["cpu"], "flavors": [{"name": flavor, "resources": [quota]}]}
     queue = {"namespaceSelector": {}, "resourceGroups": [group], **spec}
     body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue", "metadata": {"name": namespace}}
     api.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", {**body, "spec": queue})
@@ -84,6 +84,14 @@ def queued(name: str, queue: str, priority: int | None = None) -> dict[str, Any]
     return obj
 
 
+def workload_of(cluster: Cluster, namespace: str, taskset: str, attempt: int = 0) -> dict[str, Any]:
+    api = client.CustomObjectsApi(cluster.api_client())
+    name = workload_name(taskset, attempt)
+    return cast(
+        "dict[str, Any]", api.get_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", name)
+    )
+
+
 def running(ts: TaskSets, name: str) -> bool:
     pods = ts.pods(name)
     return len(pods) == 1 and (pods[0].get("status") or {}).get("phase") == "Running"
@@ -111,17 +119,19 @@ def test_a_queue_with_quota_for_two_runs_two_of_three_and_the_third_when_one_fin
         f"{third} waiting for admission",
     )
     assert ts.pods(third) == []
-    api = client.CustomObjectsApi(cluster.api_client())
-    workload = cast(
-        "dict[str, Any]",
-        api.get_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", workload_name(third, 0)),
-    )
+    workload = workload_of(cluster, namespace, third)
     assert [s["name"] for s in workload["spec"]["podSets"]] == ["r"]
 
     ts.end_pod(f"{first[0]}-r-0", 0)
     assert ts.final(first[0])["state"] == "Succeeded"
     eventually(lambda: running(ts, third), 90, "the third admitted once the first finished")
     assert running(ts, first[1])
+    # The finished TaskSet's Workload stays, marked Finished as Kueue's own integrations mark a job's,
+    # which is what freed its quota for the third.
+    done = workload_of(cluster, namespace, first[0])
+    finished = {c["type"]: c for c in done["status"]["conditions"]}["Finished"]
+    assert (finished["status"], finished["reason"]) == ("True", "Succeeded")
+    assert done["metadata"]["ownerReferences"][0]["kind"] == "TaskSet"
 
 
 def test_a_higher_priority_preempts_a_running_taskset_which_requeues_and_finishes_counting_nothing(
@@ -150,3 +160,157 @@ def test_a_higher_priority_preempts_a_running_taskset_which_requeues_and_finishe
     assert replica(final, "r", 0)["totalRetriedCount"] == 0
     assert len(log) == 2, "one Pod before the preemption, one after"
     assert never_overlapping(log)
+
+
+GPU_TOLERATION = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.fixture
+def flavored_queue(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
+    """A ResourceFlavor with node labels and a toleration, named after the namespace (flavors are
+    cluster-scoped), and a queue with quota of it for one one-CPU TaskSet."""
+    api = client.CustomObjectsApi(cluster.api_client())
+    flavor = f"gpu-{namespace}"
+    spec = {"nodeLabels": {"pool": "gpu", "zone": "z1"}, "tolerations": [GPU_TOLERATION]}
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor", "metadata": {"name": flavor}}
+    api.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", {**body, "spec": spec})
+    make_queue(cluster, namespace, "1", flavor=flavor)
+    yield "team"
+    api.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", namespace)
+    api.delete_cluster_custom_object(GROUP, VERSION, "resourceflavors", flavor)
+
+
+def test_an_admitted_tasksets_pods_carry_the_flavors_node_labels_and_tolerations(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, flavored_queue: str
+) -> None:
+    ts = TaskSets(cluster, namespace)
+    obj = queued("flavored", flavored_queue)
+    template = obj["spec"]["roles"][0]["template"]
+    template["spec"]["nodeSelector"] = {"zone": "z1"}  # the same value as the flavor's: no conflict
+    ts.create(obj)
+    (pod,) = eventually(lambda: ts.pods("flavored") or None, 90, "the admitted TaskSet's Pod")
+    assert pod["spec"]["nodeSelector"] == {"zone": "z1", "pool": "gpu"}
+    assert GPU_TOLERATION in pod["spec"]["tolerations"]
+    admission = workload_of(cluster, namespace, "flavored")["status"]["admission"]
+    assert admission["podSetAssignments"][0]["flavors"] == {"cpu": f"gpu-{namespace}"}
+
+
+@pytest.fixture
+def checked_queue(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
+    """A queue for one one-CPU TaskSet whose admissions wait for an admission check, whose controller
+    this test plays (it says the check is Active, then passes each Workload's check with updates)."""
+    api = client.CustomObjectsApi(cluster.api_client())
+    check = f"check-{namespace}"
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "AdmissionCheck", "metadata": {"name": check}}
+    api.create_cluster_custom_object(
+        GROUP, VERSION, "admissionchecks", {**body, "spec": {"controllerName": "example.com/taskset-test"}}
+    )
+    active = {
+        "type": "Active",
+        "status": "True",
+        "reason": "Active",
+        "message": "the test's",
+        "lastTransitionTime": NOW,
+    }
+    api.patch_cluster_custom_object_status(
+        GROUP, VERSION, "admissionchecks", check, {"status": {"conditions": [active]}}
+    )
+    make_queue(cluster, namespace, "1", admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+    yield check
+    api.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", namespace)
+    api.delete_cluster_custom_object(GROUP, VERSION, "admissionchecks", check)
+
+
+NOW = "2026-01-01T00:00:00Z"
+
+
+def pass_check(cluster: Cluster, namespace: str, taskset: str, check: str, update: dict[str, Any]) -> None:
+    """Once Kueue reserved quota and waits for the check, pass it with ``update`` for pod set ``r``."""
+
+    def waiting() -> bool:
+        try:
+            found = workload_of(cluster, namespace, taskset)
+        except client.ApiException as err:
+            if err.status == 404:  # not created yet
+                return False
+            raise
+        return any(c.get("name") == check for c in found.get("status", {}).get("admissionChecks") or [])
+
+    eventually(waiting, 60, f"{taskset}'s Workload waiting for {check}")
+    state = {
+        "name": check,
+        "state": "Ready",
+        "message": "passed",
+        "lastTransitionTime": NOW,
+        "podSetUpdates": [{"name": "r", **update}],
+    }
+    client.CustomObjectsApi(cluster.api_client()).patch_namespaced_custom_object_status(
+        GROUP,
+        VERSION,
+        namespace,
+        "workloads",
+        workload_name(taskset, 0),
+        {"status": {"admissionChecks": [state]}},
+    )
+
+
+def test_an_admission_checks_pod_set_updates_reach_the_pods(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, checked_queue: str
+) -> None:
+    ts = TaskSets(cluster, namespace)
+    ts.create(queued("checked", "team"))
+    update = {"labels": {"checked": "yes"}, "nodeSelector": {"rack": "r1"}, "tolerations": [GPU_TOLERATION]}
+    pass_check(cluster, namespace, "checked", checked_queue, update)
+    (pod,) = eventually(lambda: ts.pods("checked") or None, 60, "the admitted TaskSet's Pod")
+    assert pod["metadata"]["labels"]["checked"] == "yes"
+    assert pod["spec"]["nodeSelector"] == {"rack": "r1"}
+    assert GPU_TOLERATION in pod["spec"]["tolerations"]
+
+
+def test_an_admission_that_contradicts_the_template_fails_the_taskset_naming_the_key(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, checked_queue: str
+) -> None:
+    """Kueue's flavor assignment never picks a flavor whose node labels contradict the template's node
+    selector, so a contradiction comes from an admission check's update: the attempt fails naming it."""
+    ts = TaskSets(cluster, namespace)
+    obj = queued("contradicted", "team")
+    obj["spec"]["roles"][0]["template"].setdefault("metadata", {}).setdefault("labels", {})["team"] = "a"
+    ts.create(obj)
+    pass_check(cluster, namespace, "contradicted", checked_queue, {"labels": {"team": "b"}})
+    final = ts.final("contradicted")
+    assert final["state"] == "Failed"
+    assert (
+        f"admission check {checked_queue} sets labels team=b, but the Pod template has team=a"
+        in final["stateMessage"]
+    )
+    assert ts.pods("contradicted") == []
+    finished = {c["type"]: c for c in workload_of(cluster, namespace, "contradicted")["status"]["conditions"]}
+    assert (finished["Finished"]["status"], finished["Finished"]["reason"]) == ("True", "Failed")
+
+
+def test_a_role_with_min_replicas_is_admitted_partially_and_runs_with_the_admitted_count(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, queue_for_two: str
+) -> None:
+    """Quota for two one-CPU Pods, a role of four that accepts two: Kueue's partial admission (on by
+    default in 0.17) admits two, and the TaskSet runs and completes with two."""
+    template = pod_template(FOREVER)
+    template["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    obj = TaskSetBuilder("partial").role("w", 4, template=template, minReplicas=2).obj()
+    obj["metadata"]["labels"] = {QUEUE_LABEL: queue_for_two}
+    ts = TaskSets(cluster, namespace)
+    ts.create(obj)
+    pods = eventually(lambda: (found := ts.pods("partial")) and len(found) == 2 and found, 90, "two Pods")
+    workload = workload_of(cluster, namespace, "partial")
+    assert workload["spec"]["podSets"][0]["minCount"] == 2
+    assert workload["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+    assert sorted(p["metadata"]["name"] for p in pods) == ["partial-w-0", "partial-w-1"]
+    assert ts.status("partial")["roleStatus"][0]["targetReplicas"] == 2
+    eventually(
+        lambda: all((p.get("status") or {}).get("phase") == "Running" for p in ts.pods("partial")),
+        60,
+        "running",
+    )
+    for index in range(2):
+        ts.end_pod(f"partial-w-{index}", 0)
+    assert ts.final("partial")["state"] == "Succeeded"
+    assert len(ts.pods("partial")) <= 2, "never more Pods than admitted"

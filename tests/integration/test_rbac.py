@@ -10,14 +10,12 @@ The session's control plane runs with the OwnerReferencesPermissionEnforcement a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import ssl
 import subprocess
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,7 @@ from taskset.daemon.metrics_auth import DECISION_TTL
 from taskset.daemon.tls import CERT_FILE, KEY_FILE, self_signed
 from tests.builders import TaskSetBuilder, pod_template
 from tests.docs import Rule, documented_rbac_rules
-from tests.integration.daemon import Daemon, scrape, token_of
+from tests.integration.daemon import Daemon, account_kubeconfig, scrape, scratch_namespace, token_of
 from tests.integration.harness import TaskSets, eventually
 from tests.integration.manifests import apply_base_rbac, remove_cluster_rbac
 
@@ -48,11 +46,8 @@ EVERYONE = {
 @pytest.fixture(scope="module")
 def namespace(cluster: Cluster) -> Iterator[str]:
     """One namespace for the module: the RBAC objects and the token are set up once for all its tests."""
-    name = f"rbac-{uuid.uuid4().hex[:6]}"
-    cluster.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
-    yield name
-    with contextlib.suppress(OSError):
-        cluster.request("DELETE", f"/api/v1/namespaces/{name}")
+    with scratch_namespace(cluster, "rbac") as name:
+        yield name
 
 
 @pytest.fixture(scope="module")
@@ -62,33 +57,7 @@ def account(
     """The base's RBAC in this namespace, and a kubeconfig holding a TokenRequest token of its SA."""
     tmp_path = tmp_path_factory.mktemp("rbac")
     rbac = apply_base_rbac(cluster, namespace)
-    token = token_of(cluster, namespace, SERVICE_ACCOUNT)
-    kubeconfig = tmp_path / "controller.kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {
-                        "name": "devcluster",
-                        "cluster": {
-                            "server": cluster.server,
-                            "certificate-authority": str(cluster.pki.ca_cert),
-                        },
-                    }
-                ],
-                "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
-                "contexts": [
-                    {
-                        "name": "controller",
-                        "context": {"cluster": "devcluster", "user": SERVICE_ACCOUNT, "namespace": namespace},
-                    }
-                ],
-                "current-context": "controller",
-            }
-        )
-    )
+    kubeconfig = account_kubeconfig(cluster, namespace, SERVICE_ACCOUNT, tmp_path / "controller.kubeconfig")
     yield kubeconfig
     remove_cluster_rbac(cluster, rbac)
 

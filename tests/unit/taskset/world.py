@@ -27,6 +27,7 @@ from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
 from taskset.api.views import Observed, control_unit_view, owned_view, pod_view
 from taskset.decide import (
     ActionResult,
+    ApplyOwnedStatus,
     CreateOwned,
     CreatePod,
     DeleteOwned,
@@ -77,6 +78,8 @@ class World:
     owned_refused: str | None = None
     # Issue 25: Pods deleted while disrupted, as the Pod cache's delete handler last saw them, by name.
     gone: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Cluster-scoped objects integrations read (Kueue's ResourceFlavors), by (kind key, name).
+    read: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         meta = self.taskset.setdefault("metadata", {})
@@ -109,6 +112,7 @@ class World:
             other_control_units=others,
             owned={key: owned_view(obj) for key, obj in self.owned.items()},
             gone={n: pod_view(p) for n, p in self.gone.items()},
+            read=self.read,
         )
 
     def reconcile(self) -> Plan:
@@ -157,6 +161,8 @@ class World:
             return ActionResult(ResultKind.OK, view_of(intent, unit))
         if isinstance(intent, DeleteOwned) and not intent.control_unit:
             return self._delete_owned(intent)
+        if isinstance(intent, ApplyOwnedStatus):
+            return self._apply_status(intent)
         if isinstance(intent, DeleteOwned):
             found = self.units.get(intent.name)
             if found is None:
@@ -201,6 +207,20 @@ class World:
         obj["metadata"]["uid"] = new_uid()
         self.owned[key] = obj
         return ActionResult(ResultKind.OK, owned_view(obj))
+
+    def _apply_status(self, intent: ApplyOwnedStatus) -> ActionResult:
+        """Server-side apply of status conditions, a list mapped by type: the applied ones replace those
+        of their type, the others stay."""
+        found = self.owned.get((intent.kind.key, intent.name))
+        if found is None:
+            return ActionResult(ResultKind.NOT_FOUND)
+        if found["metadata"]["uid"] != intent.body["metadata"]["uid"]:
+            return ActionResult(ResultKind.INVALID, message="metadata.uid: field is immutable")
+        status = found.setdefault("status", {})
+        applied = intent.body["status"].get("conditions") or []
+        types = {c["type"] for c in applied}
+        status["conditions"] = [c for c in status.get("conditions") or [] if c["type"] not in types] + applied
+        return ActionResult(ResultKind.OK)
 
     def _delete_owned(self, intent: DeleteOwned) -> ActionResult:
         key = (intent.kind.key, intent.name)

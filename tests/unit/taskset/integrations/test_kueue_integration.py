@@ -31,8 +31,18 @@ def attempt(labels: dict[str, str], number: int = 0) -> Attempt:
     return Attempt("job", "ns", "uid-1", number, parsed.spec, labels=labels)
 
 
+ADMISSION = {"podSetAssignments": [{"name": "ps", "flavors": {}}, {"name": "worker", "flavors": {}}]}
+
+
 def observed(*conditions: str) -> Observed:
-    view = OwnedView(workload_name("job", 0), "w-uid", False, "cu-uid", true_conditions=frozenset(conditions))
+    view = OwnedView(
+        workload_name("job", 0),
+        "w-uid",
+        False,
+        "cu-uid",
+        true_conditions=frozenset(conditions),
+        status={"admission": ADMISSION},
+    )
     return Observed(control_unit=None, pods={}, owned={(WORKLOADS.key, view.name): view})
 
 
@@ -65,7 +75,7 @@ def test_a_queued_attempt_gets_a_workload_with_a_pod_set_per_role() -> None:
     assert (wanted.kind, wanted.name, wanted.scope, wanted.holds) == (
         WORKLOADS,
         "taskset-job-2",
-        Scope.ATTEMPT,
+        Scope.TASKSET,
         True,
     )
     spec: Any = wanted.body["spec"]
@@ -118,7 +128,10 @@ def test_an_evicted_workload_suspends_the_attempt_and_is_made_anew_once_its_pods
     key = (WORKLOADS.key, "taskset-job-0")
     world.settle()
     assert key in world.owned and world.pods == {}, "held until admitted"
-    world.owned[key]["status"] = {"conditions": [{"type": "Admitted", "status": "True"}]}
+    world.owned[key]["status"] = {
+        "conditions": [{"type": "Admitted", "status": "True"}],
+        "admission": {"podSetAssignments": [{"name": "r"}]},
+    }
     world.settle()
     for index in range(2):
         world.run(f"job-r-{index}")
