@@ -34,17 +34,9 @@ from taskset.integrations import BUILT_IN, Integration
 from taskset.objects.owned import CONFIGMAPS as CONFIGMAP_KIND
 from taskset.objects.owned import ObjectKind
 from taskset.runtime.events import EventRecorder
+from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, controller_uid_index, taskset_index
 from taskset.runtime.kube import KubeClient, RequestObserver
-from taskset.runtime.reconciler import (
-    OWNER_INDEX,
-    POD_INDEX,
-    ReconcileMetrics,
-    Reconciler,
-    ReconcileResult,
-    controller_uid_index,
-    new_reconcile_id,
-    taskset_index,
-)
+from taskset.runtime.reconciler import ReconcileMetrics, Reconciler, ReconcileResult, new_reconcile_id
 from workqueue import MetricsProvider, QueueShutDown, RateLimitingQueue
 
 CONTROLLER_NAME: Final = "taskset"

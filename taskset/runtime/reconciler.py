@@ -35,8 +35,7 @@ import orjson
 
 from clock import Clock, RealClock
 from informers import DeletedFinalStateUnknown, Store
-from taskset.api.constants import ANNOTATION_TASKSET, LOGGER_NAME, EventReason
-from taskset.api.fields import controller_uid
+from taskset.api.constants import LOGGER_NAME, EventReason
 from taskset.api.names import control_unit_name, is_control_unit_name
 from taskset.api.sharing import managed_here, suspended
 from taskset.api.slim import snapshot_digest
@@ -74,48 +73,14 @@ from taskset.runtime.created_units import CreatedUnits
 from taskset.runtime.disruptions import Disruptions
 from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
+from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, owner_key
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
 from taskset.runtime.pod_views import PodViews
 from taskset.runtime.read_objects import ReadObjects
 from taskset.runtime.records import Record, StatusRecords
 from taskset.runtime.snapshots import Snapshots
 
-POD_INDEX: Final = "taskset"  # Pods by "<metadata.namespace>/<TaskSet annotation>"
-OWNER_INDEX: Final = "controller-uid"  # owned objects by "<metadata.namespace>/<controlling owner's UID>"
 PARSE_CACHE_SIZE: Final = 4096  # parsed specs by (uid, generation): parsing big specs every pass is waste
-
-
-def taskset_index(obj: Mapping[str, Any]) -> list[str]:
-    """``<metadata.namespace>/<TaskSet annotation>``: the key of the TaskSet an object of ours names,
-    in the object's own namespace. The ``Namespace`` annotation is never read: anyone creating a Pod
-    writes it, so it would let a Pod in one namespace join a TaskSet of another (issue 30)."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
-        return []
-    annotations = meta.get("annotations")
-    name = annotations.get(ANNOTATION_TASKSET) if isinstance(annotations, Mapping) else None
-    return _in_own_namespace(meta, name)
-
-
-def controller_uid_index(obj: Mapping[str, Any]) -> list[str]:
-    """``<metadata.namespace>/<controlling owner's UID>``: an owner reference may name any UID, even an
-    object's in another namespace, so the UID alone would relate a stranger's object to a TaskSet."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
-        return []
-    return _in_own_namespace(meta, controller_uid(obj))
-
-
-def owner_key(namespace: str, uid: str) -> str:
-    """The ``OWNER_INDEX`` key of the objects that ``uid``, an object of ``namespace``, controls."""
-    return f"{namespace}/{uid}"
-
-
-def _in_own_namespace(meta: Mapping[str, Any], value: object) -> list[str]:
-    namespace = meta.get("namespace")
-    if isinstance(namespace, str) and namespace and isinstance(value, str) and value:
-        return [f"{namespace}/{value}"]
-    return []
 
 
 class ReconcileMetrics(Protocol):

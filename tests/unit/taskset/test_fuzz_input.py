@@ -36,7 +36,7 @@ from taskset.api.views import Observed, PodView, control_unit_view, pod_view
 from taskset.decide import ActionResult, ResultKind, TaskSetRef, decide
 from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.pods import PodIdentity, build_pod
-from taskset.runtime.reconciler import taskset_index
+from taskset.runtime.indexes import taskset_index
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.test_properties import (
     CU_CURRENT,

@@ -46,8 +46,9 @@ from taskset.integrations import Integration
 from taskset.integrations.identity_env import IdentityEnv
 from taskset.objects.controlunit import build_control_unit
 from taskset.objects.pods import build_pod
+from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, controller_uid_index, taskset_index
 from taskset.runtime.kube import KubeError
-from taskset.runtime.reconciler import OWNER_INDEX, POD_INDEX, Reconciler, controller_uid_index, taskset_index
+from taskset.runtime.reconciler import Reconciler
 
 _uids = itertools.count(1)
 

@@ -28,7 +28,7 @@ from taskset.api.views import control_unit_view, owned_view, pod_view
 from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.controlunit import SNAPSHOT_KEY
 from taskset.objects.pods import PodIdentity, build_pod
-from taskset.runtime.reconciler import controller_uid_index, taskset_index
+from taskset.runtime.indexes import controller_uid_index, taskset_index
 from tests.unit.taskset.world import PodBuilder, control_unit
 
 TS_UID = "0b7e3c1a-8d6f-4e2b-9a51-3c7d2e9f4a10"

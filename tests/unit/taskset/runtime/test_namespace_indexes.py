@@ -13,7 +13,7 @@ import pytest
 from informers import DeletedFinalStateUnknown, Store
 from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET
 from taskset.runtime.controller import _owner_keys
-from taskset.runtime.reconciler import (
+from taskset.runtime.indexes import (
     OWNER_INDEX,
     POD_INDEX,
     controller_uid_index,
