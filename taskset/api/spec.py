@@ -54,6 +54,7 @@ from taskset.api.constants import (
 )
 from taskset.api.failures import FailureRule, FieldError, parse_failure_rules
 from taskset.api.names import is_dns1123_label, longest_pod_name_length, pod_name
+from taskset.api.scale import scaled_roles
 from taskset.api.thresholds import parse_threshold
 
 # ======================================================================================================
@@ -478,7 +479,7 @@ def _parse(obj: object) -> ParsedTaskSet:
         if ttl is None
         else _bounded_int(ttl, "spec.ttlSecondsAfterFinished", 0, MAX_RETRY_DELAY_SECONDS, 0)
     )
-    raw_roles = _optional_list(spec.get("roles"), "spec.roles")
+    raw_roles = _optional_list(scaled_roles(spec), "spec.roles")  # spec.scale's count first (issue 26)
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
     shaped = [_shape_role(raw, index) for index, raw in enumerate(raw_roles)]

@@ -24,7 +24,7 @@ from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
 from taskset.decide.deadlines import taskset_deleted
 from taskset.decide.deletions import report_terminating
-from taskset.decide.elastic import scaled_spec, settle_scale
+from taskset.decide.elastic import report_scale, scaled_spec, settle_scale
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
 from taskset.decide.owned import owned_created, owned_deleted, recheck_gates
 from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
@@ -156,6 +156,7 @@ def decide(
         return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
     run_taskset(ctx)
     settle_scale(ctx)
+    report_scale(ctx)
     recheck_gates(ctx)
     report_waiting(ctx)
     report_terminating(ctx)

@@ -38,6 +38,8 @@ from typing import Any
 
 from taskset.api.constants import EventReason, RolePhase, TaskSetPhase
 from taskset.api.constants import ReplicaPhase as P
+from taskset.api.elastic_status import ScaleRecord, ScaleStatus
+from taskset.api.scale import SCALE_FIELD, SCALE_REPLICAS, scale_of, scale_selector
 from taskset.api.spec import ParsedTaskSet, Role, TaskSetSpec
 from taskset.api.status import ReplicaStatus, RoleStatus
 from taskset.decide.passes import PassContext
@@ -66,11 +68,16 @@ def only_replicas_differ(snapshot: Mapping[str, Any], live: Mapping[str, Any]) -
 
 
 def _without_replicas(raw: Mapping[str, Any]) -> dict[str, Any]:
-    roles = raw.get("roles")
-    if not isinstance(roles, list | tuple):
-        return dict(raw)
-    kept = [{k: v for k, v in r.items() if k != "replicas"} if isinstance(r, Mapping) else r for r in roles]
-    return {**raw, "roles": kept}
+    """``raw`` without the counts: every role's ``replicas`` and ``spec.scale.replicas`` (issue 26)."""
+    roles, scale = raw.get("roles"), raw.get(SCALE_FIELD)
+    bare = dict(raw)
+    if isinstance(scale, Mapping):
+        bare[SCALE_FIELD] = {k: v for k, v in scale.items() if k != SCALE_REPLICAS}
+    if isinstance(roles, list | tuple):
+        bare["roles"] = [
+            {k: v for k, v in r.items() if k != "replicas"} if isinstance(r, Mapping) else r for r in roles
+        ]
+    return bare
 
 
 def _names_match(spec: TaskSetSpec, roles: list[RoleStatus]) -> bool:
@@ -101,7 +108,7 @@ def _take_scale(ctx: PassContext, spec: TaskSetSpec) -> None:
         before = _target(role, status)
         if target != before:
             status.target_replicas = target
-            status.last_scale = (before, target, ctx.stamp)
+            status.last_scale = ScaleRecord(before, target, ctx.stamp, by=ctx.ref.scale_requester)
             message = f"TaskRole:{role.name}, replicas {before} -> {target}"
             ctx.plan.events.append(Event(EventReason.ROLE_SCALED, message))
         if status.target_replicas is not None:  # a role never scaled keeps its list as it is
@@ -158,3 +165,17 @@ def settle_scale(ctx: PassContext) -> None:
         resize(status, status.target_replicas, ctx.stamp)
         if sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped) > fresh:
             ctx.plan.requeue(0.0)
+
+
+def report_scale(ctx: PassContext) -> None:
+    """``status.scale`` for the scale subresource: the current count of the role ``spec.scale`` names
+    (the attempt's, once it runs; else the live spec's) and its Pods' selector. Absent without
+    ``spec.scale``."""
+    live = ctx.live.spec if isinstance(ctx.live, ParsedTaskSet) else None
+    named = scale_of(live.raw) if live is not None else None
+    if live is None or named is None:
+        ctx.status.scale = None
+        return
+    role = (ctx.plan.spec.role(named[0]) if ctx.plan.spec is not None else None) or live.role(named[0])
+    if role is not None:
+        ctx.status.scale = ScaleStatus(role.replicas, scale_selector(ctx.ref.name, role.name))

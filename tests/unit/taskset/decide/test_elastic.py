@@ -146,7 +146,7 @@ def test_scale_up_during_running_creates_the_new_indices_in_the_same_attempt() -
     assert status.total_retried_count == 0 and status.spec_digest == digest  # no new attempt, no tampering
     assert role_status(world, "r").target_replicas == 4
     last = role_status(world, "r").last_scale
-    assert last is not None and last[:2] == (2, 4)
+    assert last is not None and (last.before, last.after) == (2, 4)
     assert scaled_events(world) == ["TaskRoleScaled: TaskRole:r, replicas 2 -> 4"]
     for name in world.pods:
         world.exit(name, 0)
