@@ -85,9 +85,9 @@ def entry(manager: str, time: str, fields: dict[str, Any], subresource: str | No
     return raw | ({"subresource": subresource} if subresource else {})
 
 
-ROLE_COUNT = {"f:spec": {"f:roles": {'k:{"name":"w"}': {"f:replicas": {}, ".": {}}}}}
-SCALE_COUNT = {"f:spec": {"f:scale": {"f:replicas": {}}}}
-OTHER = {"f:spec": {"f:suspend": {}}}
+ROLE_COUNT: dict[str, Any] = {"f:spec": {"f:roles": {'k:{"name":"w"}': {"f:replicas": {}, ".": {}}}}}
+SCALE_COUNT: dict[str, Any] = {"f:spec": {"f:scale": {"f:replicas": {}}}}
+OTHER: dict[str, Any] = {"f:spec": {"f:suspend": {}}}
 
 
 @pytest.mark.parametrize(
