@@ -11,6 +11,7 @@ idempotent (a relist stores again what a watch stored) and never changes the obj
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from collections.abc import Mapping
 from typing import Any, Final
@@ -217,7 +218,25 @@ def slim_config_map(obj: dict[str, Any]) -> dict[str, Any]:
     slim = slim_owned(obj)
     kept = obj.get(SNAPSHOT_DIGEST_FIELD)
     slim[SNAPSHOT_DIGEST_FIELD] = kept if isinstance(kept, str) and "data" not in obj else _digest_of(obj)
+    slim[DATA_DIGEST_FIELD] = config_data_digest(obj)
     return slim
+
+
+# What a cached ConfigMap keeps of its whole data (issue 26): its digest, which an owned object's wanted
+# content is compared with (``taskset.decide.owned.update_owned``), under a key no ConfigMap has.
+DATA_DIGEST_FIELD: Final = "dataDigest"
+
+
+def data_digest(data: object) -> str:
+    """sha256 of a ConfigMap's ``data`` as canonical JSON (keys sorted); absent data digests as empty."""
+    canonical = json.dumps(data if isinstance(data, dict) else {}, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def config_data_digest(obj: Mapping[str, Any]) -> str:
+    """The digest of an object's data: from its data when it has any, else the one its cache kept."""
+    kept = obj.get(DATA_DIGEST_FIELD)
+    return kept if isinstance(kept, str) and "data" not in obj else data_digest(obj.get("data"))
 
 
 def _digest_of(cm: Mapping[str, Any]) -> str:

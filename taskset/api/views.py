@@ -28,6 +28,7 @@ from taskset.api.slim import (
     LIST_KEPT,
     NO_SNAPSHOT_DIGEST,
     SNAPSHOT_DIGEST_FIELD,
+    config_data_digest,
     snapshot_digest,
 )
 from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
@@ -280,6 +281,8 @@ class OwnedView:
     proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
     # The types of its status.conditions that are "True" (a Kueue Workload's Admitted, Evicted; issue 24).
     true_conditions: frozenset[str] = frozenset()
+    # The digest of its data (issue 26: an owned object the controller keeps up to date is compared by it).
+    data_digest: str = ""
 
 
 def _annotation(obj: Mapping[str, Any], key: str) -> str:
@@ -299,6 +302,7 @@ def owned_view(obj: Mapping[str, Any]) -> OwnedView:
             for c in items(get_path(obj, "status", "conditions"))
             if isinstance(c, dict) and c.get("status") == "True"
         ),
+        data_digest=config_data_digest(obj),
     )
 
 

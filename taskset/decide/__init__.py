@@ -26,7 +26,8 @@ from taskset.decide.deadlines import taskset_deleted
 from taskset.decide.deletions import report_terminating
 from taskset.decide.elastic import report_scale, scaled_spec, settle_scale
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
-from taskset.decide.owned import owned_created, owned_deleted, recheck_gates
+from taskset.decide.membership import announce_scales, note_membership
+from taskset.decide.owned import owned_created, owned_deleted, owned_updated, recheck_gates, update_owned
 from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
 from taskset.decide.plan import (
     CONTROL_UNIT,
@@ -45,6 +46,7 @@ from taskset.decide.plan import (
     ResultView,
     Settings,
     TaskSetRef,
+    UpdateOwned,
 )
 from taskset.decide.replicas import REPLICA_ROWS, UNSEEN_DELETE_POLL, pod_created, pod_deleted
 from taskset.decide.roles import ROLE_ROWS
@@ -88,6 +90,7 @@ __all__ = [
     "Row",
     "Settings",
     "TaskSetRef",
+    "UpdateOwned",
     "clip",
     "decide",
     "pod_wait",
@@ -133,6 +136,8 @@ class Pass:
             pod_created(ctx, intent, result)
         elif isinstance(intent, DeleteTaskSet):
             taskset_deleted(ctx, result)
+        elif isinstance(intent, UpdateOwned):
+            owned_updated(ctx, intent, result)
         else:
             pod_deleted(ctx, intent, result)
 
@@ -154,8 +159,12 @@ def decide(
     ctx.plan.spec = scaled_spec(ctx, _attempt_spec(ctx))
     if ctx.plan.snapshot_wanted is not None:
         return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
+    note_membership(ctx)
+    announce_scales(ctx)
     run_taskset(ctx)
     settle_scale(ctx)
+    note_membership(ctx)
+    update_owned(ctx)
     report_scale(ctx)
     recheck_gates(ctx)
     report_waiting(ctx)

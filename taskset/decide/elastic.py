@@ -26,8 +26,8 @@ controller writes:
 - **A scale that decides the outcome decides it at once**: the scale is applied before the machines run
   in the same pass, so a role whose succeeded count now reaches the new threshold completes (R1) then.
 
-Each scale is said once: ``lastScale`` (from, to, when) on the role's status and a ``TaskRoleScaled``
-event.
+Each scale is said once: ``lastScale`` (from, to, when, who asked, the membership generation) on the
+role's status and a ``TaskRoleScaled`` event (``taskset.decide.membership.announce_scales``).
 """
 
 from __future__ import annotations
@@ -36,14 +36,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from taskset.api.constants import EventReason, RolePhase, TaskSetPhase
 from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import RolePhase, TaskSetPhase
 from taskset.api.elastic_status import ScaleRecord, ScaleStatus
-from taskset.api.scale import SCALE_FIELD, SCALE_REPLICAS, scale_of, scale_selector
+from taskset.api.scale import SCALE_FIELD, scale_of, scale_selector
 from taskset.api.spec import ParsedTaskSet, Role, TaskSetSpec
 from taskset.api.status import ReplicaStatus, RoleStatus
 from taskset.decide.passes import PassContext
-from taskset.decide.plan import Event
 
 # Attempt phases in which a scale is taken: the roles' replicas are being run.
 _SCALING_PHASES = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
@@ -68,11 +67,10 @@ def only_replicas_differ(snapshot: Mapping[str, Any], live: Mapping[str, Any]) -
 
 
 def _without_replicas(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """``raw`` without the counts: every role's ``replicas`` and ``spec.scale.replicas`` (issue 26)."""
-    roles, scale = raw.get("roles"), raw.get(SCALE_FIELD)
-    bare = dict(raw)
-    if isinstance(scale, Mapping):
-        bare[SCALE_FIELD] = {k: v for k, v in scale.items() if k != SCALE_REPLICAS}
+    """``raw`` without the counts: every role's ``replicas`` and ``spec.scale``, which says only a count
+    (its role is immutable; adding or removing it changes only the count its role runs with)."""
+    roles = raw.get("roles")
+    bare = {k: v for k, v in raw.items() if k != SCALE_FIELD}
     if isinstance(roles, list | tuple):
         bare["roles"] = [
             {k: v for k, v in r.items() if k != "replicas"} if isinstance(r, Mapping) else r for r in roles
@@ -109,8 +107,7 @@ def _take_scale(ctx: PassContext, spec: TaskSetSpec) -> None:
         if target != before:
             status.target_replicas = target
             status.last_scale = ScaleRecord(before, target, ctx.stamp, by=ctx.ref.scale_requester)
-            message = f"TaskRole:{role.name}, replicas {before} -> {target}"
-            ctx.plan.events.append(Event(EventReason.ROLE_SCALED, message))
+            ctx.scaled.append(status)  # announced once the membership generation is known
         if status.target_replicas is not None:  # a role never scaled keeps its list as it is
             resize(status, status.target_replicas, ctx.stamp)
 

@@ -132,6 +132,22 @@ class DeleteOwned:
 
 
 @dataclass(frozen=True)
+class UpdateOwned:
+    """Write an owned object's ``data`` as the pass computed it from the TaskSet (issue 26: the live
+    membership), guarded by its UID; the rest of the object, its creation proof included, is untouched."""
+
+    name: str
+    uid: str
+    kind: ObjectKind = CONFIGMAPS
+    integration: str = CONTROL_UNIT
+    data: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def action(self) -> str:
+        return f"Update{self.kind.kind}"
+
+
+@dataclass(frozen=True)
 class CreatePod:
     """Create one replica's Pod: who it is, and what the integrations add to its role's template. The
     reconciler builds the Pod from these alone, lazily, sharing the template (2,000 Pods in a pass).
@@ -179,7 +195,7 @@ class DeleteTaskSet:
         return "DeleteTaskSet"
 
 
-Intent = CreateOwned | DeleteOwned | CreatePod | DeletePod | DeleteTaskSet
+Intent = CreateOwned | DeleteOwned | UpdateOwned | CreatePod | DeletePod | DeleteTaskSet
 
 
 @dataclass(frozen=True)

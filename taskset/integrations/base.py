@@ -50,6 +50,9 @@ class Attempt:
     spec: TaskSetSpec  # the spec this attempt runs with (the ControlUnit's snapshot once it exists)
     # The TaskSet's metadata.labels, live (Kueue's queue name, issue 24).
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # The TaskSet's status as this pass has it, read only (issue 26: the live membership follows its
+    # replicas' retries and the membership generation); None outside a pass.
+    status: TaskSetStatus | None = field(default=None, compare=False, repr=False)
 
 
 class Integration:

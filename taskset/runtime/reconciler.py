@@ -64,6 +64,7 @@ from taskset.decide import (
     ResultKind,
     Settings,
     TaskSetRef,
+    UpdateOwned,
     decide,
 )
 from taskset.integrations import spec_checks
@@ -74,6 +75,7 @@ from taskset.runtime.created_units import CreatedUnits
 from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
+from taskset.runtime.owned_updates import update_owned_data
 from taskset.runtime.records import Record, StatusRecords
 from taskset.runtime.snapshots import Snapshots
 
@@ -365,6 +367,8 @@ class Reconciler:
                     propagation="Foreground" if intent.control_unit else None,
                 )
                 result = ActionResult(ResultKind.OK)
+            elif isinstance(intent, UpdateOwned):  # issue 26: the live membership
+                result = update_owned_data(self._client, ns, intent)
             elif isinstance(intent, DeleteTaskSet):  # issue 25: ttlSecondsAfterFinished passed
                 name = obj["metadata"]["name"]
                 self._client.delete(taskset_path(ns, name), uid=intent.uid, resource="tasksets")
