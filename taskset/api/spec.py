@@ -55,7 +55,7 @@ from taskset.api.constants import (
 from taskset.api.failures import FailureRule, FieldError, parse_failure_rules
 from taskset.api.names import is_dns1123_label, longest_pod_name_length, pod_name
 from taskset.api.scale import scaled_roles
-from taskset.api.thresholds import parse_threshold
+from taskset.api.thresholds import at_count, parse_threshold, percentage
 
 # ======================================================================================================
 # Parsed views: frozen, defaulted, and only ever built by parse_taskset.
@@ -141,11 +141,14 @@ class Role:
     min_replicas: int = MIN_REPLICAS
     max_replicas: int = MAX_REPLICAS
     declared: tuple[int | None, int | None] = (None, None)  # (minSucceeded, maxFailed)
+    percentages: tuple[int | None, int | None] = (None, None)  # p of those given as "<p>%"
 
     def scaled(self, replicas: int) -> Role:
-        """The role at ``replicas`` (clamped to its bounds), its thresholds re-read (issue 26)."""
+        """The role at ``replicas`` (clamped to its bounds), its thresholds re-read (issue 26): a
+        percentage of the new count, rounded up; a count clamped to it."""
         count = min(max(replicas, self.min_replicas), self.max_replicas)
-        policy = thresholds(*self.declared, count)
+        low, high = (at_count(d, p, count) for d, p in zip(self.declared, self.percentages, strict=True))
+        policy = thresholds(low, high, count)
         return replace(self, replicas=count, completion_policy=policy)
 
     @property
@@ -342,6 +345,7 @@ class _ShapedRole:
     template: Mapping[str, Any]
     failure_rules: tuple[FailureRule, ...] = ()
     bounds: tuple[int | None, int | None] = (None, None)  # (minReplicas, maxReplicas), issue 26
+    percentages: tuple[int | None, int | None] = (None, None)  # issue 26: see Role
 
 
 def _shape_role(value: object, index: int) -> _ShapedRole:
@@ -399,6 +403,7 @@ def _shape_role(value: object, index: int) -> _ShapedRole:
         template=template,
         failure_rules=rules,
         bounds=(bounds[0], bounds[1]),
+        percentages=(percentage(completion.get("minSucceeded")), percentage(completion.get("maxFailed"))),
     )
 
 
@@ -512,6 +517,7 @@ def _parse(obj: object) -> ParsedTaskSet:
             min_replicas=MIN_REPLICAS if role.bounds[0] is None else role.bounds[0],
             max_replicas=MAX_REPLICAS if role.bounds[1] is None else role.bounds[1],
             declared=(role.min_succeeded, role.max_failed),
+            percentages=role.percentages,
         )
         for role, completion, events in zip(shaped, completion_policies, event_policies, strict=True)
     )
