@@ -129,7 +129,7 @@ def _update_of(ctx: PassContext, wanted: OwnedObject) -> UpdateOwned | None:
     subject = _subject(ctx, wanted.kind.key, wanted.name, owner.kind, owner.uid)
     if seen.controller_uid != owner.uid or not proves(seen.proof, ctx.settings.proof_key, subject):
         return None
-    return UpdateOwned(wanted.name, seen.uid, wanted.kind, wanted.integration, data)
+    return UpdateOwned(wanted.name, seen.uid, data, wanted.kind, wanted.integration)
 
 
 def owned_updated(ctx: PassContext, intent: UpdateOwned, result: ActionResult) -> None:

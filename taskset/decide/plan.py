@@ -138,9 +138,9 @@ class UpdateOwned:
 
     name: str
     uid: str
+    data: Mapping[str, Any] = field(compare=False, repr=False)  # the whole data, as the pass computed it
     kind: ObjectKind = CONFIGMAPS
     integration: str = CONTROL_UNIT
-    data: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def action(self) -> str:

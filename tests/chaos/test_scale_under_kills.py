@@ -10,7 +10,6 @@ import functools
 import json
 import random
 import time
-from typing import Any
 
 from devcluster import Cluster
 from taskset.api import constants as c
@@ -22,23 +21,12 @@ from tests.chaos.workload import Planned
 from tests.integration.daemon import Daemon
 from tests.integration.harness import TaskSets, eventually
 
-TASKSETS = 8
-ROUNDS = 10
-SEED = 26
-MAX_REPLICAS = 4
-SETTLE_TIMEOUT = 120.0
-
 history = run.history  # the shared fixtures, bound by name
 daemon = run.daemon
 
-
-def set_replicas(api: TaskSets, name: str, replicas: int) -> None:
-    patch = [{"op": "replace", "path": "/spec/roles/0/replicas", "value": replicas}]
-    api.custom.patch_namespaced_custom_object(c.GROUP, c.VERSION, api.namespace, c.PLURAL, name, patch)
-
-
-def live_pods(api: TaskSets, name: str) -> list[dict[str, Any]]:
-    return [p for p in api.pods(name) if not p["metadata"].get("deletionTimestamp")]
+TASKSETS, ROUNDS, SEED = 8, 10, 26
+MAX_REPLICAS = 4
+SETTLE_TIMEOUT = 120.0  # seconds for every TaskSet to settle at its last count once the kills are over
 
 
 def settled(api: TaskSets, name: str, count: int) -> bool:
@@ -46,7 +34,7 @@ def settled(api: TaskSets, name: str, count: int) -> bool:
     status = api.status(name)
     [role] = status.get("roleStatus") or [{}]
     replicas = role.get("replicaStatus") or []
-    pods = live_pods(api, name)
+    pods = api.live_pods(name)
     cm = api.configmap(f"{name}-membership")
     peers = json.loads(cm["data"]["membership.json"])["roles"]["w"]["peers"] if cm else []
     return (
@@ -75,7 +63,7 @@ def test_scales_under_sigkill_lose_no_scale_retry_nothing_and_duplicate_no_pod(
     for _ in range(ROUNDS):
         for name in rng.sample(names, TASKSETS // 2):
             wanted[name] = rng.randint(1, MAX_REPLICAS)
-            set_replicas(api, name, wanted[name])
+            api.set_replicas(name, wanted[name])
         time.sleep(rng.uniform(0.2, 2.0))
         daemon.kill()
         daemon.start(wait_ready=False)
@@ -83,7 +71,7 @@ def test_scales_under_sigkill_lose_no_scale_retry_nothing_and_duplicate_no_pod(
     for name in names:  # no lost scale
         eventually(functools.partial(settled, api, name, wanted[name]), SETTLE_TIMEOUT, f"{name} settled")
     for name in names:
-        for pod in live_pods(api, name):
+        for pod in api.live_pods(name):
             api.end_pod(pod["metadata"]["name"], 0)
     planned = [
         Planned(

@@ -276,6 +276,15 @@ class TaskSets:
             c.GROUP, c.VERSION, self.namespace, c.PLURAL, name, body=body
         )
 
+    def set_replicas(self, name: str, replicas: int, role: int = 0) -> None:
+        """Scale a role (issue 26): a JSON patch of its replicas alone, as a script or an operator would."""
+        patch = [{"op": "replace", "path": f"/spec/roles/{role}/replicas", "value": replicas}]
+        self.custom.patch_namespaced_custom_object(c.GROUP, c.VERSION, self.namespace, c.PLURAL, name, patch)
+
+    def live_pods(self, taskset: str) -> list[dict[str, Any]]:
+        """The TaskSet's Pods that are not going away."""
+        return [p for p in self.pods(taskset) if not p["metadata"].get("deletionTimestamp")]
+
     def pods(self, taskset: str) -> list[dict[str, Any]]:
         """spec 14.0 pods(ts): Pods labelled TaskSet=<ts> in the namespace."""
         items = self.core.list_namespaced_pod(
