@@ -111,7 +111,7 @@ def update_owned(ctx: PassContext) -> None:
     attempt = attempt_of(ctx) if ctx.owned_synced else None
     if attempt is None:
         return
-    for integration in ctx.settings.integrations:
+    for integration in (i for i in ctx.settings.integrations if i.updates_owned):
         for wanted in integration.owned_objects(attempt):
             update = _update_of(ctx, wanted) if wanted.updates else None
             if update is not None:

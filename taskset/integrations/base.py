@@ -63,6 +63,9 @@ class Integration:
     # Kinds of object it may own besides ConfigMaps (which the controller always watches): a Service,
     # a PodGroup, ... The controller keeps one cache per kind, selected by the TaskSet label.
     kinds: ClassVar[tuple[ObjectKind, ...]] = ()
+    # Whether any object it owns follows the TaskSet (``OwnedObject.updates``, issue 26): only those
+    # integrations are asked again at the end of a pass.
+    updates_owned: ClassVar[bool] = False
 
     def check(self, spec: Mapping[str, Any]) -> CheckFailure | None:
         return None

@@ -102,6 +102,7 @@ def membership_data(content: Mapping[str, Any], generation: int) -> dict[str, st
 
 class Membership(Integration):
     name = "membership"
+    updates_owned = True
 
     def owned_objects(self, attempt: Attempt) -> Sequence[OwnedObject]:
         if not is_elastic(attempt):
