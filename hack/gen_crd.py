@@ -1180,7 +1180,7 @@ def crd(openapi: dict[str, Any]) -> Schema:
                     "storage": True,
                     "subresources": {
                         "status": {},
-                        # Issue 26: a plain field path (the API server refuses a list index here).
+                        # Issue 26: a plain field path (a list index here is read as a field's name).
                         "scale": {
                             "specReplicasPath": f".spec.{sc.SCALE_FIELD}.{sc.SCALE_REPLICAS}",
                             "statusReplicasPath": ".status.scale.replicas",

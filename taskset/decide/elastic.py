@@ -106,7 +106,9 @@ def _take_scale(ctx: PassContext, spec: TaskSetSpec) -> None:
         before = _target(role, status)
         if target != before:
             status.target_replicas = target
-            status.last_scale = ScaleRecord(before, target, ctx.stamp, by=ctx.ref.scale_requester)
+            status.last_scale = ScaleRecord(
+                before, target, ctx.stamp, by=ctx.ref.scale_requesters.get(role.name, "")
+            )
             ctx.scaled.append(status)  # announced once the membership generation is known
         if status.target_replicas is not None:  # a role never scaled keeps its list as it is
             resize(status, status.target_replicas, ctx.stamp)

@@ -82,8 +82,9 @@ class TaskSetRef:
     suspended: bool = False
     # metadata.labels, for the integrations that read one (Kueue's queue name, issue 24).
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)
-    # Who last wrote a count, from metadata.managedFields (issue 26, best effort: taskset.api.scale).
-    scale_requester: str = ""
+    # Role -> who last wrote its count, from metadata.managedFields (issue 26, best effort:
+    # taskset.api.scale).
+    scale_requesters: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 # Who asked for an owned object: the attempt's ControlUnit is the controller's own, every other one an

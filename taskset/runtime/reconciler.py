@@ -38,7 +38,7 @@ from informers import DeletedFinalStateUnknown, Store
 from taskset.api.constants import ANNOTATION_TASKSET, LOGGER_NAME, EventReason
 from taskset.api.fields import controller_uid
 from taskset.api.names import control_unit_name, is_control_unit_name
-from taskset.api.scale import scale_requester
+from taskset.api.scale import scale_requesters
 from taskset.api.sharing import managed_here, suspended
 from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParseResult, parse_taskset
@@ -211,7 +211,7 @@ class Reconciler:
             deleting=meta.get("deletionTimestamp") is not None,
             suspended=suspended(obj),
             labels=labels if isinstance(labels := meta.get("labels"), dict) else {},
-            scale_requester=scale_requester(meta),
+            scale_requesters=scale_requesters(obj),
         )
         try:
             record = self._record(key, obj)

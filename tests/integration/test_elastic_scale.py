@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from devcluster import Cluster, sim
@@ -27,7 +26,7 @@ from taskset.integrations.membership import (
 )
 from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
-from tests.integration.conftest import CRD_FILE, start_controller
+from tests.integration.conftest import install_crd, start_controller
 from tests.integration.harness import TaskSets, eventually, replica, role_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -136,14 +135,47 @@ def test_kubectl_scale_drives_the_role_spec_scale_names(
     assert refused.returncode != 0 and "spec.scale.replicas" in refused.stderr, refused.stderr
 
 
-def test_the_api_server_takes_no_list_index_in_a_scale_path(cluster: Cluster, crd_installed: None) -> None:
-    """Why /scale needs spec.scale: the TaskSet CRD with ``.spec.roles[0].replicas`` as its
-    specReplicasPath is refused (a plain field path only); a server-side dry run changes nothing."""
-    crd = yaml.safe_load(CRD_FILE.read_text())
-    crd["spec"]["versions"][0]["subresources"]["scale"]["specReplicasPath"] = ".spec.roles[0].replicas"
-    dry_run = ("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "-")
-    applied = cluster.kubectl(*dry_run, input=json.dumps(crd), check=False)
-    assert applied.returncode != 0 and "specReplicasPath" in applied.stderr, applied.stderr
+PROBE_CRD = "probes.elastic.example.com"
+
+
+@pytest.fixture
+def probe_crd(cluster: Cluster) -> Iterator[None]:
+    """A CRD whose scale subresource points into a list, as ``.spec.roles[0].replicas`` would for a
+    TaskSet; deleted afterwards."""
+    version = {
+        "name": "v1",
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        "subresources": {
+            "scale": {"specReplicasPath": ".spec.roles[0].replicas", "statusReplicasPath": ".status.n"}
+        },
+    }
+    names = {"plural": "probes", "singular": "probe", "kind": "Probe", "listKind": "ProbeList"}
+    spec = {"group": "elastic.example.com", "scope": "Namespaced", "names": names, "versions": [version]}
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": PROBE_CRD},
+    }
+    install_crd(cluster, json.dumps({**crd, "spec": spec}), PROBE_CRD, "probes")
+    yield
+    cluster.kubectl("delete", "crd", PROBE_CRD, "--wait=false", check=False)
+
+
+def test_a_list_index_in_a_scale_path_is_no_index(cluster: Cluster, namespace: str, probe_crd: None) -> None:
+    """Why /scale needs spec.scale: the API server takes ``.spec.roles[0].replicas`` as a path, but as the
+    name of a field, ``roles[0]``: a scale writes ``spec["roles[0]"].replicas`` and the role's count stays."""
+    obj = {
+        "apiVersion": "elastic.example.com/v1",
+        "kind": "Probe",
+        "metadata": {"name": "p", "namespace": namespace},
+        "spec": {"roles": [{"name": "w", "replicas": 1}]},
+    }
+    cluster.kubectl("create", "-f", "-", input=json.dumps(obj))
+    cluster.kubectl("-n", namespace, "scale", "probe/p", "--replicas=3")
+    spec = json.loads(cluster.kubectl("-n", namespace, "get", "probe/p", "-o", "json").stdout)["spec"]
+    assert spec == {"roles": [{"name": "w", "replicas": 1}], "roles[0]": {"replicas": 3}}
 
 
 # ----- hostile input ----------------------------------------------------------------------------------

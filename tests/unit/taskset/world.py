@@ -21,7 +21,7 @@ from clock import Clock
 from informers import Store
 from taskset.api.constants import ANNOTATION_CREATION_PROOF, TaskSetPhase
 from taskset.api.proof import PROCESS_PROOF_KEY, ProofSubject, creation_proof
-from taskset.api.scale import scale_requester
+from taskset.api.scale import scale_requesters
 from taskset.api.sharing import suspended
 from taskset.api.spec import parse_taskset
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
@@ -95,7 +95,7 @@ class World:
             self.deleting,
             suspended=suspended(self.taskset),
             labels=meta.get("labels") or {},
-            scale_requester=scale_requester(meta),
+            scale_requesters=scale_requesters(self.taskset),
         )
 
     def observed(self) -> Observed:

@@ -97,7 +97,7 @@ def test_identity(crd: dict[str, Any]) -> None:
     }
     [version] = spec["versions"]
     assert (version["name"], version["served"], version["storage"]) == (c.VERSION, True, True)
-    # Issue 26: /scale on a plain field path (the API server refuses a list index there).
+    # Issue 26: /scale on a plain field path (a list index there is read as a field's name).
     assert version["subresources"] == {
         "status": {},
         "scale": {

@@ -11,7 +11,7 @@ from taskset.api.scale import (
     elastic_roles,
     scale_entries,
     scale_of,
-    scale_requester,
+    scale_requesters,
     scale_selector,
     scaled_roles,
 )
@@ -80,47 +80,66 @@ def test_scale_selector_is_the_role_pods_labels() -> None:
     assert scale_selector("job", "w") == "TaskSet=job,PodTaskRole=w"
 
 
-def entry(manager: str, time: str, fields: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
-    raw = {"manager": manager, "operation": "Update", "time": time, "fieldsV1": fields}
-    return raw | ({"subresource": subresource} if subresource else {})
+def entry(
+    manager: str, time: str | None, fields: dict[str, Any], subresource: str | None = None
+) -> dict[str, Any]:
+    raw = {"manager": manager, "operation": "Update", "fieldsV1": fields}
+    return raw | ({"time": time} if time else {}) | ({"subresource": subresource} if subresource else {})
 
 
-ROLE_COUNT: dict[str, Any] = {"f:spec": {"f:roles": {'k:{"name":"w"}': {"f:replicas": {}, ".": {}}}}}
-SCALE_COUNT: dict[str, Any] = {"f:spec": {"f:scale": {"f:replicas": {}}}}
-OTHER: dict[str, Any] = {"f:spec": {"f:suspend": {}}}
+def role_count(*roles: str) -> dict[str, Any]:
+    return {"f:spec": {"f:roles": {f'k:{{"name":"{r}"}}': {"f:replicas": {}, ".": {}} for r in roles}}}
+
+
+SCALE_COUNT: dict[str, Any] = {"f:spec": {"f:scale": {"f:replicas": {}}, "f:roles": {'k:{"name":"w"}': {}}}}
+OTHER: dict[str, Any] = {"f:spec": {"f:suspend": {}, "f:roles": {'k:{"name":"w"}': {"f:template": {}}}}}
+CREATED = entry("kubectl-create", "2026-01-01T00:00:00Z", role_count("m", "w"))
 
 
 @pytest.mark.parametrize(
-    ("managed", "who"),
+    ("managed", "scale", "who"),
     [
-        pytest.param([], "", id="no entries"),
-        pytest.param([entry("kubectl-edit", "2026-01-01T00:00:01Z", ROLE_COUNT)], "kubectl-edit", id="edit"),
+        pytest.param([], None, {}, id="no entries"),
+        pytest.param([CREATED], None, {"m": "kubectl-create", "w": "kubectl-create"}, id="the creator"),
+        pytest.param(
+            [CREATED, entry("kubectl-edit", "2026-01-01T00:00:05Z", role_count("w"))],
+            None,
+            {"m": "kubectl-create", "w": "kubectl-edit"},
+            id="an edit took the count of w only",
+        ),
         pytest.param(
             [
-                entry("kubectl-create", "2026-01-01T00:00:00Z", ROLE_COUNT),
-                entry("kubectl", "2026-01-01T00:00:05Z", SCALE_COUNT, "scale"),
-                entry("suspender", "2026-01-01T00:00:09Z", OTHER),
+                CREATED,
+                entry("kubectl", None, SCALE_COUNT, "scale"),
+                entry("x", "2026-01-01T00:00:09Z", OTHER),
             ],
-            "kubectl via /scale",
-            id="the newest entry owning a count, not the newest entry",
+            {"role": "w", "replicas": 3},
+            {"m": "kubectl-create", "w": "kubectl via /scale"},
+            id="spec.scale's owner for its role (the scale subresource writes no time), not the newest entry",
         ),
-        pytest.param([entry("x", "t", OTHER), "junk", {"fieldsV1": 3}], "", id="nothing owns a count"),
+        pytest.param(
+            [CREATED, entry("kubectl", None, SCALE_COUNT, "scale")],
+            None,
+            {"m": "kubectl-create", "w": "kubectl-create"},
+            id="without spec.scale, roles' own counts",
+        ),
+        pytest.param([entry("x", "t", OTHER), "junk", {"fieldsV1": 3}], None, {}, id="nothing owns a count"),
     ],
 )
-def test_scale_requester(managed: list[Any], who: str) -> None:
-    assert scale_requester({"managedFields": managed}) == who
+def test_scale_requesters(managed: list[Any], scale: object, who: dict[str, str]) -> None:
+    spec = {"scale": scale} if scale else {}
+    assert scale_requesters({"metadata": {"managedFields": managed}, "spec": spec}) == who
 
 
 def test_the_cache_keeps_only_the_entries_owning_a_count_bounded_and_idempotent() -> None:
-    managed = [entry(f"m{i}", f"2026-01-01T00:00:{i:02d}Z", ROLE_COUNT) for i in range(20)]
-    managed.append(entry("other", "2026-01-01T00:01:00Z", OTHER | {"f:spec": {"f:roles": {"x": 1}}}))
+    managed = [entry(f"m{i}", f"2026-01-01T00:00:{i:02d}Z", role_count("w")) for i in range(20)]
+    managed.append(entry("other", "2026-01-01T00:01:00Z", OTHER))
     obj = {"metadata": {"name": "job", "managedFields": managed}, "spec": {}}
     slim = slim_taskset(obj)
     kept = slim["metadata"]["managedFields"]
     assert len(kept) == SCALE_ENTRIES_MAX and kept[0]["manager"] == "m19"
+    assert kept[0]["fieldsV1"] == {"f:spec": {"f:roles": {'k:{"name":"w"}': {"f:replicas": {}}}}}
     assert slim_taskset(slim) == slim and scale_entries(kept) == kept
-    assert scale_requester(slim["metadata"]) == "m19"
-    assert (
-        "managedFields"
-        not in slim_taskset({"metadata": {"managedFields": [entry("o", "t", OTHER)]}})["metadata"]
-    )
+    assert scale_requesters(slim) == {"w": "m19"}
+    bare = slim_taskset({"metadata": {"managedFields": [entry("o", "t", OTHER)]}})
+    assert "managedFields" not in bare["metadata"]
