@@ -24,7 +24,7 @@ from taskset.api.views import Observed
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
 from taskset.decide.deadlines import taskset_deleted
 from taskset.decide.deletions import report_terminating
-from taskset.decide.elastic import report_scale, scaled_spec, settle_scale
+from taskset.decide.elastic import remove_scaled_down_pods, report_scale, scaled_spec, settle_scale
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
 from taskset.decide.membership import announce_scales, note_membership
 from taskset.decide.owned import owned_created, owned_deleted, owned_updated, recheck_gates, update_owned
@@ -163,6 +163,7 @@ def decide(
     announce_scales(ctx)
     run_taskset(ctx)
     settle_scale(ctx)
+    remove_scaled_down_pods(ctx)
     note_membership(ctx)
     update_owned(ctx)
     report_scale(ctx)

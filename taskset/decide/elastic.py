@@ -39,10 +39,13 @@ from typing import Any
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import RolePhase, TaskSetPhase
 from taskset.api.elastic_status import ScaleRecord, ScaleStatus
+from taskset.api.proof import ProofSubject, proves
 from taskset.api.scale import SCALE_FIELD, scale_of, scale_selector
 from taskset.api.spec import ParsedTaskSet, Role, TaskSetSpec
 from taskset.api.status import ReplicaStatus, RoleStatus
+from taskset.api.views import PodView
 from taskset.decide.passes import PassContext
+from taskset.decide.plan import DeletePod
 
 # Attempt phases in which a scale is taken: the roles' replicas are being run.
 _SCALING_PHASES = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
@@ -164,6 +167,34 @@ def settle_scale(ctx: PassContext) -> None:
         resize(status, status.target_replicas, ctx.stamp)
         if sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped) > fresh:
             ctx.plan.requeue(0.0)
+
+
+def remove_scaled_down_pods(ctx: PassContext) -> None:
+    """Delete this attempt's Pods at indices a scaled role no longer lists. A scaled-down replica leaves
+    the list once completed, which it is at once when no Pod was recorded for it; a Pod its create made
+    just before a controller died, unrecorded (W-1), would then run on with no replica to look at it.
+    Only a Pod the current ControlUnit controls with a valid creation proof is ours to delete."""
+    unit, spec = ctx.status.control_unit_uid, ctx.plan.spec
+    if unit is None or spec is None or ctx.status.phase not in _SCALING_PHASES:
+        return
+    for position, (role, status) in enumerate(zip(spec.roles, ctx.status.roles, strict=True)):
+        if status.target_replicas is None:
+            continue
+        prefix = f"{ctx.ref.name}-{role.name}-"
+        for pod in ctx.observed.pods.values():
+            index = pod.name.removeprefix(prefix)
+            if index == pod.name or not index.isdigit() or int(index) < len(status.replicas):
+                continue
+            if _ours_to_delete(ctx, pod, unit):
+                ctx.deleted.add(pod.uid)
+                ctx.plan.intents.append(DeletePod(pod.name, pod.uid, position, int(index), advances=False))
+
+
+def _ours_to_delete(ctx: PassContext, pod: PodView, unit: str) -> bool:
+    attempt = pod.replica_attempt_id
+    if pod.controller_uid != unit or attempt is None or pod.deleting or pod.uid in ctx.deleted:
+        return False
+    return proves(pod.proof, ctx.settings.proof_key, ProofSubject(ctx.ref.namespace, pod.name, unit, attempt))
 
 
 def report_scale(ctx: PassContext) -> None:

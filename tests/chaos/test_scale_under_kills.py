@@ -29,6 +29,21 @@ MAX_REPLICAS = 4
 SETTLE_TIMEOUT = 120.0  # seconds for every TaskSet to settle at its last count once the kills are over
 
 
+def describe(api: TaskSets, name: str) -> str:
+    """What a TaskSet shows of its count, for a failure message."""
+    status = api.status(name)
+    replicas = [
+        (r.get("index"), r.get("phase"), r.get("stopped"), r.get("totalRetriedCount"))
+        for role in status.get("roleStatus") or []
+        for r in role.get("replicaStatus") or []
+    ]
+    roles = [(role.get("targetReplicas"), role.get("lastScale")) for role in status.get("roleStatus") or []]
+    pods = [(p["metadata"]["name"], (p.get("status") or {}).get("phase")) for p in api.live_pods(name)]
+    cm = api.configmap(f"{name}-membership")
+    generation = (cm or {}).get("data", {}).get("generation")
+    return f"{name}: {status.get('phase')} {roles} {replicas} pods {pods} membership {generation}"
+
+
 def settled(api: TaskSets, name: str, count: int) -> bool:
     """The count asked for, everywhere: replicas in the status, Pods running, peers in the membership."""
     status = api.status(name)
@@ -69,7 +84,10 @@ def test_scales_under_sigkill_lose_no_scale_retry_nothing_and_duplicate_no_pod(
         daemon.start(wait_ready=False)
     daemon.wait_ready()
     for name in names:  # no lost scale
-        eventually(functools.partial(settled, api, name, wanted[name]), SETTLE_TIMEOUT, f"{name} settled")
+        try:
+            eventually(functools.partial(settled, api, name, wanted[name]), SETTLE_TIMEOUT, f"{name} settled")
+        except AssertionError as err:
+            raise AssertionError(f"{err}; wanted {wanted[name]}; {describe(api, name)}") from None
     for name in names:
         for pod in api.live_pods(name):
             api.end_pod(pod["metadata"]["name"], 0)

@@ -260,3 +260,19 @@ def test_depends_on_counts_against_the_scaled_role(
     parsed = parse_taskset({"metadata": {"name": "job"}, "spec": {"roles": [raw]}})
     assert isinstance(parsed, ParsedTaskSet)
     assert required(Dependency("r", until, minimum), parsed.spec.roles[0].scaled(count)) == needed
+
+
+def test_a_pod_at_an_index_the_scaled_role_no_longer_lists_is_deleted() -> None:
+    """A scaled-down replica with no recorded Pod completes and leaves the list at once; a Pod its create
+    made just before the controller died (unrecorded, W-1) must not run on with no replica to look at it."""
+    world = running(elastic(2, maxReplicas=4))
+    scale(world, 3)
+    world.run("job-r-2")
+    world.settle()
+    role = role_status(world, "r")
+    role.replicas.pop()  # as if index 2 had been dropped while its Pod was not recorded
+    role.target_replicas = 2
+    world.taskset["spec"]["roles"][0]["replicas"] = 2
+    world.settle()
+    assert sorted(world.pods) == ["job-r-0", "job-r-1"]
+    assert the_status(world).total_retried_count == 0
