@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from taskset.api import constants as c  # noqa: E402  (after the sys.path tweak, so the script runs from anywhere)
+from taskset.api import scale as sc  # noqa: E402
 from taskset.api.compact import BUCKETS  # noqa: E402
 from taskset.api.failures import (  # noqa: E402
     EXIT_CODE_RANGE_PATTERN,
@@ -581,8 +582,8 @@ def _pod_name_rule() -> Schema:
 def _total_replicas_rule() -> Schema:
     """CEL (issue 22): the largest supported TaskSet, for which the status budget is proved."""
     return {
-        "rule": "!has(self.roles) || "
-        f"self.roles.map(r, has(r.replicas) ? r.replicas : 0).sum() <= {c.MAX_TOTAL_REPLICAS}",
+        "rule": "!has(self.roles) || self.roles.map(r, has(self.scale) && r.name == self.scale.role ? "
+        f"self.scale.replicas : has(r.replicas) ? r.replicas : 0).sum() <= {c.MAX_TOTAL_REPLICAS}",
         # No messageExpression: one naming the sum is priced beyond the API server's CEL budget.
         "message": f"the replicas of all roles must total at most {c.MAX_TOTAL_REPLICAS}",
         "fieldPath": ".roles",
@@ -610,6 +611,7 @@ def _spec_schema(template: Schema) -> Schema:
             _depends_on_rule(),
             *_framework_rules(),
             _managed_by_rule(),
+            *_scale_rules(),
         ],
         "properties": {
             "retryPolicy": _retry_policy("of the TaskSet: whether a failed attempt is replaced by a new one"),
@@ -662,6 +664,7 @@ def _spec_schema(template: Schema) -> Schema:
                 "TaskSet's Kueue Workload (a higher one may preempt a lower).",
             },
             "gang": _gang_schema(),
+            sc.SCALE_FIELD: _scale_schema(),
             "suspend": {
                 "type": "boolean",
                 "description": "Mutable. While true, the attempt's running Pods are deleted without "
@@ -677,6 +680,83 @@ def _spec_schema(template: Schema) -> Schema:
                 "TaskSet alone (as the Job controller does with its spec.managedBy).",
             },
         },
+    }
+
+
+def _scale_schema() -> Schema:
+    """``spec.scale`` (issue 26, ``taskset.api.scale``): the one role the scale subresource drives."""
+    return {
+        "type": "object",
+        "required": [sc.SCALE_ROLE, sc.SCALE_REPLICAS],
+        "description": "Issue 26: the role kubectl scale and an HPA drive (the scale subresource's "
+        "specReplicasPath is .spec.scale.replicas). For that role, scale.replicas is the count and its "
+        "roles[].replicas is ignored; the role must declare maxReplicas.",
+        "properties": {
+            sc.SCALE_ROLE: {
+                "type": "string",
+                "maxLength": c.DNS1123_LABEL_MAX_LENGTH,
+                "description": "Immutable. A role of the TaskSet.",
+            },
+            sc.SCALE_REPLICAS: _bound("The named role's replicas, within its minReplicas and maxReplicas."),
+        },
+        "x-kubernetes-validations": [
+            {
+                "rule": "self.role == oldSelf.role",
+                "message": "scale.role is immutable",
+                "fieldPath": ".role",
+                "reason": "FieldValueInvalid",
+            }
+        ],
+    }
+
+
+def _scale_rules() -> list[Schema]:
+    """CEL (issue 26): ``spec.scale`` names a role that declares maxReplicas (so Pod names are checked up
+    to it), and its count stays within that role's bounds; each message names the field."""
+    named = "!has(self.scale) || !has(self.roles) || self.roles.all(r, r.name != self.scale.role || "
+    return [
+        {
+            "rule": "!has(self.scale) || "
+            "(has(self.roles) && self.roles.exists(r, r.name == self.scale.role))",
+            "message": "scale.role must name a role of the TaskSet",
+            "fieldPath": ".scale.role",
+            "reason": "FieldValueInvalid",
+        },
+        {
+            "rule": named + "has(r.maxReplicas))",
+            "message": "the role scale.role names must declare maxReplicas",
+            "fieldPath": ".scale.role",
+            "reason": "FieldValueInvalid",
+        },
+        {
+            "rule": named + "!has(r.maxReplicas) || self.scale.replicas <= r.maxReplicas)",
+            "message": "scale.replicas must be at most the role's maxReplicas",
+            "fieldPath": ".scale.replicas",
+            "reason": "FieldValueInvalid",
+        },
+        {
+            "rule": named + "!has(r.minReplicas) || self.scale.replicas >= r.minReplicas)",
+            "message": "scale.replicas must be at least the role's minReplicas",
+            "fieldPath": ".scale.replicas",
+            "reason": "FieldValueInvalid",
+        },
+    ]
+
+
+def _finished_counts_rule() -> Schema:
+    """CEL on the whole object (issue 26): a finished TaskSet's counts no longer change (a scale of it is
+    refused, /scale included). Only the root sees both the spec and the status the update keeps."""
+    counts = "{0}.spec.roles.map(r, has(r.replicas) ? r.replicas : 0)"
+    scaled = "(has({0}.spec.scale) ? {0}.spec.scale.replicas : 0)"
+    return {
+        "rule": "!has(oldSelf.status) || !has(oldSelf.status.state) || "
+        "!(oldSelf.status.state in ['Succeeded', 'Failed']) || !has(self.spec) || !has(oldSelf.spec) || "
+        f"((!has(self.spec.roles) || !has(oldSelf.spec.roles) || {counts.format('self')} == "
+        f"{counts.format('oldSelf')}) && {scaled.format('self')} == {scaled.format('oldSelf')})",
+        "message": "spec.roles[].replicas and spec.scale.replicas of a finished TaskSet (status.state "
+        "Succeeded or Failed) cannot change",
+        "fieldPath": ".spec",
+        "reason": "FieldValueInvalid",
     }
 
 
@@ -966,8 +1046,15 @@ def _status_schema() -> Schema:
             },
             "lastScale": {
                 "type": "object",
-                "description": "Issue 26: the role's last scale in this attempt: from, to, at.",
-                "properties": {"from": _count(), "to": _count(), "at": _time()},
+                "description": "Issue 26: the role's last scale in this attempt: from, to, at, who asked "
+                "(the manager that last wrote the count, best effort) and the membership generation.",
+                "properties": {
+                    "from": _count(),
+                    "to": _count(),
+                    "at": _time(),
+                    "by": _string(),
+                    "generation": _count(),
+                },
             },
         },
     }
@@ -1012,6 +1099,18 @@ def _status_schema() -> Schema:
                 "items": _condition_schema(),
                 "x-kubernetes-list-type": "map",
                 "x-kubernetes-list-map-keys": ["type"],
+            },
+            "scale": {
+                "type": "object",
+                "description": "Issue 26: the role spec.scale names, for the scale subresource: its current "
+                "replicas and its Pods' label selector (an HPA's).",
+                "properties": {"replicas": _count(), "selector": _string()},
+            },
+            "membership": {
+                "type": "object",
+                "description": "Issue 26: the live membership ConfigMap and its generation, which every "
+                "change of the peers (a scale, a replica retry, a new attempt) increments.",
+                "properties": {"configMap": _string(), "generation": _count(), "digest": _string()},
             },
             "summary": {
                 "type": "object",
@@ -1074,7 +1173,7 @@ def crd(openapi: dict[str, Any]) -> Schema:
             "spec": _spec_schema(pod_template_schema(openapi)),
             "status": _status_schema(),
         },
-        "x-kubernetes-validations": [_pod_name_rule()],
+        "x-kubernetes-validations": [_pod_name_rule(), _finished_counts_rule()],
     }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -1096,7 +1195,15 @@ def crd(openapi: dict[str, Any]) -> Schema:
                     "name": c.VERSION,
                     "served": True,
                     "storage": True,
-                    "subresources": {"status": {}},
+                    "subresources": {
+                        "status": {},
+                        # Issue 26: a plain field path (a list index here is read as a field's name).
+                        "scale": {
+                            "specReplicasPath": f".spec.{sc.SCALE_FIELD}.{sc.SCALE_REPLICAS}",
+                            "statusReplicasPath": ".status.scale.replicas",
+                            "labelSelectorPath": ".status.scale.selector",
+                        },
+                    },
                     "additionalPrinterColumns": _printer_columns(),
                     "schema": {"openAPIV3Schema": root},
                 }

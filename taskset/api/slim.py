@@ -20,6 +20,7 @@ from typing import Any, Final
 from informers import strip_managed_fields
 from taskset.api.constants import CONTROL_UNIT_SNAPSHOT_KEY, OWN_ANNOTATIONS, OWN_LABELS
 from taskset.api.fields import controller_ref, get_path, items, main_container
+from taskset.api.scale import scale_entries
 from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
 
 # What the pod cache keeps of a Pod (``slim_pod``): everything ``pod_view``, the expectations, the
@@ -218,7 +219,25 @@ def slim_config_map(obj: dict[str, Any]) -> dict[str, Any]:
     slim = slim_owned(obj)
     kept = obj.get(SNAPSHOT_DIGEST_FIELD)
     slim[SNAPSHOT_DIGEST_FIELD] = kept if isinstance(kept, str) and "data" not in obj else _digest_of(obj)
+    slim[DATA_DIGEST_FIELD] = config_data_digest(obj)
     return slim
+
+
+# What a cached ConfigMap keeps of its whole data (issue 26): its digest, which an owned object's wanted
+# content is compared with (``taskset.decide.owned.update_owned``), under a key no ConfigMap has.
+DATA_DIGEST_FIELD: Final = "dataDigest"
+
+
+def data_digest(data: object) -> str:
+    """sha256 of a ConfigMap's ``data`` as canonical JSON (keys sorted); absent data digests as empty."""
+    canonical = json.dumps(data if isinstance(data, dict) else {}, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def config_data_digest(obj: Mapping[str, Any]) -> str:
+    """The digest of an object's data: from its data when it has any, else the one its cache kept."""
+    kept = obj.get(DATA_DIGEST_FIELD)
+    return kept if isinstance(kept, str) and "data" not in obj else data_digest(obj.get("data"))
 
 
 def _digest_of(cm: Mapping[str, Any]) -> str:
@@ -234,13 +253,18 @@ def _snapshot_text(cm: Mapping[str, Any]) -> str | None:
 
 
 def slim_taskset(obj: dict[str, Any]) -> dict[str, Any]:
-    """The TaskSet informer's transform: without managed fields and without its status but for its
-    ``state`` (the gauge of TaskSets by state), with its strings interned. A pass builds on the status
-    it wrote or read live (``taskset.runtime.records``), never the cached one, so the cache keeps none
-    of it: interning a 400-replica status on each of its writes' echoes was 6% of the controller's CPU
-    on the bench's ``large`` (issue 30), and a 10,000-replica one is a MiB. TaskSets of one job kind
-    repeat their templates, hence the interning. Idempotent, and it never changes ``obj``."""
+    """The TaskSet informer's transform: without its status but for its ``state`` (the gauge of TaskSets
+    by state), without managed fields but for the entries that own a count, reduced
+    (``taskset.api.scale.scale_entries``: who asked for a scale, issue 26), with its strings interned. A
+    pass builds on the status it wrote or read live (``taskset.runtime.records``), never the cached one,
+    so the cache keeps none of it: interning a 400-replica status on each of its writes' echoes was 6%
+    of the controller's CPU on the bench's ``large`` (issue 30), and a 10,000-replica one is a MiB.
+    TaskSets of one job kind repeat their templates, hence the interning. Idempotent, and it never
+    changes ``obj``."""
     slim = {key: value for key, value in strip_managed_fields(obj).items() if key != "status"}
+    entries = scale_entries(get_path(obj, "metadata", "managedFields"))
+    if entries:
+        slim = {**slim, "metadata": {**slim["metadata"], "managedFields": entries}}
     shared: dict[str, Any] = _shared(slim)
     status = obj.get("status")
     if isinstance(status, dict) and "state" in status:

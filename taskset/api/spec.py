@@ -56,7 +56,8 @@ from taskset.api.constants import (
 from taskset.api.failures import FailureRule, FieldError, parse_failure_rules
 from taskset.api.names import is_dns1123_label, longest_pod_name_length, pod_name
 from taskset.api.run_bounds import parse_run_bounds, role_start_deadline
-from taskset.api.thresholds import parse_threshold
+from taskset.api.scale import scaled_roles
+from taskset.api.thresholds import at_count, parse_threshold, percentage
 
 # ======================================================================================================
 # Parsed views: frozen, defaulted, and only ever built by parse_taskset.
@@ -143,11 +144,14 @@ class Role:
     max_replicas: int = MAX_REPLICAS
     declared: tuple[int | None, int | None] = (None, None)  # (minSucceeded, maxFailed)
     start_deadline_seconds: int | None = None  # issue 25: its own, else the TaskSet's default
+    percentages: tuple[int | None, int | None] = (None, None)  # p of those given as "<p>%"
 
     def scaled(self, replicas: int) -> Role:
-        """The role at ``replicas`` (clamped to its bounds), its thresholds re-read (issue 26)."""
+        """The role at ``replicas`` (clamped to its bounds), its thresholds re-read (issue 26): a
+        percentage of the new count, rounded up; a count clamped to it."""
         count = min(max(replicas, self.min_replicas), self.max_replicas)
-        policy = thresholds(*self.declared, count)
+        low, high = (at_count(d, p, count) for d, p in zip(self.declared, self.percentages, strict=True))
+        policy = thresholds(low, high, count)
         return replace(self, replicas=count, completion_policy=policy)
 
     @property
@@ -339,6 +343,7 @@ class _ShapedRole:
     failure_rules: tuple[FailureRule, ...] = ()
     bounds: tuple[int | None, int | None] = (None, None)  # (minReplicas, maxReplicas), issue 26
     start_deadline: int | None = None  # issue 25
+    percentages: tuple[int | None, int | None] = (None, None)  # issue 26: see Role
 
 
 def _shape_role(value: object, index: int, start_deadline: int | None = None) -> _ShapedRole:
@@ -397,6 +402,7 @@ def _shape_role(value: object, index: int, start_deadline: int | None = None) ->
         failure_rules=rules,
         bounds=(bounds[0], bounds[1]),
         start_deadline=role_start_deadline(raw, path, start_deadline),
+        percentages=(percentage(completion.get("minSucceeded")), percentage(completion.get("maxFailed"))),
     )
 
 
@@ -471,7 +477,7 @@ def _parse(obj: object) -> ParsedTaskSet:
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
     failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
     run_bounds = parse_run_bounds(spec)  # issue 25
-    raw_roles = _optional_list(spec.get("roles"), "spec.roles")
+    raw_roles = _optional_list(scaled_roles(spec), "spec.roles")  # spec.scale's count first (issue 26)
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
     shaped = [_shape_role(raw, i, run_bounds.start_deadline_seconds) for i, raw in enumerate(raw_roles)]
@@ -505,6 +511,7 @@ def _parse(obj: object) -> ParsedTaskSet:
             max_replicas=MAX_REPLICAS if role.bounds[1] is None else role.bounds[1],
             declared=(role.min_succeeded, role.max_failed),
             start_deadline_seconds=role.start_deadline,
+            percentages=role.percentages,
         )
         for role, completion, events in zip(shaped, completion_policies, event_policies, strict=True)
     )

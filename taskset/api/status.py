@@ -39,6 +39,7 @@ from taskset.api.constants import (
     State,
     TaskSetPhase,
 )
+from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
 
 E = TypeVar("E", bound=StrEnum)
 Json = dict[str, Any]
@@ -290,7 +291,7 @@ class RoleStatus:
     # Issue 26: the replicas this attempt runs the role with (None: as its spec snapshot says), and the
     # last scale: (from, to, when).
     target_replicas: int | None = None
-    last_scale: tuple[int, int, str] | None = None
+    last_scale: ScaleRecord | None = None
 
     @classmethod
     def fresh(cls, name: str, replicas: int, now: str) -> RoleStatus:
@@ -301,7 +302,7 @@ class RoleStatus:
         )
 
     def copy(self) -> RoleStatus:
-        fresh = _shallow(self)
+        fresh = _with_records_copied(self)
         fresh.replicas = [replica.copy() for replica in self.replicas]
         return fresh
 
@@ -317,7 +318,7 @@ class RoleStatus:
             COUNTS: replica_counts(replicas),
             "replicaStatus": replicas,
             **({} if self.target_replicas is None else {"targetReplicas": self.target_replicas}),
-            **({} if self.last_scale is None else {"lastScale": _scale_json(self.last_scale)}),
+            **({} if self.last_scale is None else {"lastScale": self.last_scale.to_json()}),
         }
 
     @classmethod
@@ -336,19 +337,8 @@ class RoleStatus:
             state=_enum(State, raw.get("state"), State.WAITING),
             state_message=_str(raw.get("stateMessage")),
             target_replicas=_opt_int(raw.get("targetReplicas")),
-            last_scale=_scale_from_json(raw.get("lastScale")),
+            last_scale=ScaleRecord.from_json(raw.get("lastScale")),
         )
-
-
-def _scale_json(scale: tuple[int, int, str]) -> Json:
-    return {"from": scale[0], "to": scale[1], "at": scale[2]}
-
-
-def _scale_from_json(raw: object) -> tuple[int, int, str] | None:
-    if not isinstance(raw, dict):
-        return None
-    low, high = _opt_int(raw.get("from")), _opt_int(raw.get("to"))
-    return None if low is None or high is None else (low, high, _str(raw.get("at")))
 
 
 @dataclass
@@ -426,6 +416,8 @@ class TaskSetStatus:
     conditions: list[Condition] = field(default_factory=list)
     attempt_result: AttemptResult | None = None
     next_retry_at: str | None = None  # issue 25: when the pending TaskSet retry is due
+    scale: ScaleStatus | None = None  # issue 26: the role spec.scale names, for /scale
+    membership: MembershipStatus | None = None  # issue 26: the live membership's generation
 
     @property
     def attempt_id(self) -> int:
@@ -494,6 +486,8 @@ class TaskSetStatus:
             "nextRetryAt": self.next_retry_at,
             "conditions": [condition.to_json() for condition in self.conditions],
             "summary": self.summary(roles),
+            **({} if self.scale is None else {"scale": self.scale.to_json()}),
+            **({} if self.membership is None else {"membership": self.membership.to_json()}),
         }
 
     def copy(self) -> TaskSetStatus:
@@ -501,10 +495,9 @@ class TaskSetStatus:
         (strings, numbers, enums, tuples) shared. A JSON round trip cost a pass of 400 replicas 2.9 ms,
         on every event (issue 30's bench). ``test_status_copy`` proves no mutable part is shared, so a
         field added later cannot be forgotten here unnoticed."""
-        fresh = _shallow(self)
+        fresh = _with_records_copied(self)
         fresh.roles = [role.copy() for role in self.roles]
         fresh.conditions = [_shallow(condition) for condition in self.conditions]
-        fresh.attempt_result = None if self.attempt_result is None else _shallow(self.attempt_result)
         return fresh
 
     @classmethod
@@ -531,6 +524,8 @@ class TaskSetStatus:
             observed_generation=_int(raw.get("observedGeneration")),
             attempt_result=AttemptResult.from_json(raw.get("attemptResult")),
             next_retry_at=_opt_str(raw.get("nextRetryAt")),
+            scale=ScaleStatus.from_json(raw.get("scale")),
+            membership=MembershipStatus.from_json(raw.get("membership")),
             conditions=[
                 c
                 for c in (Condition.from_json(_dict(r)) for r in _list(raw.get("conditions")))
@@ -546,4 +541,19 @@ def _shallow(node: _Node) -> _Node:
     """A new record with the same field values (a dataclass's ``__dict__`` copied, no ``__init__``)."""
     fresh: _Node = object.__new__(type(node))
     fresh.__dict__.update(node.__dict__)
+    return fresh
+
+
+def _with_records_copied(node: _Node) -> _Node:
+    """``_shallow(node)`` with each field that holds a record (a dataclass: ``lastScale``, ``membership``)
+    or a list (of records or not) copied too, one level down: at the TaskSet's and the roles' level,
+    where records are few and fields get added."""
+    fresh = _shallow(node)
+    for key, value in node.__dict__.items():
+        if hasattr(type(value), "__dataclass_fields__"):
+            setattr(fresh, key, _shallow(value))
+        elif isinstance(value, list):
+            setattr(
+                fresh, key, [_shallow(v) if hasattr(type(v), "__dataclass_fields__") else v for v in value]
+            )
     return fresh

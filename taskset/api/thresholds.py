@@ -25,6 +25,18 @@ def percent_of(percent: int, replicas: int) -> int:
     return -(-percent * replicas // 100)
 
 
+def percentage(value: object) -> int | None:
+    """``p`` of a threshold given as ``"<p>%"``, else None: a scaled role re-reads it at its new count
+    (issue 26), where a count is clamped instead."""
+    return int(value[:-1]) if isinstance(value, str) and _PERCENT.fullmatch(value) else None
+
+
+def at_count(declared: int | None, percent: int | None, count: int) -> int | None:
+    """A threshold at a scaled role's ``count`` (issue 26): a percentage re-read against it, else the
+    declared count (which the completion policy then clamps to ``count``)."""
+    return declared if percent is None else percent_of(percent, count)
+
+
 def parse_threshold(value: object, path: str, replicas: int) -> int | None:
     """A threshold as a count of replicas; None when absent. Raises :class:`FieldError` naming ``path``."""
     if value is None:

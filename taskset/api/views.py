@@ -28,6 +28,7 @@ from taskset.api.slim import (
     LIST_KEPT,
     NO_SNAPSHOT_DIGEST,
     SNAPSHOT_DIGEST_FIELD,
+    config_data_digest,
     snapshot_digest,
 )
 from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
@@ -284,6 +285,8 @@ class OwnedView:
     true_conditions: frozenset[str] = frozenset()
     # The rest of its status as its cache keeps it (``ObjectKind.kept``: a Workload's admission).
     status: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    # The digest of its data (issue 26: an owned object the controller keeps up to date is compared by it).
+    data_digest: str = ""
 
 
 def _annotation(obj: Mapping[str, Any], key: str) -> str:
@@ -306,6 +309,7 @@ def owned_view(obj: Mapping[str, Any]) -> OwnedView:
         status={k: v for k, v in status.items() if k != "conditions"}
         if isinstance(status := obj.get("status"), dict)
         else {},
+        data_digest=config_data_digest(obj),
     )
 
 

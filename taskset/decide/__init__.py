@@ -25,9 +25,10 @@ from taskset.decide.after_attempt import settle_after_attempt, status_applied
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
 from taskset.decide.deadlines import taskset_deleted
 from taskset.decide.deletions import report_terminating
-from taskset.decide.elastic import scaled_spec, settle_scale
+from taskset.decide.elastic import remove_scaled_down_pods, report_scale, scaled_spec, settle_scale
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
-from taskset.decide.owned import owned_created, owned_deleted, recheck_gates
+from taskset.decide.membership import announce_scales, note_membership
+from taskset.decide.owned import owned_created, owned_deleted, owned_updated, recheck_gates, update_owned
 from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
 from taskset.decide.plan import (
     CONTROL_UNIT,
@@ -47,6 +48,7 @@ from taskset.decide.plan import (
     ResultView,
     Settings,
     TaskSetRef,
+    UpdateOwned,
 )
 from taskset.decide.replicas import REPLICA_ROWS, UNSEEN_DELETE_POLL, pod_created, pod_deleted
 from taskset.decide.roles import ROLE_ROWS
@@ -91,6 +93,7 @@ __all__ = [
     "Row",
     "Settings",
     "TaskSetRef",
+    "UpdateOwned",
     "clip",
     "decide",
     "pod_wait",
@@ -138,6 +141,8 @@ class Pass:
             taskset_deleted(ctx, result)
         elif isinstance(intent, ApplyOwnedStatus):
             status_applied(ctx, result)
+        elif isinstance(intent, UpdateOwned):
+            owned_updated(ctx, intent, result)
         else:
             pod_deleted(ctx, intent, result)
 
@@ -159,8 +164,14 @@ def decide(
     ctx.plan.spec = scaled_spec(ctx, _attempt_spec(ctx))
     if ctx.plan.snapshot_wanted is not None:
         return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
+    note_membership(ctx)
+    announce_scales(ctx)
     run_taskset(ctx)
     settle_scale(ctx)
+    remove_scaled_down_pods(ctx)
+    note_membership(ctx)
+    update_owned(ctx)
+    report_scale(ctx)
     recheck_gates(ctx)
     report_waiting(ctx)
     report_terminating(ctx)

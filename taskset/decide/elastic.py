@@ -25,14 +25,13 @@ controller writes:
   so one index never has two Pods.
 - **A scale that decides the outcome decides it at once**: the scale is applied before the machines run
   in the same pass, so a role whose succeeded count now reaches the new threshold completes (R1) then.
-
 - **An integration may cap a role** (``Integration.replicas_cap``; issue 24: Kueue admitted fewer
   replicas than the pod set asked for, partial admission): the target is the lower of the wanted count
   and the cap, taken as any scale, so the role runs with what was admitted and a live scale never goes
   past it.
 
-Each scale is said once: ``lastScale`` (from, to, when) on the role's status and a ``TaskRoleScaled``
-event.
+Each scale is said once: ``lastScale`` (from, to, when, who asked, the membership generation) on the
+role's status and a ``TaskRoleScaled`` event (``taskset.decide.membership.announce_scales``).
 """
 
 from __future__ import annotations
@@ -41,12 +40,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from taskset.api.constants import EventReason, RolePhase, TaskSetPhase
 from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import RolePhase, TaskSetPhase
+from taskset.api.elastic_status import ScaleRecord, ScaleStatus
+from taskset.api.proof import ProofSubject, proves
+from taskset.api.scale import SCALE_FIELD, scale_of, scale_selector
 from taskset.api.spec import ParsedTaskSet, Role, TaskSetSpec
 from taskset.api.status import ReplicaStatus, RoleStatus
+from taskset.api.views import PodView
 from taskset.decide.passes import PassContext
-from taskset.decide.plan import Event
+from taskset.decide.plan import DeletePod
 from taskset.integrations.base import Attempt
 
 # Attempt phases in which a scale is taken: the roles' replicas are being run.
@@ -72,11 +75,15 @@ def only_replicas_differ(snapshot: Mapping[str, Any], live: Mapping[str, Any]) -
 
 
 def _without_replicas(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` without the counts: every role's ``replicas`` and ``spec.scale``, which says only a count
+    (its role is immutable; adding or removing it changes only the count its role runs with)."""
     roles = raw.get("roles")
-    if not isinstance(roles, list | tuple):
-        return dict(raw)
-    kept = [{k: v for k, v in r.items() if k != "replicas"} if isinstance(r, Mapping) else r for r in roles]
-    return {**raw, "roles": kept}
+    bare = {k: v for k, v in raw.items() if k != SCALE_FIELD}
+    if isinstance(roles, list | tuple):
+        bare["roles"] = [
+            {k: v for k, v in r.items() if k != "replicas"} if isinstance(r, Mapping) else r for r in roles
+        ]
+    return bare
 
 
 def _names_match(spec: TaskSetSpec, roles: list[RoleStatus]) -> bool:
@@ -108,9 +115,10 @@ def _take_scale(ctx: PassContext, spec: TaskSetSpec) -> None:
         before = _target(role, status)
         if target != before:
             status.target_replicas = target
-            status.last_scale = (before, target, ctx.stamp)
-            message = f"TaskRole:{role.name}, replicas {before} -> {target}"
-            ctx.plan.events.append(Event(EventReason.ROLE_SCALED, message))
+            status.last_scale = ScaleRecord(
+                before, target, ctx.stamp, by=ctx.ref.scale_requesters.get(role.name, "")
+            )
+            ctx.scaled.append(status)  # announced once the membership generation is known
         if status.target_replicas is not None:  # a role never scaled keeps its list as it is
             resize(status, status.target_replicas, ctx.stamp)
 
@@ -182,3 +190,45 @@ def settle_scale(ctx: PassContext) -> None:
         resize(status, status.target_replicas, ctx.stamp)
         if sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped) > fresh:
             ctx.plan.requeue(0.0)
+
+
+def remove_scaled_down_pods(ctx: PassContext) -> None:
+    """Delete this attempt's Pods at indices a scaled role no longer lists. A scaled-down replica leaves
+    the list once completed, which it is at once when no Pod was recorded for it; a Pod its create made
+    just before a controller died, unrecorded (W-1), would then run on with no replica to look at it.
+    Only a Pod the current ControlUnit controls with a valid creation proof is ours to delete."""
+    unit, spec = ctx.status.control_unit_uid, ctx.plan.spec
+    if unit is None or spec is None or ctx.status.phase not in _SCALING_PHASES:
+        return
+    for position, (role, status) in enumerate(zip(spec.roles, ctx.status.roles, strict=True)):
+        if status.target_replicas is None:
+            continue
+        prefix = f"{ctx.ref.name}-{role.name}-"
+        for pod in ctx.observed.pods.values():
+            index = pod.name.removeprefix(prefix)
+            if index == pod.name or not index.isdigit() or int(index) < len(status.replicas):
+                continue
+            if _ours_to_delete(ctx, pod, unit):
+                ctx.deleted.add(pod.uid)
+                ctx.plan.intents.append(DeletePod(pod.name, pod.uid, position, int(index), advances=False))
+
+
+def _ours_to_delete(ctx: PassContext, pod: PodView, unit: str) -> bool:
+    attempt = pod.replica_attempt_id
+    if pod.controller_uid != unit or attempt is None or pod.deleting or pod.uid in ctx.deleted:
+        return False
+    return proves(pod.proof, ctx.settings.proof_key, ProofSubject(ctx.ref.namespace, pod.name, unit, attempt))
+
+
+def report_scale(ctx: PassContext) -> None:
+    """``status.scale`` for the scale subresource: the current count of the role ``spec.scale`` names
+    (the attempt's, once it runs; else the live spec's) and its Pods' selector. Absent without
+    ``spec.scale``."""
+    live = ctx.live.spec if isinstance(ctx.live, ParsedTaskSet) else None
+    named = scale_of(live.raw) if live is not None else None
+    if live is None or named is None:
+        ctx.status.scale = None
+        return
+    role = (ctx.plan.spec.role(named[0]) if ctx.plan.spec is not None else None) or live.role(named[0])
+    if role is not None:
+        ctx.status.scale = ScaleStatus(role.replicas, scale_selector(ctx.ref.name, role.name))

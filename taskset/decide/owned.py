@@ -22,11 +22,12 @@ from typing import Final
 from taskset.api.constants import KIND, EventReason
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.proof import ProofSubject, creation_proof, owned_subject, proves
+from taskset.api.slim import data_digest
 from taskset.api.spec import Role
 from taskset.api.status import AttemptResult, clip
 from taskset.api.views import OwnedView
 from taskset.decide.passes import PassContext, next_pass_now, transient
-from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
+from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind, UpdateOwned
 from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX
 from taskset.integrations.base import Attempt
 from taskset.objects.owned import OwnedObject, Owner, Scope, control_unit_owner, manifest, taskset_owner
@@ -44,8 +45,15 @@ def attempt_of(ctx: PassContext) -> Attempt | None:
     if spec is None:
         return None
     if known is None or known.spec is not spec or known.attempt != ctx.status.attempt_id:
+        ref = ctx.ref
         known = Attempt(
-            ctx.ref.name, ctx.ref.namespace, ctx.ref.uid, ctx.status.attempt_id, spec, labels=ctx.ref.labels
+            ref.name,
+            ref.namespace,
+            ref.uid,
+            ctx.status.attempt_id,
+            spec,
+            labels=ref.labels,
+            status=ctx.status,
         )
         ctx.attempt = known
     return known
@@ -111,6 +119,42 @@ def _sync_one(ctx: PassContext, wanted: OwnedObject) -> str | None:
     if seen.deleting:
         return f"waiting for {label} to be deleted and made anew ({wanted.integration})"
     return None
+
+
+def update_owned(ctx: PassContext) -> None:
+    """At the end of a pass that compared the owned objects (the attempt runs): write over the data of
+    each one that follows the TaskSet (``OwnedObject.updates``), is there, ours and not going away, and
+    whose cached data differs from what the TaskSet makes of it now. Nothing is read back from it: what
+    it holds is computed from the TaskSet, so a difference (a stranger's edit included) is overwritten."""
+    attempt = attempt_of(ctx) if ctx.owned_synced else None
+    if attempt is None:
+        return
+    for integration in (i for i in ctx.settings.integrations if i.updates_owned):
+        for wanted in integration.owned_objects(attempt):
+            update = _update_of(ctx, wanted) if wanted.updates else None
+            if update is not None:
+                ctx.plan.intents.append(update)
+
+
+def _update_of(ctx: PassContext, wanted: OwnedObject) -> UpdateOwned | None:
+    """The write that brings ``wanted``'s cached data to what is wanted, or None when none is needed (or
+    the object is absent, going away, or not ours)."""
+    seen = ctx.observed.owned.get((wanted.kind.key, wanted.name))
+    data = wanted.body.get("data")
+    if seen is None or seen.deleting or not isinstance(data, dict) or seen.data_digest == data_digest(data):
+        return None
+    owner = _owner(ctx, wanted.scope)
+    subject = _subject(ctx, wanted.kind.key, wanted.name, owner.kind, owner.uid)
+    if seen.controller_uid != owner.uid or not proves(seen.proof, ctx.settings.proof_key, subject):
+        return None
+    return UpdateOwned(wanted.name, seen.uid, data, wanted.kind, wanted.integration)
+
+
+def owned_updated(ctx: PassContext, intent: UpdateOwned, result: ActionResult) -> None:
+    """An owned object's update came back: gone or replaced meanwhile (its events bring the next pass,
+    which creates or compares it anew), or a failure to retry with backoff."""
+    if result.kind == ResultKind.ERROR:
+        ctx.plan.backoff = True
 
 
 def foreign_message(label: str, integration: str) -> str:

@@ -56,6 +56,8 @@ class PassContext:
     # Whether the attempt stops its Pods as a suspension does, and why an integration asks it (issue 24;
     # taskset.decide.suspension.suspended): worked out once per pass.
     suspension: tuple[bool, str | None] | None = None
+    # Roles scaled in this pass, announced once the membership generation is known (issue 26).
+    scaled: list[RoleStatus] = field(default_factory=list)
 
     @functools.cached_property
     def stamp(self) -> str:

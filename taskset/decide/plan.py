@@ -82,6 +82,9 @@ class TaskSetRef:
     suspended: bool = False
     # metadata.labels, for the integrations that read one (Kueue's queue name, issue 24).
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # Role -> who last wrote its count, from metadata.managedFields (issue 26, best effort:
+    # taskset.api.scale).
+    scale_requesters: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 # Who asked for an owned object: the attempt's ControlUnit is the controller's own, every other one an
@@ -147,6 +150,22 @@ class ApplyOwnedStatus:
 
 
 @dataclass(frozen=True)
+class UpdateOwned:
+    """Write an owned object's ``data`` as the pass computed it from the TaskSet (issue 26: the live
+    membership), guarded by its UID; the rest of the object, its creation proof included, is untouched."""
+
+    name: str
+    uid: str
+    data: Mapping[str, Any] = field(compare=False, repr=False)  # the whole data, as the pass computed it
+    kind: ObjectKind = CONFIGMAPS
+    integration: str = CONTROL_UNIT
+
+    @property
+    def action(self) -> str:
+        return f"Update{self.kind.kind}"
+
+
+@dataclass(frozen=True)
 class CreatePod:
     """Create one replica's Pod: who it is, and what the integrations add to its role's template. The
     reconciler builds the Pod from these alone, lazily, sharing the template (2,000 Pods in a pass).
@@ -194,7 +213,7 @@ class DeleteTaskSet:
         return "DeleteTaskSet"
 
 
-Intent = CreateOwned | DeleteOwned | CreatePod | DeletePod | DeleteTaskSet | ApplyOwnedStatus
+Intent = CreateOwned | DeleteOwned | UpdateOwned | CreatePod | DeletePod | DeleteTaskSet | ApplyOwnedStatus
 
 
 @dataclass(frozen=True)

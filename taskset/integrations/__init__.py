@@ -14,6 +14,7 @@ from taskset.integrations.base import Attempt, CheckFailure, Integration
 from taskset.integrations.framework_env import FrameworkEnv
 from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv
+from taskset.integrations.membership import Membership
 from taskset.integrations.peer_env import PeerEnv
 from taskset.integrations.start_order import StartOrder
 
@@ -23,6 +24,7 @@ BUILT_IN: tuple[Integration, ...] = (
     PeerEnv(),
     FrameworkEnv(),
     StartOrder(),
+    Membership(),
 )
 
 

@@ -71,6 +71,9 @@ class Attempt:
     spec: TaskSetSpec  # the spec this attempt runs with (the ControlUnit's snapshot once it exists)
     # The TaskSet's metadata.labels, live (Kueue's queue name, issue 24).
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # The TaskSet's status as this pass has it, read only (issue 26: the live membership follows its
+    # replicas' retries and the membership generation); None outside a pass.
+    status: TaskSetStatus | None = field(default=None, compare=False, repr=False)
 
 
 class Integration:
@@ -84,6 +87,9 @@ class Integration:
     # Cluster-scoped kinds it reads and never writes (issue 24: Kueue's ResourceFlavors), cached whole
     # but for what each kind's ``kept`` leaves out.
     reads: ClassVar[tuple[ObjectKind, ...]] = ()
+    # Whether any object it owns follows the TaskSet (``OwnedObject.updates``, issue 26): only those
+    # integrations are asked again at the end of a pass.
+    updates_owned: ClassVar[bool] = False
 
     def check(self, spec: Mapping[str, Any]) -> CheckFailure | None:
         return None

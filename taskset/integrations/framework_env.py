@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from taskset.api.scale import elastic_roles
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec, spec_object
 from taskset.integrations.base import Attempt, Integration
 from taskset.objects.decorations import EnvVar, PodDecoration
@@ -96,6 +97,7 @@ class Layout:
     service: str
     roles: tuple[Role, ...]
     options: Options
+    elastic: frozenset[str] = frozenset()  # issue 26: the roles that declare bounds or spec.scale names
 
     def fqdn(self, role: str, index: int) -> str:
         return replica_fqdn(self.taskset, role, index, self.service, self.namespace)
@@ -124,6 +126,16 @@ class Layout:
     @property
     def nodes(self) -> int:
         return sum(r.replicas for r in self.roles)
+
+    @property
+    def nodes_range(self) -> str:
+        """torchrun's ``--nnodes``: the node count, or ``MIN:MAX`` when a role is elastic (issue 26), its
+        bounds counted for it and the other roles' replicas for them."""
+        if not self.elastic:
+            return str(self.nodes)
+        low = sum(r.min_replicas if r.name in self.elastic else r.replicas for r in self.roles)
+        high = sum(r.max_replicas if r.name in self.elastic else r.replicas for r in self.roles)
+        return f"{low}:{high}"
 
 
 class FrameworkEnv(Integration):
@@ -171,7 +183,8 @@ def layout_of(attempt: Attempt) -> Layout | None:
     service = service_name(attempt.taskset, attempt.spec.raw)
     if attempt.spec.raw.get(FRAMEWORK_FIELD) not in FRAMEWORKS or service is None or not attempt.spec.roles:
         return None
-    return Layout(attempt.taskset, attempt.namespace, service, attempt.spec.roles, options_of(attempt.spec))
+    roles, elastic = attempt.spec.roles, elastic_roles(attempt.spec.raw)
+    return Layout(attempt.taskset, attempt.namespace, service, roles, options_of(attempt.spec), elastic)
 
 
 # ----- spec.frameworkOptions ----------------------------------------------------------------------------
@@ -277,7 +290,7 @@ def pytorch_env(layout: Layout, role: str, index: int) -> tuple[EnvVar, ...]:
         ("RANK", rank),
         ("PET_MASTER_ADDR", address),
         ("PET_MASTER_PORT", port),
-        ("PET_NNODES", str(layout.nodes)),
+        ("PET_NNODES", layout.nodes_range),
         ("PET_NODE_RANK", rank),
         ("PET_NPROC_PER_NODE", nproc),
     )

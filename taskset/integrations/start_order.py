@@ -65,8 +65,10 @@ class StartOrder(Integration):
             if target is None or recorded is None:
                 continue
             needed = required(dependency, target)
-            reached = sum(
-                1 for replica in recorded.replicas if has_reached(replica, dependency.until, observed)
+            reached = sum(  # a scaled-down replica going away counts no more (issue 26)
+                1
+                for replica in recorded.replicas
+                if not replica.stopped and has_reached(replica, dependency.until, observed)
             )
             if reached < needed:
                 return f"waiting for role {target.name} to be {dependency.until} ({reached}/{needed})"

@@ -37,6 +37,7 @@ from clock import Clock, RealClock
 from informers import DeletedFinalStateUnknown, Store
 from taskset.api.constants import LOGGER_NAME, EventReason
 from taskset.api.names import control_unit_name, is_control_unit_name
+from taskset.api.scale import scale_requesters
 from taskset.api.sharing import managed_here, suspended
 from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParseResult, parse_taskset
@@ -63,6 +64,7 @@ from taskset.decide import (
     ResultKind,
     Settings,
     TaskSetRef,
+    UpdateOwned,
     decide,
 )
 from taskset.integrations import spec_checks
@@ -75,6 +77,7 @@ from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, owner_key
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
+from taskset.runtime.owned_updates import update_owned_data
 from taskset.runtime.pod_views import PodViews
 from taskset.runtime.read_objects import ReadObjects
 from taskset.runtime.records import Record, StatusRecords
@@ -181,6 +184,7 @@ class Reconciler:
             deleting=meta.get("deletionTimestamp") is not None,
             suspended=suspended(obj),
             labels=labels if isinstance(labels := meta.get("labels"), dict) else {},
+            scale_requesters=scale_requesters(obj),
         )
         try:
             record = self._record(key, obj)
@@ -341,6 +345,8 @@ class Reconciler:
             elif isinstance(intent, ApplyOwnedStatus):  # issue 24: a Workload marked Finished
                 self._client.apply_status(intent.kind, ns, intent.name, intent.body)
                 result = ActionResult(ResultKind.OK)
+            elif isinstance(intent, UpdateOwned):  # issue 26: the live membership
+                result = update_owned_data(self._client, ns, intent)
             elif isinstance(intent, DeleteTaskSet):  # issue 25: ttlSecondsAfterFinished passed
                 name = obj["metadata"]["name"]
                 self._client.delete(taskset_path(ns, name), uid=intent.uid, resource="tasksets")

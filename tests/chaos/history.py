@@ -22,6 +22,7 @@ from devcluster import Cluster
 from informers.kube import KubeListerWatcher
 from informers.listwatch import ApiError, ListOptions, Resource, TransportError, WatchTarget
 from taskset.api import constants as c
+from taskset.api.names import is_control_unit_name
 from tests.chaos.invariants import (
     Lifetime,
     Outcome,
@@ -198,8 +199,12 @@ class History:
         self._track("Pod", event, obj, revision, exact)
 
     def _on_configmap(self, event: str, obj: dict[str, Any], revision: int, exact: bool) -> None:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        if event == "DELETED" or c.LABEL_TASKSET in labels:
+        """ControlUnits only: a TaskSet's other ConfigMaps (issue 26's live membership, which lives as long
+        as the TaskSet) are no attempts."""
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        taskset = str(labels.get(c.LABEL_TASKSET, ""))
+        if event == "DELETED" or is_control_unit_name(taskset, str(meta.get("name", ""))):
             self._track("ConfigMap", event, obj, revision, exact)
 
     def _on_taskset(self, event: str, obj: dict[str, Any], revision: int, exact: bool) -> None:
@@ -219,6 +224,11 @@ class History:
     def lifetimes(self, kind: str) -> list[Lifetime]:
         with self._lock:
             return [life for life in self._lifetimes.values() if life.kind == kind]
+
+    def statuses(self) -> dict[str, list[dict[str, Any]]]:
+        """Every status each TaskSet went through, in watch order, by name."""
+        with self._lock:
+            return {self._names[uid]: list(history) for uid, history in self._statuses.items()}
 
     def final_outcomes(self) -> dict[str, Outcome]:
         """Each TaskSet's outcome as its newest status says (an unfinished one has its current state)."""

@@ -276,6 +276,27 @@ class TaskSets:
             c.GROUP, c.VERSION, self.namespace, c.PLURAL, name, body=body
         )
 
+    def set_replicas(self, name: str, replicas: int, role: int = 0) -> None:
+        """Scale a role (issue 26) as ``kubectl edit`` does: read, change the count, replace (the read's
+        resourceVersion held), again on a conflict with the controller's status writes."""
+        for _ in range(10):
+            obj = self.get(name)
+            assert obj is not None, name
+            obj["spec"]["roles"][role]["replicas"] = replicas
+            try:
+                self.custom.replace_namespaced_custom_object(
+                    c.GROUP, c.VERSION, self.namespace, c.PLURAL, name, obj
+                )
+                return
+            except client.ApiException as err:
+                if err.status != 409:
+                    raise
+        raise AssertionError(f"{name}: the replicas could not be written for conflicts")
+
+    def live_pods(self, taskset: str) -> list[dict[str, Any]]:
+        """The TaskSet's Pods that are not going away."""
+        return [p for p in self.pods(taskset) if not p["metadata"].get("deletionTimestamp")]
+
     def pods(self, taskset: str) -> list[dict[str, Any]]:
         """spec 14.0 pods(ts): Pods labelled TaskSet=<ts> in the namespace."""
         items = self.core.list_namespaced_pod(

@@ -187,6 +187,7 @@ def test_what_the_controller_must_not_do_is_forbidden(
 ALLOWED = [
     pytest.param(("create", "pods", "--all-namespaces"), id="create Pods in any namespace"),
     pytest.param(("watch", "configmaps", "--all-namespaces"), id="watch ConfigMaps everywhere"),
+    pytest.param(("patch", "configmaps", "--all-namespaces"), id="patch the live membership (issue 26)"),
     pytest.param(("create", "services", "--all-namespaces"), id="create headless Services"),
     pytest.param(("update", "tasksets.octopus.openi.pcl.cn", "--subresource=status"), id="update status"),
     pytest.param(

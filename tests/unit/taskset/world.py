@@ -21,6 +21,7 @@ from clock import Clock
 from informers import Store
 from taskset.api.constants import ANNOTATION_CREATION_PROOF, TaskSetPhase
 from taskset.api.proof import PROCESS_PROOF_KEY, ProofSubject, creation_proof
+from taskset.api.scale import scale_requesters
 from taskset.api.sharing import suspended
 from taskset.api.spec import parse_taskset
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
@@ -40,6 +41,7 @@ from taskset.decide import (
     ResultView,
     Settings,
     TaskSetRef,
+    UpdateOwned,
     decide,
 )
 from taskset.integrations import Integration
@@ -99,6 +101,7 @@ class World:
             self.deleting,
             suspended=suspended(self.taskset),
             labels=meta.get("labels") or {},
+            scale_requesters=scale_requesters(self.taskset),
         )
 
     def observed(self) -> Observed:
@@ -153,6 +156,8 @@ class World:
             return ActionResult(ResultKind.OK)
         if isinstance(intent, CreateOwned) and not intent.control_unit:
             return self._create_owned(intent)
+        if isinstance(intent, UpdateOwned):
+            return self._update_owned(intent)
         if isinstance(intent, CreateOwned):
             if intent.name in self.units:
                 return ActionResult(ResultKind.EXISTS, view_of(intent, self.units[intent.name]))
@@ -221,6 +226,16 @@ class World:
         applied = intent.body["status"].get("conditions") or []
         types = {c["type"] for c in applied}
         status["conditions"] = [c for c in status.get("conditions") or [] if c["type"] not in types] + applied
+        return ActionResult(ResultKind.OK)
+
+    def _update_owned(self, intent: UpdateOwned) -> ActionResult:
+        """As the JSON patch does it: the data replaced whole, only on the object with the UID."""
+        found = self.owned.get((intent.kind.key, intent.name))
+        if found is None:
+            return ActionResult(ResultKind.NOT_FOUND)
+        if found["metadata"]["uid"] != intent.uid:
+            return ActionResult(ResultKind.ERROR, message="the test of metadata.uid failed")
+        found["data"] = dict(intent.data)
         return ActionResult(ResultKind.OK)
 
     def _delete_owned(self, intent: DeleteOwned) -> ActionResult:

@@ -97,7 +97,15 @@ def test_identity(crd: dict[str, Any]) -> None:
     }
     [version] = spec["versions"]
     assert (version["name"], version["served"], version["storage"]) == (c.VERSION, True, True)
-    assert version["subresources"] == {"status": {}}
+    # Issue 26: /scale on a plain field path (a list index there is read as a field's name).
+    assert version["subresources"] == {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.scale.replicas",
+            "statusReplicasPath": ".status.scale.replicas",
+            "labelSelectorPath": ".status.scale.selector",
+        },
+    }
 
 
 def test_every_node_is_structural(root: dict[str, Any]) -> None:
@@ -183,7 +191,8 @@ def test_taskset_bounds_match_the_controller(root: dict[str, Any]) -> None:
 
 
 def test_cel_messages_are_the_controllers_messages(root: dict[str, Any]) -> None:
-    [pod_name_rule] = root["x-kubernetes-validations"]
+    pod_name_rule, finished_rule = root["x-kubernetes-validations"]
+    assert finished_rule["message"].startswith("spec.roles[].replicas and spec.scale.replicas")  # issue 26
     assert pod_name_rule["messageExpression"].startswith(
         "'Pod name cannot be longer than 63 characters for TaskRole:'"
     )
@@ -213,7 +222,7 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
     assert set(status["properties"]) == {
         "phase", "phaseMessage", "transitionTime", "state", "stateMessage", "controlUnitUID", "createdAt",
         "startAt", "finishAt", "totalRetriedCount", "preemptCount", "roleStatus", "observedGeneration",
-        "conditions", "summary", "attemptResult", "attemptSpecDigest", "nextRetryAt",
+        "conditions", "summary", "attemptResult", "attemptSpecDigest", "nextRetryAt", "scale", "membership",
     }  # fmt: skip
     assert status["properties"]["phase"]["enum"] == [str(p) for p in c.TaskSetPhase]
     role = status["properties"]["roleStatus"]["items"]

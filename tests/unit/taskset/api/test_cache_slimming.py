@@ -14,6 +14,7 @@ import pytest
 from taskset.api import constants
 from taskset.api.constants import OWN_ANNOTATIONS, OWN_LABELS
 from taskset.api.slim import (
+    DATA_DIGEST_FIELD,
     FINALIZERS_KEPT,
     LIST_KEPT,
     NO_SNAPSHOT_DIGEST,
@@ -235,7 +236,7 @@ def test_a_cached_config_map_keeps_only_its_snapshot_s_digest_and_the_controller
 
     slim = slim_config_map(unit)
 
-    assert set(slim) == {"apiVersion", "kind", "metadata", SNAPSHOT_DIGEST_FIELD}
+    assert set(slim) == {"apiVersion", "kind", "metadata", SNAPSHOT_DIGEST_FIELD, DATA_DIGEST_FIELD}
     assert slim[SNAPSHOT_DIGEST_FIELD] == snapshot_digest(snapshot)
     assert size(slim) < 1024
     assert slim["metadata"]["annotations"] == {"TaskSet": "train"}

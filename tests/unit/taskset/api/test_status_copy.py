@@ -10,6 +10,7 @@ from dataclasses import fields, is_dataclass
 import pytest
 
 from taskset.api.constants import ConditionStatus, ConditionType, FailureAction
+from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
 from taskset.api.status import (
     AttemptResult,
     Condition,
@@ -36,11 +37,17 @@ def rich_status() -> TaskSetStatus:
         next_retry_at=NOW,
     )
     role = RoleStatus(
-        name="worker", replicas=[replica, ReplicaStatus(index=1, name="worker")], last_scale=(1, 2, NOW)
+        name="worker",
+        replicas=[replica, ReplicaStatus(index=1, name="worker")],
+        last_scale=ScaleRecord(1, 2, NOW, by="kubectl", generation=2),
     )
     condition = Condition(ConditionType.RUNNING, ConditionStatus.TRUE, "Started", "running", NOW, 1)
     return TaskSetStatus(
-        roles=[role], conditions=[condition], attempt_result=AttemptResult(False, "failed", final=True)
+        roles=[role],
+        conditions=[condition],
+        attempt_result=AttemptResult(False, "failed", final=True),
+        scale=ScaleStatus(2, "TaskSet=t"),
+        membership=MembershipStatus("t-membership", 2, "sha256:0"),
     )
 
 

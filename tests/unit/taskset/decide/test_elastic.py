@@ -12,6 +12,7 @@ from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset, thresholds
 from taskset.api.status import ReplicaStatus, RoleStatus
 from taskset.decide.elastic import only_replicas_differ, resize
+from taskset.integrations.start_order import Dependency, Until, required
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import running, the_status
 from tests.unit.taskset.world import World, role_status
@@ -146,7 +147,7 @@ def test_scale_up_during_running_creates_the_new_indices_in_the_same_attempt() -
     assert status.total_retried_count == 0 and status.spec_digest == digest  # no new attempt, no tampering
     assert role_status(world, "r").target_replicas == 4
     last = role_status(world, "r").last_scale
-    assert last is not None and last[:2] == (2, 4)
+    assert last is not None and (last.before, last.after) == (2, 4)
     assert scaled_events(world) == ["TaskRoleScaled: TaskRole:r, replicas 2 -> 4"]
     for name in world.pods:
         world.exit(name, 0)
@@ -218,3 +219,60 @@ def test_the_snapshot_is_never_rewritten_by_a_scale() -> None:
     scale(world, 3)
     assert world.units["c-job-0"]["data"]["spec.json"] == text
     assert the_status(world).spec_digest == snapshot_digest(text)
+
+
+# ----- thresholds and start order against a scaled role -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("completion", "count", "expected"),
+    [
+        pytest.param({"minSucceeded": "50%"}, 6, (3, 1), id="a percentage is re-read at the new count"),
+        pytest.param({"minSucceeded": "50%", "maxFailed": "25%"}, 8, (4, 2), id="both, rounded up"),
+        pytest.param({"minSucceeded": "50%"}, 1, (1, 1), id="never below 1"),
+        pytest.param({"minSucceeded": 2}, 6, (2, 1), id="a count stays"),
+        pytest.param({"minSucceeded": 2}, 1, (1, 1), id="a count is clamped"),
+    ],
+)
+def test_a_scaled_roles_thresholds(
+    completion: dict[str, object], count: int, expected: tuple[int, int]
+) -> None:
+    raw = {"name": "r", "replicas": 2, "maxReplicas": 8, "completionPolicy": completion}
+    parsed = parse_taskset({"metadata": {"name": "job"}, "spec": {"roles": [raw]}})
+    assert isinstance(parsed, ParsedTaskSet)
+    policy = parsed.spec.roles[0].scaled(count).completion_policy
+    assert (policy.min_succeeded, policy.max_failed) == expected
+
+
+@pytest.mark.parametrize(
+    ("until", "minimum", "count", "needed"),
+    [
+        pytest.param(Until.RUNNING, None, 4, 4, id="by default every replica it has now"),
+        pytest.param(Until.RUNNING, 3, 2, 2, id="an explicit minReplicas is clamped to the count"),
+        pytest.param(Until.RUNNING, 3, 4, 3, id="an explicit minReplicas below the count stays"),
+        pytest.param(Until.SUCCEEDED, None, 6, 6, id="Succeeded: its minSucceeded at the count"),
+    ],
+)
+def test_depends_on_counts_against_the_scaled_role(
+    until: Until, minimum: int | None, count: int, needed: int
+) -> None:
+    raw = {"name": "r", "replicas": 2, "maxReplicas": 8}
+    parsed = parse_taskset({"metadata": {"name": "job"}, "spec": {"roles": [raw]}})
+    assert isinstance(parsed, ParsedTaskSet)
+    assert required(Dependency("r", until, minimum), parsed.spec.roles[0].scaled(count)) == needed
+
+
+def test_a_pod_at_an_index_the_scaled_role_no_longer_lists_is_deleted() -> None:
+    """A scaled-down replica with no recorded Pod completes and leaves the list at once; a Pod its create
+    made just before the controller died (unrecorded, W-1) must not run on with no replica to look at it."""
+    world = running(elastic(2, maxReplicas=4))
+    scale(world, 3)
+    world.run("job-r-2")
+    world.settle()
+    role = role_status(world, "r")
+    role.replicas.pop()  # as if index 2 had been dropped while its Pod was not recorded
+    role.target_replicas = 2
+    world.taskset["spec"]["roles"][0]["replicas"] = 2
+    world.settle()
+    assert sorted(world.pods) == ["job-r-0", "job-r-1"]
+    assert the_status(world).total_retried_count == 0

@@ -225,6 +225,28 @@ def test_pytorch_variables(role: str, index: int, options: dict[str, Any], expec
     assert env_of(pytorch(**options), role, index) == expected
 
 
+@pytest.mark.parametrize(
+    ("bounds", "scale", "nnodes"),
+    [
+        pytest.param({}, None, "3", id="no bounds: the count"),
+        pytest.param({"minReplicas": 1, "maxReplicas": 6}, None, "2:7", id="bounds: min:max, master counted"),
+        pytest.param({"maxReplicas": 4}, None, "2:5", id="only a maximum: the minimum is 1"),
+        pytest.param({"maxReplicas": 4}, 3, "2:5", id="spec.scale: the same range"),
+    ],
+)
+def test_pytorch_nnodes_is_a_range_for_an_elastic_role(
+    bounds: dict[str, int], scale: int | None, nnodes: str
+) -> None:
+    """torchrun reads ``--nnodes`` as ``N`` or ``MIN:MAX`` (issue 26): an elastic role's bounds make it a
+    range, as they bound how many nodes may join its rendezvous."""
+    builder = (
+        TaskSetBuilder("pt").role("worker", 2, **bounds).role("master", 1).spec_field("framework", "pytorch")
+    )
+    if scale is not None:
+        builder.spec_field("scale", {"role": "worker", "replicas": scale})
+    assert env_of(attempt_of(builder), "worker", 0)["PET_NNODES"] == nnodes
+
+
 def test_pytorch_port_from_the_master_container_else_the_first_role() -> None:
     attempt = attempt_of(
         TaskSetBuilder("pt")

@@ -19,6 +19,7 @@ from taskset.integrations import BUILT_IN
 from taskset.integrations.framework_env import FrameworkEnv
 from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv, identity_decoration
+from taskset.integrations.membership import Membership
 from taskset.integrations.peer_env import PeerEnv
 from taskset.integrations.start_order import StartOrder
 from taskset.objects.decorations import PodDecoration
@@ -158,6 +159,7 @@ def test_the_built_in_integrations_in_their_order() -> None:
         PeerEnv,
         FrameworkEnv,
         StartOrder,
+        Membership,
     ]
 
 

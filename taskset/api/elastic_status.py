@@ -1,0 +1,86 @@
+"""What the status says of an elastic TaskSet (issue 26): each role's last scale, the count the scale
+subresource reads, and the live membership's generation. Kept apart from ``taskset.api.status``, which
+only holds and writes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Json = dict[str, Any]
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+@dataclass
+class ScaleRecord:
+    """One scale of a role: from and to how many replicas, when, who asked (the manager that last wrote
+    the count, best effort: ``taskset.api.scale``), and the membership generation that followed it."""
+
+    before: int
+    after: int
+    at: str
+    by: str = ""
+    generation: int = 0
+
+    def to_json(self) -> Json:
+        return {
+            "from": self.before,
+            "to": self.after,
+            "at": self.at,
+            "by": self.by,
+            "generation": self.generation,
+        }
+
+    @classmethod
+    def from_json(cls, raw: object) -> ScaleRecord | None:
+        if not isinstance(raw, dict):
+            return None
+        before, after = _int(raw.get("from")), _int(raw.get("to"))
+        if before is None or after is None:
+            return None
+        return cls(
+            before, after, _text(raw.get("at")), _text(raw.get("by")), _int(raw.get("generation")) or 0
+        )
+
+
+@dataclass
+class ScaleStatus:
+    """``status.scale``: the replicas and Pod selector of the role ``spec.scale`` names (``/scale``)."""
+
+    replicas: int
+    selector: str
+
+    def to_json(self) -> Json:
+        return {"replicas": self.replicas, "selector": self.selector}
+
+    @classmethod
+    def from_json(cls, raw: object) -> ScaleStatus | None:
+        if not isinstance(raw, dict) or _int(raw.get("replicas")) is None:
+            return None
+        return cls(_int(raw.get("replicas")) or 0, _text(raw.get("selector")))
+
+
+@dataclass
+class MembershipStatus:
+    """``status.membership``: the live membership ConfigMap, the generation it shows, and the digest of
+    what it shows but the generation (the generation moves when, and only when, that digest does)."""
+
+    config_map: str
+    generation: int
+    digest: str
+
+    def to_json(self) -> Json:
+        return {"configMap": self.config_map, "generation": self.generation, "digest": self.digest}
+
+    @classmethod
+    def from_json(cls, raw: object) -> MembershipStatus | None:
+        if not isinstance(raw, dict) or _int(raw.get("generation")) is None:
+            return None
+        return cls(_text(raw.get("configMap")), _int(raw.get("generation")) or 0, _text(raw.get("digest")))

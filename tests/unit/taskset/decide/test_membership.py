@@ -1,0 +1,172 @@
+"""The live membership (issue 26, item 3): whole passes in the in-memory World. An elastic TaskSet owns a
+ConfigMap whose content follows every scale, replica retry and new attempt, with a generation that moves
+exactly then; the Pods mount it; a TaskSet with no elastic role has none."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from taskset.api.proof import owned_subject, proves
+from taskset.decide.plan import UpdateOwned
+from taskset.integrations.membership import (
+    ENV_MEMBERSHIP_DIR,
+    GENERATION_FILE,
+    MEMBERSHIP_DIR,
+    MEMBERSHIP_FILE,
+    MEMBERSHIP_VOLUME,
+)
+from tests.builders import TaskSetBuilder
+from tests.unit.taskset.decide.scenes import running, the_status
+from tests.unit.taskset.world import World, role_status
+
+pytestmark = pytest.mark.unit
+
+KEY = ("configmaps", "job-membership")
+
+
+def elastic(replicas: int = 2, *, retry: tuple[bool, int, int] | None = None, **spec: Any) -> World:
+    builder = TaskSetBuilder("job").role("r", replicas, maxReplicas=4, retry=retry)
+    obj = builder.obj()
+    obj["spec"].update(spec)
+    return World(obj)
+
+
+def membership(world: World) -> dict[str, Any]:
+    data = world.owned[KEY]["data"]
+    document: dict[str, Any] = json.loads(data[MEMBERSHIP_FILE])
+    assert data[GENERATION_FILE] == str(document["generation"])
+    assert document["generation"] == the_status(world).membership.generation
+    return document
+
+
+def scale(world: World, replicas: int) -> None:
+    world.taskset["spec"]["roles"][0]["replicas"] = replicas
+    world.settle()
+
+
+def test_an_elastic_taskset_owns_a_membership_that_its_pods_mount() -> None:
+    world = running(elastic())
+    document = membership(world)
+    assert document == {
+        "generation": 1,
+        "attempt": 0,
+        "roles": {
+            "r": {
+                "replicas": 2,
+                "minReplicas": 1,
+                "maxReplicas": 4,
+                "peers": ["job-r-0.job.ns.svc", "job-r-1.job.ns.svc"],
+                "instances": [0, 0],
+            }
+        },
+    }
+    status = the_status(world).membership
+    assert status is not None and status.config_map == "job-membership"
+    for pod in world.created_pods:
+        spec = pod["spec"]
+        volume = {"name": MEMBERSHIP_VOLUME, "configMap": {"name": "job-membership"}}
+        assert volume in spec["volumes"]
+        for container in spec["containers"]:
+            mount = {"name": MEMBERSHIP_VOLUME, "mountPath": MEMBERSHIP_DIR, "readOnly": True}
+            assert mount in container["volumeMounts"]
+            assert {"name": ENV_MEMBERSHIP_DIR, "value": MEMBERSHIP_DIR} in container["env"]
+
+
+def test_without_names_the_peers_are_pod_names() -> None:
+    world = running(elastic(network={"enableDNSHostnames": False}))
+    assert membership(world)["roles"]["r"]["peers"] == ["job-r-0", "job-r-1"]
+
+
+def test_a_taskset_with_no_elastic_role_has_no_membership() -> None:
+    world = running(World(TaskSetBuilder("job").role("r", 2).obj()))
+    assert world.owned.get(KEY) is None and the_status(world).membership is None
+    assert all("volumes" not in pod["spec"] for pod in world.created_pods)
+
+
+def test_every_scale_moves_the_generation_once_and_is_announced_with_it() -> None:
+    world = running(elastic())
+    scale(world, 4)
+    document = membership(world)
+    assert document["generation"] == 2 and document["roles"]["r"]["replicas"] == 4
+    assert len(document["roles"]["r"]["peers"]) == 4
+    last = role_status(world, "r").last_scale
+    assert last is not None and (last.before, last.after, last.generation) == (2, 4, 2)
+    scale(world, 1)
+    document = membership(world)
+    assert document["generation"] == 3 and document["roles"]["r"]["peers"] == ["job-r-0.job.ns.svc"]
+    assert [e for e in world.events if e.startswith("TaskRoleScaled")] == [
+        "TaskRoleScaled: TaskRole:r, replicas 2 -> 4, membership generation 2",
+        "TaskRoleScaled: TaskRole:r, replicas 4 -> 1, membership generation 3",
+    ]
+    world.settle()
+    assert membership(world)["generation"] == 3  # nothing changed: no new generation, no write
+    assert not any(isinstance(i, UpdateOwned) for i in world.plans[-1].intents)
+
+
+def test_a_replica_retry_is_a_new_instance_and_a_new_generation() -> None:
+    world = running(elastic(retry=(True, 2, 0)))
+    world.exit("job-r-1", 1)
+    world.settle()
+    document = membership(world)
+    assert document["roles"]["r"]["instances"] == [0, 1] and document["generation"] == 2
+
+
+def test_a_taskset_retry_is_a_new_attempt_and_a_new_generation() -> None:
+    world = running(elastic(retryPolicy={"retry": True, "maxRetryCount": 1}))
+    for name in list(world.pods):
+        world.exit(name, 1)
+    for _ in range(5):
+        world.settle()
+        world.gc()
+    status = the_status(world)
+    assert status.total_retried_count == 1
+    running(world)
+    document = membership(world)
+    assert document["attempt"] == 1 and document["generation"] >= 2
+
+
+def test_a_strangers_edit_of_the_content_is_written_over_and_the_proof_stays() -> None:
+    world = running(elastic())
+    obj = world.owned[KEY]
+    proof = obj["metadata"]["annotations"]["octopus.openi.pcl.cn/creation-proof"]
+    obj["data"] = {MEMBERSHIP_FILE: "{}", GENERATION_FILE: "99"}
+    world.settle()
+    assert membership(world)["generation"] == 1  # overwritten, not read back; the generation did not move
+    assert world.owned[KEY]["metadata"]["annotations"]["octopus.openi.pcl.cn/creation-proof"] == proof
+    subject = owned_subject("ns", "configmaps", "job-membership", "TaskSet/job")
+    assert proves(proof, world.settings.proof_key, subject)
+
+
+def test_a_strangers_configmap_under_the_name_is_never_written() -> None:
+    world = running(elastic())
+    obj = world.owned[KEY]
+    obj["metadata"]["annotations"].pop("octopus.openi.pcl.cn/creation-proof")
+    obj["data"] = {"theirs": "1"}
+    scale(world, 3)
+    assert world.owned[KEY]["data"] == {"theirs": "1"}
+
+
+def test_who_asked_is_named_in_the_event() -> None:
+    world = running(elastic())
+    world.taskset["metadata"]["managedFields"] = [
+        {
+            "manager": "kubectl",
+            "operation": "Update",
+            "subresource": "scale",
+            "time": "2026-01-01T00:00:00Z",
+            "fieldsV1": {"f:spec": {"f:scale": {"f:replicas": {}}}},
+        }
+    ]
+    world.taskset["spec"]["scale"] = {"role": "r", "replicas": 3}
+    world.settle()
+    assert role_status(world, "r").last_scale.by == "kubectl via /scale"
+    assert world.events[-1] == (
+        "TaskRoleScaled: TaskRole:r, replicas 2 -> 3 by kubectl via /scale, membership generation 2"
+    )
+    assert the_status(world).scale.to_json() == {
+        "replicas": 3,
+        "selector": "TaskSet=job,PodTaskRole=r",
+    }
