@@ -9,43 +9,35 @@ from dataclasses import fields, is_dataclass
 
 import pytest
 
+from taskset.api import status as st
 from taskset.api.constants import ConditionStatus, ConditionType, FailureAction
 from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
-from taskset.api.status import (
-    AttemptResult,
-    Condition,
-    FailureRecord,
-    ReplicaStatus,
-    RoleStatus,
-    TaskSetStatus,
-    TerminatedInfo,
-)
 
 pytestmark = pytest.mark.unit
 
 NOW = "2026-11-26T00:00:00Z"
 
 
-def rich_status() -> TaskSetStatus:
+def rich_status() -> st.TaskSetStatus:
     """A status with every optional part filled."""
-    replica = ReplicaStatus(
+    replica = st.ReplicaStatus(
         index=0,
         name="worker",
         pod_name="t-worker-0",
-        terminated_info=TerminatedInfo(exit_code=1, exit_message="boom", reason="Error"),
-        failure=FailureRecord("rule-0", FailureAction.RETRY_NOT_COUNTED, "evicted"),
+        terminated_info=st.TerminatedInfo(exit_code=1, exit_message="boom", reason="Error"),
+        failure=st.FailureRecord("rule-0", FailureAction.RETRY_NOT_COUNTED, "evicted"),
         next_retry_at=NOW,
     )
-    role = RoleStatus(
+    role = st.RoleStatus(
         name="worker",
-        replicas=[replica, ReplicaStatus(index=1, name="worker")],
+        replicas=[replica, st.ReplicaStatus(index=1, name="worker")],
         last_scale=ScaleRecord(1, 2, NOW, by="kubectl", generation=2),
     )
-    condition = Condition(ConditionType.RUNNING, ConditionStatus.TRUE, "Started", "running", NOW, 1)
-    return TaskSetStatus(
+    condition = st.Condition(ConditionType.RUNNING, ConditionStatus.TRUE, "Started", "running", NOW, 1)
+    return st.TaskSetStatus(
         roles=[role],
         conditions=[condition],
-        attempt_result=AttemptResult(False, "failed", final=True),
+        attempt_result=st.AttemptResult(False, "failed", final=True),
         scale=ScaleStatus(2, "TaskSet=t"),
         membership=MembershipStatus("t-membership", 2, "sha256:0"),
     )
@@ -74,9 +66,9 @@ def test_a_copy_equals_the_original() -> None:
 
 
 @pytest.mark.parametrize(
-    "status", [rich_status(), TaskSetStatus(), TaskSetStatus(roles=[RoleStatus.fresh("w", 3, NOW)])]
+    "status", [rich_status(), st.TaskSetStatus(), st.TaskSetStatus(roles=[st.RoleStatus.fresh("w", 3, NOW)])]
 )
-def test_a_copy_shares_no_mutable_part(status: TaskSetStatus) -> None:
+def test_a_copy_shares_no_mutable_part(status: st.TaskSetStatus) -> None:
     shared = {id(part) for part in mutable_parts(status)} & {
         id(part) for part in mutable_parts(status.copy())
     }
@@ -90,6 +82,6 @@ def test_changing_a_copy_leaves_the_original_as_it_was() -> None:
     changed.roles[0].replicas[0].phase_message = "changed"
     assert changed.roles[0].replicas[0].terminated_info is not None
     changed.roles[0].replicas[0].terminated_info.exit_code = 9
-    changed.roles[0].replicas.append(ReplicaStatus(index=2, name="worker"))
+    changed.roles[0].replicas.append(st.ReplicaStatus(index=2, name="worker"))
     changed.conditions[0].message = "changed"
     assert original.full_json() == before
