@@ -126,13 +126,14 @@ def settle(api: TaskSets, history: History, planned: list[Planned]) -> None:
     while (lag := _lag(history, live, gone)) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert lag == [], f"the record did not show the final statuses within {RECORD_LAG_TIMEOUT}s: {lag}"
+    differences = same_outcomes(gone, history.final_outcomes())  # their last statuses, before the delete
+    assert differences == [], differences
     time.sleep(CATCH_UP)  # the Pod and ConfigMap watches are not waited for otherwise
     history.stop()
 
 
 def _lag(history: History, live: dict[str, Outcome], gone: dict[str, Outcome]) -> list[str]:
-    """What the record does not show yet: the live final statuses, and the deleted TaskSets' expected
-    outcomes and deletions."""
-    recorded = history.final_outcomes()
+    """What the record does not show yet: the live final statuses, and the deletions (a watch shows an
+    object's every status before its deletion)."""
     missing = [f"{name}: deletion not seen" for name in sorted(gone) if not history.deleted(name)]
-    return same_outcomes(live, recorded) + same_outcomes(gone, recorded) + missing
+    return same_outcomes(live, history.final_outcomes()) + missing
