@@ -46,57 +46,33 @@ def status(*replicas: dict[str, Any], retried: int = 0, **extra: Any) -> dict[st
     }
 
 
+# (replica before, replica after: totalRetriedCount, uncountedRetries and the matched action; violations)
+RETRY_STEPS = [
+    ((0, 0, "RetryNotCounted"), (1, 1), 0, "a platform failure retried without counting"),
+    ((0, 0, "RetryNotCounted"), (1, 0), 1, "a platform failure counted against maxRetryCount"),
+    ((1, 1, "RetryCounted"), (2, 1), 0, "a counted failure counted"),
+    ((1, 1, "RetryCounted"), (2, 2), 1, "a counted failure retried for free"),
+    ((0, 0, "FailTaskSet"), (1, 0), 1, "a FailTaskSet failure retried"),
+    ((0, 0, "FailRole"), (1, 0), 1, "a FailRole failure retried"),
+    ((2, 2), (2, 1), 1, "uncounted retries go back"),
+    ((2, 2), (2, 3), 1, "more uncounted than in all"),
+    ((99, 99, "RetryNotCounted"), (100, 99), 0, "past the cap a platform failure counts"),
+    ((0, 0, "RetryNotCounted"), (2, 1), 0, "two retries between statuses: not judged"),
+    ((0, 0), (1, 0), 0, "no rule recorded (the Pod vanished unseen): not judged"),
+]
+
+
 @pytest.mark.parametrize(
-    ("statuses", "violations"),
-    [
-        pytest.param(
-            [status(replica()), status(replica(0, 0, "RetryNotCounted")), status(replica(1, 1))],
-            0,
-            id="a platform failure retried without counting",
-        ),
-        pytest.param(
-            [status(replica(0, 0, "RetryNotCounted")), status(replica(1, 0))],
-            1,
-            id="a platform failure counted against maxRetryCount",
-        ),
-        pytest.param(
-            [status(replica(1, 1, "RetryCounted")), status(replica(2, 1))], 0, id="a counted failure counted"
-        ),
-        pytest.param(
-            [status(replica(1, 1, "RetryCounted")), status(replica(2, 2))],
-            1,
-            id="a counted failure retried for free",
-        ),
-        pytest.param(
-            [status(replica(0, 0, "FailTaskSet")), status(replica(1, 0))],
-            1,
-            id="a FailTaskSet failure retried",
-        ),
-        pytest.param(
-            [status(replica(0, 0, "FailRole")), status(replica(1, 0))], 1, id="a FailRole failure retried"
-        ),
-        pytest.param([status(replica(2, 2)), status(replica(2, 1))], 1, id="uncounted retries go back"),
-        pytest.param([status(replica(2, 3))], 0, id="one status: nothing to compare"),
-        pytest.param([status(replica(2, 2)), status(replica(2, 3))], 1, id="more uncounted than in all"),
-        pytest.param(
-            [status(replica(3, 2, "FailTaskSet")), status(replica(0, 0), retried=1)],
-            0,
-            id="a TaskSet retry starts the replicas afresh",
-        ),
-        pytest.param(
-            [status(replica(99, 99, "RetryNotCounted")), status(replica(100, 99))],
-            0,
-            id="past the cap a platform failure counts",
-        ),
-        pytest.param(
-            [status(replica(0, 0, "RetryNotCounted")), status(replica(2, 1))],
-            0,
-            id="two retries between statuses: not judged",
-        ),
-    ],
+    ("before", "after", "violations"), [pytest.param(b, a, v, id=what) for b, a, v, what in RETRY_STEPS]
 )
-def test_retries_as_matched(statuses: list[dict[str, Any]], violations: int) -> None:
+def test_retries_as_matched(before: tuple[Any, ...], after: tuple[Any, ...], violations: int) -> None:
+    statuses = [status(replica(*before)), status(replica(*after))]
     assert len(retries_as_matched("ts", statuses).violations) == violations
+
+
+def test_a_taskset_retry_starts_the_replicas_afresh() -> None:
+    statuses = [status(replica(3, 2, "FailTaskSet")), status(replica(0, 0), retried=1)]
+    assert retries_as_matched("ts", statuses).violations == []
 
 
 def record(*statuses: dict[str, Any], **spec: Any) -> TaskSetRecord:
@@ -190,6 +166,15 @@ def test_shortest_delay(policy: dict[str, Any] | None, retries: int, delay: int)
     assert shortest_delay(policy, retries) == min(delay, 366 * 24 * 3600)
 
 
+def chain(*waits: int) -> list[Lifetime]:
+    """A replica's attempts, each failing after 1 s, with these waits before the next attempt."""
+    pods, start = [], T0
+    for attempt, wait in enumerate(waits):
+        pods.append(pod(attempt + 1, attempt=attempt, created=start, finished=start + 1))
+        start += 1 + wait
+    return [*pods, pod(len(waits) + 1, attempt=len(waits), created=start)]
+
+
 def backoff_record() -> dict[str, TaskSetRecord]:
     return {"uid-ts": record(roles=[{"name": "r", "retryPolicy": BACKOFF}], retryPolicy={"delay": 4})}
 
@@ -197,29 +182,9 @@ def backoff_record() -> dict[str, TaskSetRecord]:
 @pytest.mark.parametrize(
     ("pods", "violations"),
     [
-        pytest.param(
-            [
-                pod(1, attempt=0, created=T0, finished=T0 + 1),
-                pod(2, attempt=1, created=T0 + 3, finished=T0 + 4),
-                pod(3, attempt=2, created=T0 + 10),
-            ],
-            0,
-            id="2 then 6 seconds between a replica's attempts",
-        ),
-        pytest.param(
-            [pod(1, attempt=0, created=T0, finished=T0 + 1), pod(2, attempt=1, created=T0 + 2)],
-            1,
-            id="a replica retried 1 s after its failure, the delay being 2 s",
-        ),
-        pytest.param(
-            [
-                pod(1, attempt=0, created=T0, finished=T0 + 1),
-                pod(2, attempt=1, created=T0 + 3, finished=T0 + 4),
-                pod(3, attempt=2, created=T0 + 6),
-            ],
-            1,
-            id="the second wait too short: the backoff forgotten by a restart",
-        ),
+        pytest.param(chain(2, 6), 0, id="2 then 6 seconds between a replica's attempts"),
+        pytest.param(chain(1), 1, id="a replica retried 1 s after its failure, the delay being 2 s"),
+        pytest.param(chain(2, 2), 1, id="the second wait too short: the backoff forgotten by a restart"),
         pytest.param(
             [pod(1, attempt=0, created=T0, finished=T0 + 1, failed=False), pod(2, attempt=1, created=T0 + 1)],
             0,
