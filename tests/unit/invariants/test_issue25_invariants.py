@@ -25,8 +25,8 @@ from tests.chaos.timing import (
     ttl_respected,
 )
 
-T0 = 1_800_000_000.0  # an epoch second: the record's times are whole seconds
-STAMP = "2027-01-15T08:00:00Z"  # T0 as the status writes it
+START = 1_800_000_000.0  # an epoch second: the record's times are whole seconds
+STAMP = "2027-01-15T08:00:00Z"  # START as the status writes it
 
 
 def stamp(offset: int) -> str:
@@ -168,7 +168,7 @@ def test_shortest_delay(policy: dict[str, Any] | None, retries: int, delay: int)
 
 def chain(*waits: int) -> list[Lifetime]:
     """A replica's attempts, each failing after 1 s, with these waits before the next attempt."""
-    pods, start = [], T0
+    pods, start = [], START
     for attempt, wait in enumerate(waits):
         pods.append(pod(attempt + 1, attempt=attempt, created=start, finished=start + 1))
         start += 1 + wait
@@ -186,17 +186,20 @@ def backoff_record() -> dict[str, TaskSetRecord]:
         pytest.param(chain(1), 1, id="a replica retried 1 s after its failure, the delay being 2 s"),
         pytest.param(chain(2, 2), 1, id="the second wait too short: the backoff forgotten by a restart"),
         pytest.param(
-            [pod(1, attempt=0, created=T0, finished=T0 + 1, failed=False), pod(2, attempt=1, created=T0 + 1)],
+            [
+                pod(1, attempt=0, created=START, finished=START + 1, failed=False),
+                pod(2, attempt=1, created=START + 1),
+            ],
             0,
             id="no failed exit: the Pod did not end the attempt, nothing to judge",
         ),
         pytest.param(
-            [pod(1, created=T0, finished=T0 + 1), pod(2, taskset_attempt=1, created=T0 + 5)],
+            [pod(1, created=START, finished=START + 1), pod(2, taskset_attempt=1, created=START + 5)],
             0,
             id="the TaskSet's fixed delay of 4 s between attempts",
         ),
         pytest.param(
-            [pod(1, created=T0, finished=T0 + 1), pod(2, taskset_attempt=1, created=T0 + 3)],
+            [pod(1, created=START, finished=START + 1), pod(2, taskset_attempt=1, created=START + 3)],
             1,
             id="a TaskSet attempt 2 s after the failure",
         ),
@@ -207,7 +210,7 @@ def test_delays_respected(pods: list[Lifetime], violations: int) -> None:
 
 
 def test_timed_waits_leave_out_waits_without_delay() -> None:
-    pods = [pod(1, created=T0, finished=T0 + 1), pod(2, attempt=1, created=T0 + 3)]
+    pods = [pod(1, created=START, finished=START + 1), pod(2, attempt=1, created=START + 3)]
     records = {"uid-ts": record(roles=[{"name": "r", "retryPolicy": {"retry": True, "maxRetryCount": 1}}])}
     assert len(retry_waits(pods, records)) == 1
     assert timed_waits(retry_waits(pods, records)) == []
@@ -223,27 +226,27 @@ FAILED_BY_DEADLINE = [{"type": "Failed", "status": "True", "reason": "DeadlineEx
 @pytest.mark.parametrize(
     ("pods", "statuses", "violations"),
     [
-        pytest.param([pod(1, created=T0 + 9, died=5)], [], 0, id="a Pod created before the deadline"),
+        pytest.param([pod(1, created=START + 9, died=5)], [], 0, id="a Pod created before the deadline"),
         pytest.param(
-            [pod(1, created=T0 + 10 + DEADLINE_PASS_SLACK, died=5)], [], 0, id="within a pass of it"
+            [pod(1, created=START + 10 + DEADLINE_PASS_SLACK, died=5)], [], 0, id="within a pass of it"
         ),
         pytest.param(
-            [pod(1, created=T0 + 11 + DEADLINE_PASS_SLACK, died=5)], [], 1, id="created after the deadline"
+            [pod(1, created=START + 11 + DEADLINE_PASS_SLACK, died=5)], [], 1, id="created after the deadline"
         ),
         pytest.param(
-            [pod(1, created=T0, died=5)],
+            [pod(1, created=START, died=5)],
             [status(state="Failed", finishAt=stamp(10), conditions=FAILED_BY_DEADLINE)],
             0,
             id="failed by the deadline when it passed, Pods gone",
         ),
         pytest.param(
-            [pod(1, created=T0, died=5)],
+            [pod(1, created=START, died=5)],
             [status(state="Failed", finishAt=stamp(8), conditions=FAILED_BY_DEADLINE)],
             1,
             id="failed by the deadline before it passed",
         ),
         pytest.param(
-            [pod(1, created=T0)],
+            [pod(1, created=START)],
             [status(state="Failed", finishAt=stamp(12), conditions=FAILED_BY_DEADLINE)],
             1,
             id="a Pod left after the deadline failed the TaskSet",
@@ -257,11 +260,19 @@ def test_deadline_respected(pods: list[Lifetime], statuses: list[dict[str, Any]]
 @pytest.mark.parametrize(
     ("last", "seen", "pods", "violations"),
     [
-        pytest.param(status(state="Succeeded", finishAt=STAMP), T0 + 3.2, [], 0, id="deleted after the TTL"),
-        pytest.param(status(state="Succeeded", finishAt=STAMP), T0 + 2.5, [], 1, id="deleted before the TTL"),
-        pytest.param(status(state="Running"), T0 + 9, [], 1, id="deleted before it finished"),
         pytest.param(
-            status(state="Failed", finishAt=STAMP), T0 + 4, [pod(1, created=T0)], 1, id="a Pod left behind"
+            status(state="Succeeded", finishAt=STAMP), START + 3.2, [], 0, id="deleted after the TTL"
+        ),
+        pytest.param(
+            status(state="Succeeded", finishAt=STAMP), START + 2.5, [], 1, id="deleted before the TTL"
+        ),
+        pytest.param(status(state="Running"), START + 9, [], 1, id="deleted before it finished"),
+        pytest.param(
+            status(state="Failed", finishAt=STAMP),
+            START + 4,
+            [pod(1, created=START)],
+            1,
+            id="a Pod left behind",
         ),
     ],
 )
