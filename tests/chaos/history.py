@@ -13,6 +13,7 @@ share a bug with the code it checks. Lifetimes are kept in etcd revisions (see `
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,12 +25,26 @@ from informers.listwatch import ApiError, ListOptions, Resource, TransportError,
 from taskset.api import constants as c
 from taskset.api.names import is_control_unit_name
 from tests.chaos.invariants import (
+    FINAL_STATES,
     Lifetime,
     Outcome,
+    TaskSetRecord,
     Verdict,
     monotone_status,
+    nothing_after_the_end,
     one_attempt_at_a_time,
     one_pod_per_replica,
+    retries_as_matched,
+    within_retry_limits,
+)
+from tests.chaos.timing import (
+    RetryWait,
+    deadline_of,
+    deadline_respected,
+    delays_respected,
+    retry_waits,
+    seconds,
+    ttl_respected,
 )
 
 PODS: Final = Resource(group="", version="v1", plural="pods")
@@ -125,14 +140,24 @@ class _Watch:
         return version
 
 
+def _note_times(life: Lifetime, pod: Mapping[str, Any]) -> None:
+    """Keep a Pod's creationTimestamp and the latest exit of its containers, as the servers wrote them."""
+    life.created = life.created or seconds((pod.get("metadata") or {}).get("creationTimestamp"))
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        ended = (container.get("state") or {}).get("terminated") or {}
+        finished = seconds(ended.get("finishedAt"))
+        if finished is not None:
+            life.finished = max(life.finished or finished, finished)
+            life.failed = life.failed or int(ended.get("exitCode") or 0) != 0
+
+
 class History:
     """Lifetimes of the namespace's Pods and ControlUnits and every status of its TaskSets."""
 
     def __init__(self, cluster: Cluster, namespace: str) -> None:
         self._lock = threading.Lock()
         self._lifetimes: dict[str, Lifetime] = {}
-        self._statuses: dict[str, list[dict[str, Any]]] = {}  # by TaskSet UID, in watch order
-        self._names: dict[str, str] = {}  # TaskSet UID -> name
+        self._tasksets: dict[str, TaskSetRecord] = {}  # by UID
         self._latest: dict[str, dict[str, Any]] = {}  # TaskSet name -> newest object
         self._watches = [
             _Watch(cluster, namespace, PODS, self._on_pod),
@@ -165,11 +190,12 @@ class History:
             if event == "DELETED":
                 if life is not None and life.died is None:
                     life.died, life.died_exact = revision, exact
-                return
-            if life is None:
+            elif life is None:
                 life = self._new_lifetime(kind, meta)
                 life.born, life.born_exact = revision, exact
                 self._lifetimes[uid] = life
+            if life is not None and kind == "Pod":
+                _note_times(life, obj)
 
     @staticmethod
     def _new_lifetime(kind: str, meta: Mapping[str, Any]) -> Lifetime:
@@ -210,15 +236,22 @@ class History:
     def _on_taskset(self, event: str, obj: dict[str, Any], revision: int, exact: bool) -> None:
         meta = obj.get("metadata") or {}
         uid, status = str(meta.get("uid", "")), obj.get("status")
-        if event == "DELETED" or not uid:
+        if not uid:
             return
         with self._lock:
-            self._names[uid] = str(meta.get("name", ""))
-            self._latest[str(meta.get("name", ""))] = obj
-            if status:
-                history = self._statuses.setdefault(uid, [])
-                if not history or history[-1] != status:
-                    history.append(status)
+            record = self._tasksets.get(uid)
+            if event == "DELETED":
+                if record is not None and record.deleted is None:
+                    record.deleted, record.deleted_seen = revision, time.time()
+                return
+            if record is None:
+                record = self._tasksets[uid] = TaskSetRecord(str(meta.get("name", "")), uid)
+            record.spec = obj.get("spec") or {}
+            self._latest[record.name] = obj
+            if status and (not record.statuses or record.statuses[-1] != status):
+                record.statuses.append(status)
+                if record.ended is None and status.get("state") in FINAL_STATES:
+                    record.ended, record.ended_exact = revision, exact
 
     # ----- queries --------------------------------------------------------------------------------------
     def lifetimes(self, kind: str) -> list[Lifetime]:
@@ -235,13 +268,40 @@ class History:
         with self._lock:
             return {name: Outcome.of(obj.get("status") or {}) for name, obj in self._latest.items()}
 
-    def verdict(self) -> Verdict:
-        verdict = one_pod_per_replica(self.lifetimes("Pod"))
-        verdict.extend(one_attempt_at_a_time(self.lifetimes("Pod"), self.lifetimes("ConfigMap")))
+    def tasksets(self) -> dict[str, TaskSetRecord]:
+        """Every TaskSet object seen, by UID (copies: the record goes on while a test reads them)."""
         with self._lock:
-            statuses = {f"{self._names[uid]}/{uid[:8]}": list(h) for uid, h in self._statuses.items()}
-        for name, history in sorted(statuses.items()):
-            verdict.extend(monotone_status(name, history))
+            return {
+                uid: dataclasses.replace(record, statuses=list(record.statuses))
+                for uid, record in self._tasksets.items()
+            }
+
+    def deleted(self, name: str) -> bool:
+        """Whether the record saw the deletion of the newest TaskSet of this name."""
+        with self._lock:
+            uid = str((self._latest.get(name) or {}).get("metadata", {}).get("uid", ""))
+            record = self._tasksets.get(uid)
+            return record is not None and record.deleted is not None
+
+    def deadlines(self) -> dict[str, float]:
+        """When each TaskSet's activeDeadlineSeconds passes (epoch seconds), by record label."""
+        return {r.label: due for r in self.tasksets().values() if (due := deadline_of(r)) is not None}
+
+    def retry_waits(self) -> list[RetryWait]:
+        return retry_waits(self.lifetimes("Pod"), self.tasksets())
+
+    def verdict(self) -> Verdict:
+        pods, records = self.lifetimes("Pod"), self.tasksets()
+        verdict = one_pod_per_replica(pods)
+        verdict.extend(one_attempt_at_a_time(pods, self.lifetimes("ConfigMap")))
+        for record in sorted(records.values(), key=lambda r: r.label):
+            verdict.extend(monotone_status(record.label, record.statuses))
+            verdict.extend(retries_as_matched(record.label, record.statuses))
+            verdict.extend(within_retry_limits(record))
+        verdict.extend(nothing_after_the_end(pods, records))
+        verdict.extend(delays_respected(retry_waits(pods, records)))
+        verdict.extend(deadline_respected(pods, records))
+        verdict.extend(ttl_respected(pods, records))
         return verdict
 
     def summary(self) -> dict[str, int]:
@@ -249,7 +309,8 @@ class History:
         return {
             "pods": len(self.lifetimes("Pod")),
             "control_units": len(self.lifetimes("ConfigMap")),
-            "tasksets": len(self._names),
+            "tasksets": len(self._tasksets),
+            "retry_waits": len(self.retry_waits()),
             "relists": self.relists,
             "violations": len(verdict.violations),
             "unverifiable": len(verdict.unverifiable),

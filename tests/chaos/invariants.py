@@ -17,7 +17,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskset.api.constants import MAX_UNCOUNTED_RETRIES
+
 FINAL_STATES = frozenset({"Succeeded", "Failed"})
+# Issue 25's failure-rule actions, as the status writes them.
+NOT_COUNTED = "RetryNotCounted"
+ENDING_ACTIONS = frozenset({"FailRole", "FailTaskSet", "RestartTaskSet"})
 
 
 @dataclass
@@ -36,6 +41,12 @@ class Lifetime:
     died: int | None = None  # None: still there when the recording ended
     born_exact: bool = True
     died_exact: bool = True
+    # A Pod's server-written times in epoch seconds (whole seconds, see ``tests.chaos.timing``): its
+    # creationTimestamp and the latest finishedAt of its containers (None: none finished), and whether a
+    # container exited with a code other than 0.
+    created: float | None = None
+    finished: float | None = None
+    failed: bool = False
 
     def ended_before(self, other: Lifetime) -> bool | None:
         """True if this object was gone before ``other`` appeared; None if an inexact bound decides it."""
@@ -47,22 +58,68 @@ class Lifetime:
         return None
 
 
+Replicas = tuple[tuple[str, int, int, int], ...]  # (role, index, totalRetriedCount, uncountedRetries), sorted
+
+
+@dataclass
+class TaskSetRecord:
+    """One TaskSet object (by UID) as the record saw it: its newest spec, every status in watch order, the
+    revision of its first final status and of its deletion (with the wall-clock time the record learnt
+    of the deletion: no server time says when an object without finalizers went)."""
+
+    name: str
+    uid: str
+    spec: Mapping[str, Any] = field(default_factory=dict)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    ended: int | None = None
+    ended_exact: bool = True
+    deleted: int | None = None
+    deleted_seen: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}/{self.uid[:8]}"
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """How a TaskSet ended: what a fault must not change."""
+    """How a TaskSet ended: what a fault must not change. An expectation may leave ``replica_retries``
+    (a count that depends on timing, as the retries a deadline cuts short) or ``reason`` open (None)."""
 
     state: str
     taskset_retries: int
-    replica_retries: tuple[tuple[str, int, int], ...]  # (role, index, totalRetriedCount), sorted
+    replica_retries: Replicas | None
+    reason: str | None = None  # the reason of the final Succeeded or Failed condition
 
     @staticmethod
     def of(status: Mapping[str, Any]) -> Outcome:
         replicas = sorted(
-            (str(role.get("name", "")), int(r.get("index", -1)), int(r.get("totalRetriedCount", 0)))
+            (
+                str(role.get("name", "")),
+                int(r.get("index", -1)),
+                int(r.get("totalRetriedCount", 0)),
+                int(r.get("uncountedRetries", 0)),
+            )
             for role in status.get("roleStatus") or []
             for r in role.get("replicaStatus") or []
         )
-        return Outcome(str(status.get("state", "")), int(status.get("totalRetriedCount", 0)), tuple(replicas))
+        state = str(status.get("state", ""))
+        return Outcome(state, int(status.get("totalRetriedCount", 0)), tuple(replicas), final_reason(status))
+
+    def admits(self, actual: Outcome | None) -> bool:
+        """Whether ``actual`` is this outcome, the open fields aside."""
+        if actual is None or (self.state, self.taskset_retries) != (actual.state, actual.taskset_retries):
+            return False
+        replicas = self.replica_retries is None or self.replica_retries == actual.replica_retries
+        return replicas and self.reason in (None, actual.reason)
+
+
+def final_reason(status: Mapping[str, Any]) -> str:
+    """The reason of the TaskSet's true ``Succeeded`` or ``Failed`` condition ("" before the end)."""
+    for condition in status.get("conditions") or []:
+        if condition.get("type") in FINAL_STATES and condition.get("status") == "True":
+            return str(condition.get("reason", ""))
+    return ""
 
 
 @dataclass
@@ -170,10 +227,104 @@ def monotone_status(name: str, statuses: Sequence[Mapping[str, Any]]) -> Verdict
     return verdict
 
 
+def _replicas_of(status: Mapping[str, Any]) -> dict[tuple[str, int], Mapping[str, Any]]:
+    return {
+        (str(role.get("name", "")), int(r.get("index", -1))): r
+        for role in status.get("roleStatus") or []
+        for r in role.get("replicaStatus") or []
+    }
+
+
+def _retry_counts(replica: Mapping[str, Any]) -> tuple[int, int]:
+    """(totalRetriedCount, uncountedRetries) of a replica's status."""
+    return int(replica.get("totalRetriedCount", 0)), int(replica.get("uncountedRetries", 0))
+
+
+def _retry_as_matched(what: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """One replica between two statuses of one TaskSet attempt: its uncounted retries only grow and stay
+    within its retries, and a retry started (the total grew by one) counted as the failure rule that
+    matched the attempt before it says."""
+    (total, uncounted), (total2, uncounted2) = _retry_counts(before), _retry_counts(after)
+    found = []
+    if uncounted2 < uncounted:
+        found.append(f"{what}: uncountedRetries went {uncounted} -> {uncounted2}")
+    if uncounted2 > total2:
+        found.append(f"{what}: {uncounted2} uncounted retries of {total2} in all")
+    action = (before.get("failure") or {}).get("action")
+    if total2 != total + 1 or action is None:
+        return found  # no retry started in between, or several (a gap in the record), or no rule recorded
+    counted = uncounted2 == uncounted
+    if action in ENDING_ACTIONS:
+        found.append(f"{what}: retried after a {action} failure")
+    elif action == NOT_COUNTED and counted and uncounted < MAX_UNCOUNTED_RETRIES:
+        found.append(f"{what}: a {NOT_COUNTED} failure was counted (retry {total2})")
+    elif action != NOT_COUNTED and not counted:
+        found.append(f"{what}: a {action} failure was retried without counting (retry {total2})")
+    return found
+
+
+def retries_as_matched(name: str, statuses: Sequence[Mapping[str, Any]]) -> Verdict:
+    """A not-counted failure never increments the counted retries (``totalRetriedCount -
+    uncountedRetries``), a counted one always does, and a failure whose rule fails the role or ends the
+    attempt is never retried (issue 25's failure rules), as consecutive statuses of an attempt show."""
+    verdict = Verdict()
+    for before, after in itertools.pairwise(statuses):
+        if int(before.get("totalRetriedCount", 0)) != int(after.get("totalRetriedCount", 0)):
+            continue  # a new TaskSet attempt starts its replicas afresh
+        old, new = _replicas_of(before), _replicas_of(after)
+        for key in sorted(old.keys() & new.keys()):
+            what = f"{name}: replica {key[0]}-{key[1]}"
+            verdict.violations.extend(_retry_as_matched(what, old[key], new[key]))
+    return verdict
+
+
+def _retry_limit(policy: Mapping[str, Any] | None) -> int:
+    """The retries a retry policy allows (spec 7: none unless ``retry`` is true)."""
+    return int(policy.get("maxRetryCount", 0)) if policy and policy.get("retry") is True else 0
+
+
+def within_retry_limits(record: TaskSetRecord) -> Verdict:
+    """No status shows more TaskSet retries than the TaskSet's policy allows, nor more counted retries
+    of a replica than its role's policy allows (not-counted retries are free)."""
+    verdict = Verdict()
+    spec = record.spec
+    limits = {
+        str(role.get("name")): _retry_limit(role.get("retryPolicy")) for role in spec.get("roles") or []
+    }
+    taskset_limit = _retry_limit(spec.get("retryPolicy"))
+    for status in record.statuses:
+        if int(status.get("totalRetriedCount", 0)) > taskset_limit:
+            retries = status.get("totalRetriedCount")
+            verdict.violations.append(f"{record.label}: {retries} TaskSet retries, at most {taskset_limit}")
+        for (role, index), replica in sorted(_replicas_of(status).items()):
+            total, uncounted = _retry_counts(replica)
+            if role in limits and total - uncounted > limits[role]:
+                counted = total - uncounted
+                problem = f"{counted} counted retries, at most {limits[role]}"
+                verdict.violations.append(f"{record.label}: replica {role}-{index}: {problem}")
+    return verdict
+
+
+def nothing_after_the_end(pods: Iterable[Lifetime], records: Mapping[str, TaskSetRecord]) -> Verdict:
+    """No Pod of a TaskSet appears after its first final status (a deadline, a FailTaskSet rule or a
+    TTL ends it for good: nothing may be created or re-created afterwards)."""
+    verdict = Verdict()
+    for pod in _ordered(pods):
+        record = records.get(pod.taskset_uid)
+        if record is None or record.ended is None or pod.born <= record.ended:
+            continue
+        what = f"{record.label}: Pod {pod.name} ({pod.uid[:8]}) created at rv {pod.born}, after the end at rv"
+        if pod.born_exact and record.ended_exact:
+            verdict.violations.append(f"{what} {record.ended}")
+        else:
+            verdict.unverifiable.append(f"{what} {record.ended}")
+    return verdict
+
+
 def same_outcomes(expected: Mapping[str, Outcome], actual: Mapping[str, Outcome]) -> list[str]:
     """Every TaskSet ended as the fault-free run says, with the same retry counts."""
     return [
         f"{name}: expected {expected[name]}, got {actual.get(name)}"
         for name in sorted(expected)
-        if actual.get(name) != expected[name]
+        if not expected[name].admits(actual.get(name))
     ]

@@ -75,11 +75,14 @@ class Kubelet:
 
 
 def unfinished(api: TaskSets, planned: list[Planned]) -> list[str]:
-    """The TaskSets not final yet, each with its phase and its replicas' phases (the failure message)."""
+    """The TaskSets not final yet (or, for one its TTL deletes, not gone yet), each with its phase and
+    its replicas' phases (the failure message)."""
     found = []
     for plan in planned:
-        status = (api.get(plan.name) or {}).get("status") or {}
-        if status.get("state") not in FINAL_STATES:
+        obj = api.get(plan.name)
+        status = (obj or {}).get("status") or {}
+        done = obj is None if plan.deleted else status.get("state") in FINAL_STATES
+        if not done:
             replicas = [
                 f"{role.get('name')}-{r.get('index')}:{r.get('phase')}/{r.get('podUID')}"
                 for role in status.get("roleStatus") or []
@@ -108,17 +111,29 @@ def finish(
 
 def settle(api: TaskSets, history: History, planned: list[Planned]) -> None:
     """Once every TaskSet is final: its outcome, read live, must be the fault-free one; then the record
-    must show the same final statuses before it is stopped.
+    must show the same final statuses before it is stopped. A TaskSet its TTL deleted is read from the
+    record alone, which must have seen it go.
 
     Reading the outcomes live tells a record lagging behind the API server (after a fault its watches
     can be seconds behind) apart from a TaskSet that ended wrongly. Assertions carry their own messages:
     pytest does not rewrite a helper module's asserts."""
-    live = {p.name: Outcome.of((api.get(p.name) or {}).get("status") or {}) for p in planned}
-    differences = same_outcomes({p.name: p.expected for p in planned}, live)
+    kept = [p for p in planned if not p.deleted]
+    live = {p.name: Outcome.of((api.get(p.name) or {}).get("status") or {}) for p in kept}
+    differences = same_outcomes({p.name: p.expected for p in kept}, live)
     assert differences == [], differences
+    gone = {p.name: p.expected for p in planned if p.deleted}
     deadline = time.monotonic() + RECORD_LAG_TIMEOUT
-    while (lag := same_outcomes(live, history.final_outcomes())) and time.monotonic() < deadline:
+    while (lag := _lag(history, live, gone)) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert lag == [], f"the record did not show the final statuses within {RECORD_LAG_TIMEOUT}s: {lag}"
+    differences = same_outcomes(gone, history.final_outcomes())  # their last statuses, before the delete
+    assert differences == [], differences
     time.sleep(CATCH_UP)  # the Pod and ConfigMap watches are not waited for otherwise
     history.stop()
+
+
+def _lag(history: History, live: dict[str, Outcome], gone: dict[str, Outcome]) -> list[str]:
+    """What the record does not show yet: the live final statuses, and the deletions (a watch shows an
+    object's every status before its deletion)."""
+    missing = [f"{name}: deletion not seen" for name in sorted(gone) if not history.deleted(name)]
+    return same_outcomes(live, history.final_outcomes()) + missing
