@@ -261,7 +261,7 @@ class History:
     def statuses(self) -> dict[str, list[dict[str, Any]]]:
         """Every status each TaskSet went through, in watch order, by name."""
         with self._lock:
-            return {self._names[uid]: list(history) for uid, history in self._statuses.items()}
+            return {record.name: list(record.statuses) for record in self._tasksets.values()}
 
     def final_outcomes(self) -> dict[str, Outcome]:
         """Each TaskSet's outcome as its newest status says (an unfinished one has its current state)."""

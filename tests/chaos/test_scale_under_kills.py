@@ -94,7 +94,7 @@ def test_scales_under_sigkill_lose_no_scale_retry_nothing_and_duplicate_no_pod(
     planned = [
         Planned(
             {"metadata": {"name": name}},
-            Outcome("Succeeded", 0, tuple(("w", i, 0) for i in range(wanted[name]))),
+            Outcome("Succeeded", 0, tuple(("w", i, 0, 0) for i in range(wanted[name]))),
         )
         for name in names
     ]
