@@ -26,6 +26,7 @@ from tests.chaos.invariants import (
     Lifetime,
     Outcome,
     Verdict,
+    attempts_recorded_once,
     monotone_status,
     one_attempt_at_a_time,
     one_pod_per_replica,
@@ -232,6 +233,7 @@ class History:
             statuses = {f"{self._names[uid]}/{uid[:8]}": list(h) for uid, h in self._statuses.items()}
         for name, history in sorted(statuses.items()):
             verdict.extend(monotone_status(name, history))
+            verdict.extend(attempts_recorded_once(name, history))
         return verdict
 
     def summary(self) -> dict[str, int]:
