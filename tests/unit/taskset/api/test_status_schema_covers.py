@@ -14,16 +14,9 @@ import yaml
 
 from taskset.api import compact
 from taskset.api import constants as c
+from taskset.api import status as st
 from taskset.api.constants import ConditionStatus, ConditionType, FailureAction, ReplicaPhase
 from taskset.api.history import AttemptHistory, AttemptRecord
-from taskset.api.status import (
-    AttemptResult,
-    FailureRecord,
-    ReplicaStatus,
-    RoleStatus,
-    TaskSetStatus,
-    TerminatedInfo,
-)
 
 pytestmark = pytest.mark.unit
 
@@ -55,10 +48,10 @@ def status_schema() -> dict[str, Any]:
     return schema
 
 
-def rich_status() -> TaskSetStatus:
+def rich_status() -> st.TaskSetStatus:
     """A status with every optional part set: a failed replica with its rule, a scaled role, a
     suspended replica, an attempt result naming its replica, an attempt history."""
-    failed = ReplicaStatus(
+    failed = st.ReplicaStatus(
         0,
         "w",
         ReplicaPhase.ATTEMPT_DELETION_REQUESTED,
@@ -69,18 +62,18 @@ def rich_status() -> TaskSetStatus:
         pod_reason="Evicted",
         pod_uid="8b1a9953-c461-4b3c-8e5d-3b0f3c6a7e2b",
         container_name="main",
-        terminated_info=TerminatedInfo(3, "bye", 0, "Error"),
+        terminated_info=st.TerminatedInfo(3, "bye", 0, "Error"),
         uncounted_retries=1,
-        failure=FailureRecord("default", FailureAction.RETRY_COUNTED, "no failure rule matched"),
+        failure=st.FailureRecord("default", FailureAction.RETRY_COUNTED, "no failure rule matched"),
         next_retry_at=T0,
     )
-    waiting = ReplicaStatus(1, "w", transition_time=T0, suspended=True)
-    role = RoleStatus("w", [failed, waiting], transition_time=T0, target_replicas=2, last_scale=(1, 2, T0))
+    waiting = st.ReplicaStatus(1, "w", transition_time=T0, suspended=True)
+    role = st.RoleStatus("w", [failed, waiting], transition_time=T0, target_replicas=2, last_scale=(1, 2, T0))
     record = AttemptRecord(0, T0, T0, False, "failed", True, "w-0", 3, "default", FailureAction.RETRY_COUNTED)
-    status = TaskSetStatus(
+    status = st.TaskSetStatus(
         created_at=T0,
         roles=[role],
-        attempt_result=AttemptResult(False, "failed", replica=("w", 0)),
+        attempt_result=st.AttemptResult(False, "failed", replica=("w", 0)),
         attempt_start_at=T0,
         attempt_history=AttemptHistory((record,), dropped=1),
     )
