@@ -1036,7 +1036,8 @@ def _attempt_history_schema() -> Schema:
             "replica": {**_string(), "description": "<role>-<index> of the replica whose failure ended it."},
             "exitCode": {"type": "integer", "format": "int32", "nullable": True},
             "rule": {**_string(), "description": "The failure rule that replica's failure matched."},
-            "action": {**_enum(c.FailureAction), "nullable": True},
+            # A nullable enum must list null among its values, or the API server refuses a null.
+            "action": {"type": "string", "nullable": True, "enum": [*_enum(c.FailureAction)["enum"], None]},
             "counted": {
                 "type": "boolean",
                 "description": "A TaskSet retry was charged for it against retryPolicy.maxRetryCount.",

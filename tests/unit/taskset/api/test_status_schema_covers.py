@@ -91,3 +91,19 @@ def rich_status() -> st.TaskSetStatus:
 def test_every_key_written_is_declared(written: dict[str, Any]) -> None:
     undeclared = set(value_paths(written)) - set(schema_paths(status_schema()))
     assert not undeclared
+
+
+def test_a_nullable_enum_admits_null() -> None:
+    """The API server checks a null against the enum too: a nullable enum without null refuses it (the
+    attempt history's action once made every status write of a succeeded TaskSet fail)."""
+    enums = [s for s in schemas(status_schema()) if "enum" in s and s.get("nullable")]
+    assert enums
+    assert all(None in s["enum"] for s in enums)
+
+
+def schemas(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield schema
+    for prop in schema.get("properties", {}).values():
+        yield from schemas(prop)
+    if isinstance(schema.get("items"), dict):
+        yield from schemas(schema["items"])
