@@ -1036,8 +1036,8 @@ def _attempt_history_schema() -> Schema:
             "replica": {**_string(), "description": "<role>-<index> of the replica whose failure ended it."},
             "exitCode": {"type": "integer", "format": "int32", "nullable": True},
             "rule": {**_string(), "description": "The failure rule that replica's failure matched."},
-            # A nullable enum must list null among its values, or the API server refuses a null.
-            "action": {"type": "string", "nullable": True, "enum": [*_enum(c.FailureAction)["enum"], None]},
+            # "" when no rule: the API server refuses a null for an enum, even a nullable one listing it.
+            "action": {"type": "string", "enum": ["", *_enum(c.FailureAction)["enum"]]},
             "counted": {
                 "type": "boolean",
                 "description": "A TaskSet retry was charged for it against retryPolicy.maxRetryCount.",

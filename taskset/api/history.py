@@ -87,7 +87,7 @@ class AttemptRecord:
             "replica": clip_bytes(self.replica, HISTORY_REPLICA_BYTES),
             "exitCode": self.exit_code,
             "rule": clip_bytes(self.rule, HISTORY_RULE_BYTES),
-            "action": None if self.action is None else str(self.action),
+            "action": "" if self.action is None else str(self.action),
             "counted": self.counted,
         }
 

@@ -215,7 +215,7 @@ class RawAttemptRecord(TypedDict):
     replica: str  # <role>-<index>, or "" when no replica's failure ended it
     exitCode: int | None
     rule: str
-    action: str | None
+    action: str  # "" when no rule
     counted: bool  # a TaskSet retry was charged for it
 
 

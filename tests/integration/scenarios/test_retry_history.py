@@ -56,7 +56,7 @@ def test_a_taskset_retried_twice_lists_both_failed_attempts(recorder: Recorder, 
     assert summary(status) == [
         (0, "Failed", "w-1", 3, "default", "RetryCounted", True),
         (1, "Failed", "w-0", 5, "default", "RetryCounted", True),
-        (2, "Succeeded", "", None, "", None, False),
+        (2, "Succeeded", "", None, "", "", False),
     ]
     first, second, third = attempts(status)
     assert first["reason"] == second["reason"] == FAILED_BY_W
@@ -100,7 +100,7 @@ def test_a_controller_killed_between_two_attempts_writes_the_history_once(
     assert (status["state"], status["totalRetriedCount"]) == ("Succeeded", 1)
     assert summary(status) == [
         (0, "Failed", "w-0", 4, "default", "RetryCounted", True),
-        (1, "Succeeded", "", None, "", None, False),
+        (1, "Succeeded", "", None, "", "", False),
     ]
     assert attempts(status)[0] == attempts(pending)[0]
     written_once("killed", recorder.history("killed"))

@@ -75,7 +75,7 @@ def test_describe_lists_the_attempts_and_the_dropped_ones() -> None:
         replica="",
         exitCode=None,
         rule="",
-        action=None,
+        action="",
         counted=False,
         finishAt="2026-01-01T00:00:55Z",
     )
