@@ -46,6 +46,7 @@ from taskset.api.failures import (  # noqa: E402
     RULE_NAME_MAX,
     RULE_NAME_PATTERN,
 )
+from taskset.api.history import FAILED, HISTORY_MAX_ATTEMPTS, SUCCEEDED  # noqa: E402
 from taskset.api.spec import MAX_BACKOFF_FACTOR  # noqa: E402
 from taskset.api.thresholds import PERCENT_PATTERN  # noqa: E402
 from taskset.integrations import framework_env as fw  # noqa: E402
@@ -953,6 +954,9 @@ def _replica_rows() -> Schema:
             "exitCode": {"type": "integer", "format": "int32"},
             "signal": {"type": "integer", "format": "int32"},
             "reason": _string(),
+            # Issue 25: the failure rule's name and why go with the texts (its action is a row flag).
+            "failureRule": _string(),
+            "failureMessage": _string(),
         },
     }
     return {
@@ -1088,12 +1092,22 @@ def _status_schema() -> Schema:
                     "succeeded": {"type": "boolean"},
                     "reason": _string(),
                     "final": {"type": "boolean", "description": "Issue 25: no TaskSet retry may follow."},
+                    "replica": {
+                        "type": "object",
+                        "description": "Issue 25: the replica whose failure ended the attempt.",
+                        "properties": {"role": _string(), "index": _count()},
+                    },
                 },
             },
             "nextRetryAt": {
                 **_time(nullable=True),
                 "description": "Issue 25: when the pending retry is due.",
             },
+            "attemptStartAt": {
+                **_time(nullable=True),
+                "description": "Issue 25: when the current attempt began (entered AttemptPending).",
+            },
+            "attemptHistory": _attempt_history_schema(),
             "conditions": {
                 "type": "array",
                 "items": _condition_schema(),
@@ -1121,6 +1135,43 @@ def _status_schema() -> Schema:
                     **{bucket: _count() for bucket in BUCKETS},
                 },
             },
+        },
+    }
+
+
+def _attempt_history_schema() -> Schema:
+    """Issue 25: the last attempts (taskset.api.history), each entry's texts bounded in bytes."""
+    entry = {
+        "type": "object",
+        "properties": {
+            "attempt": {**_count(), "description": "The attempt's number (totalRetriedCount then)."},
+            "startAt": _time(nullable=True),
+            "finishAt": _time(nullable=True),
+            "outcome": {"type": "string", "enum": [SUCCEEDED, FAILED]},
+            "reason": _string(),
+            "replica": {**_string(), "description": "<role>-<index> of the replica whose failure ended it."},
+            "exitCode": {"type": "integer", "format": "int32", "nullable": True},
+            "rule": {**_string(), "description": "The failure rule that replica's failure matched."},
+            # "" when no rule: the API server refuses a null for an enum, even a nullable one listing it.
+            "action": {"type": "string", "enum": ["", *_enum(c.FailureAction)["enum"]]},
+            "counted": {
+                "type": "boolean",
+                "description": "A TaskSet retry was charged for it against retryPolicy.maxRetryCount.",
+            },
+        },
+    }
+    return {
+        "type": "object",
+        "description": f"Issue 25: the last {HISTORY_MAX_ATTEMPTS} ended attempts, oldest first, and how "
+        "many older ones are no longer listed.",
+        "properties": {
+            "attempts": {
+                "type": "array",
+                "maxItems": HISTORY_MAX_ATTEMPTS,
+                "items": entry,
+                "x-kubernetes-list-type": "atomic",
+            },
+            "dropped": _count(),
         },
     }
 

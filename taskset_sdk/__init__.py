@@ -17,9 +17,19 @@ from taskset_sdk.errors import (
     WaitFailedError,
     WaitTimeoutError,
 )
-from taskset_sdk.views import Condition, EventView, LogTarget, PodView, ReplicaView, RoleView, TaskSetView
+from taskset_sdk.views import (
+    AttemptView,
+    Condition,
+    EventView,
+    LogTarget,
+    PodView,
+    ReplicaView,
+    RoleView,
+    TaskSetView,
+)
 
 __all__ = [
+    "AttemptView",
     "Client",
     "CompletionPolicy",
     "Condition",

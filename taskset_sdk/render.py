@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from taskset_sdk.views import EventView, PodView, ReplicaView, TaskSetView
+from taskset_sdk.views import AttemptView, EventView, PodView, ReplicaView, TaskSetView
 
 __all__ = ["age", "describe", "render_tree", "tree"]
 
@@ -190,6 +190,7 @@ def describe(
     ]
     conditions = [(c.type, c.status, c.reason, c.message) for c in view.conditions]
     out += _indented(table(("TYPE", "STATUS", "REASON", "MESSAGE"), conditions)) if conditions else ["  none"]
+    out += attempt_history(view, now)
     out.append("Roles:")
     for role in view.roles:
         out.append(
@@ -201,6 +202,46 @@ def describe(
     rows = [(e.type, e.reason, age(e.last, now), str(e.count), e.message) for e in events]
     out += _indented(table(("TYPE", "REASON", "AGE", "COUNT", "MESSAGE"), rows)) if rows else ["  none"]
     return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+_HISTORY_HEADER: Final = (
+    "ATTEMPT",
+    "OUTCOME",
+    "REPLICA",
+    "EXIT",
+    "RULE",
+    "ACTION",
+    "COUNTED",
+    "REASON",
+    "ENDED",
+)
+
+
+def attempt_history(view: TaskSetView, now: datetime) -> list[str]:
+    """The ended attempts (issue 25): why each ended and, for a failed one, the replica, exit code and
+    failure rule that ended it, and whether a TaskSet retry was charged for it; the age it ended last."""
+    lines = ["Attempt history:"]
+    if not view.attempts:
+        return [*lines, "  none"]
+    rows = [_history_row(attempt, now) for attempt in view.attempts]
+    lines += _indented(table(_HISTORY_HEADER, rows))
+    if view.attempts_dropped:
+        lines.append(f"  ({view.attempts_dropped} earlier attempts not listed)")
+    return lines
+
+
+def _history_row(attempt: AttemptView, now: datetime) -> tuple[str, ...]:
+    return (
+        str(attempt.attempt),
+        attempt.outcome or NONE,
+        attempt.replica or NONE,
+        NONE if attempt.exit_code is None else str(attempt.exit_code),
+        attempt.rule or NONE,
+        attempt.action or NONE,
+        "yes" if attempt.counted else "no",
+        attempt.reason or NONE,
+        age(attempt.finish_at, now),
+    )
 
 
 def _replica_lines(replica: ReplicaView, pod: PodView | None) -> list[str]:

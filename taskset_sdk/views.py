@@ -14,7 +14,16 @@ from taskset_sdk.constants import (
     FINAL_STATES,
 )
 
-__all__ = ["Condition", "EventView", "LogTarget", "PodView", "ReplicaView", "RoleView", "TaskSetView"]
+__all__ = [
+    "AttemptView",
+    "Condition",
+    "EventView",
+    "LogTarget",
+    "PodView",
+    "ReplicaView",
+    "RoleView",
+    "TaskSetView",
+]
 
 
 def _part(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -128,6 +137,38 @@ class RoleView:
 
 
 @dataclass(frozen=True)
+class AttemptView:
+    """One ended attempt of the TaskSet (``status.attemptHistory.attempts[i]``, issue 25): why it ended,
+    and for a failed one the replica, exit code and failure rule that ended it."""
+
+    attempt: int
+    start_at: str
+    finish_at: str
+    outcome: str  # Succeeded or Failed
+    reason: str
+    replica: str  # "<role>-<index>", or "" when no replica's failure ended it
+    exit_code: int | None
+    rule: str
+    action: str
+    counted: bool  # a TaskSet retry was charged for it (retryPolicy.maxRetryCount)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> AttemptView:
+        return cls(
+            attempt=_int(raw.get("attempt")) or 0,
+            start_at=_text(raw, "startAt"),
+            finish_at=_text(raw, "finishAt"),
+            outcome=_text(raw, "outcome"),
+            reason=_text(raw, "reason"),
+            replica=_text(raw, "replica"),
+            exit_code=_int(raw.get("exitCode")),
+            rule=_text(raw, "rule"),
+            action=_text(raw, "action"),
+            counted=raw.get("counted") is True,
+        )
+
+
+@dataclass(frozen=True)
 class TaskSetView:
     """A TaskSet with its status parsed; ``raw`` keeps the object as the API server returned it."""
 
@@ -146,11 +187,15 @@ class TaskSetView:
     roles: tuple[RoleView, ...]
     conditions: tuple[Condition, ...]
     raw: Mapping[str, Any]
+    # Issue 25: the last ended attempts, oldest first, and how many older ones the status no longer lists.
+    attempts: tuple[AttemptView, ...] = ()
+    attempts_dropped: int = 0
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> TaskSetView:
         meta: Mapping[str, Any] = _part(raw, "metadata")
         status: Mapping[str, Any] = _part(raw, "status")
+        history: Mapping[str, Any] = _part(status, "attemptHistory")
         return cls(
             namespace=_text(meta, "namespace"),
             name=_text(meta, "name"),
@@ -167,6 +212,10 @@ class TaskSetView:
             roles=tuple(RoleView.parse(r) for r in status.get("roleStatus") or ()),
             conditions=tuple(Condition.parse(c) for c in status.get("conditions") or ()),
             raw=raw,
+            attempts=tuple(
+                AttemptView.parse(a) for a in history.get("attempts") or () if isinstance(a, Mapping)
+            ),
+            attempts_dropped=_int(history.get("dropped")) or 0,
         )
 
     @property

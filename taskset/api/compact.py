@@ -424,11 +424,12 @@ def _stamp(epoch: str) -> str | None:
 # ----- the proof -----------------------------------------------------------------------------------------
 
 
-def worst_case_bytes(message_max: int, name_max: int, reason_max: int) -> dict[str, int]:
+def worst_case_bytes(message_max: int, name_max: int, reason_max: int, history_bytes: int) -> dict[str, int]:
     """An upper bound of each part of a compact status at the limits (``MAX_ROLES`` roles,
     ``MAX_TOTAL_REPLICAS`` replicas), every text at its clip bound of characters that each take
     ``WORST_BYTES_PER_CHARACTER`` bytes: ``message_max`` for a message, ``name_max`` for a name,
-    ``reason_max`` for a condition's reason."""
+    ``reason_max`` for a condition's reason; ``history_bytes`` bounds the attempt history (issue 25,
+    ``taskset.api.history.HISTORY_BYTES``, which imports this module)."""
     text = WORST_BYTES_PER_CHARACTER * message_max + 2
     # Top level: 4 messages (phase, state, attempt result, and the keys around them) and one condition of
     # each type, with every scalar field at its widest (timestamps, UIDs, a 64-hex digest, counters).
@@ -450,4 +451,5 @@ def worst_case_bytes(message_max: int, name_max: int, reason_max: int) -> dict[s
         "rows": MAX_TOTAL_REPLICAS * row,
         "texts": TEXTS_BUDGET + stand_ins,
         "details": DETAILS_BUDGET,
+        "history": history_bytes,
     }

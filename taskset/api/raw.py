@@ -196,6 +196,32 @@ class RawAttemptResult(TypedDict):
     succeeded: bool
     reason: str
     final: NotRequired[bool]  # issue 25: no TaskSet retry may follow
+    replica: NotRequired[RawEndedBy]  # issue 25: the replica whose failure ended the attempt
+
+
+class RawEndedBy(TypedDict):
+    role: str
+    index: int
+
+
+class RawAttemptRecord(TypedDict):
+    """Issue 25: one ended attempt in the attempt history (taskset.api.history)."""
+
+    attempt: int
+    startAt: str | None
+    finishAt: str | None
+    outcome: str  # Succeeded or Failed
+    reason: str
+    replica: str  # <role>-<index>, or "" when no replica's failure ended it
+    exitCode: int | None
+    rule: str
+    action: str  # "" when no rule
+    counted: bool  # a TaskSet retry was charged for it
+
+
+class RawAttemptHistory(TypedDict):
+    attempts: list[RawAttemptRecord]
+    dropped: int
 
 
 class RawTaskSetStatus(TypedDict):
@@ -217,6 +243,8 @@ class RawTaskSetStatus(TypedDict):
     observedGeneration: int
     attemptResult: RawAttemptResult | None
     nextRetryAt: NotRequired[str | None]  # issue 25
+    attemptStartAt: NotRequired[str | None]  # issue 25: when the current attempt began
+    attemptHistory: NotRequired[RawAttemptHistory]  # issue 25: the last attempts, bounded
     conditions: list[RawCondition]
     summary: NotRequired[RawStatusSummary]
 

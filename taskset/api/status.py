@@ -40,6 +40,7 @@ from taskset.api.constants import (
     TaskSetPhase,
 )
 from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
+from taskset.api.history import AttemptHistory, ended_by_from_json, ended_by_json
 
 E = TypeVar("E", bound=StrEnum)
 Json = dict[str, Any]
@@ -384,15 +385,27 @@ class AttemptResult:
     succeeded: bool
     reason: str
     final: bool = False  # issue 25: no TaskSet retry may follow (a FailTaskSet rule, a deadline)
+    # Issue 25: the replica (role, index) whose failure ended a failed attempt, for its history entry.
+    replica: tuple[str, int] | None = None
 
     def to_json(self) -> Json:
-        return {"succeeded": self.succeeded, "reason": clip(self.reason, MESSAGE_MAX), "final": self.final}
+        wire: Json = {
+            "succeeded": self.succeeded,
+            "reason": clip(self.reason, MESSAGE_MAX),
+            "final": self.final,
+        }
+        if (
+            self.replica is not None
+        ):  # written only when known: the attempt results of before keep their shape
+            wire["replica"] = ended_by_json(self.replica)
+        return wire
 
     @classmethod
     def from_json(cls, raw: object) -> AttemptResult | None:
         if not isinstance(raw, dict) or not isinstance(raw.get("succeeded"), bool):
             return None
-        return cls(raw["succeeded"], _str(raw.get("reason")), raw.get("final") is True)
+        ended_by = ended_by_from_json(raw.get("replica"))
+        return cls(raw["succeeded"], _str(raw.get("reason")), raw.get("final") is True, ended_by)
 
 
 @dataclass
@@ -418,6 +431,9 @@ class TaskSetStatus:
     next_retry_at: str | None = None  # issue 25: when the pending TaskSet retry is due
     scale: ScaleStatus | None = None  # issue 26: the role spec.scale names, for /scale
     membership: MembershipStatus | None = None  # issue 26: the live membership's generation
+    # Issue 25: when the current attempt began (it entered AttemptPending), and the past attempts.
+    attempt_start_at: str | None = None
+    attempt_history: AttemptHistory = field(default_factory=AttemptHistory)
 
     @property
     def attempt_id(self) -> int:
@@ -484,6 +500,8 @@ class TaskSetStatus:
             "observedGeneration": self.observed_generation,
             "attemptResult": None if self.attempt_result is None else self.attempt_result.to_json(),
             "nextRetryAt": self.next_retry_at,
+            "attemptStartAt": self.attempt_start_at,
+            "attemptHistory": self.attempt_history.to_json(),
             "conditions": [condition.to_json() for condition in self.conditions],
             "summary": self.summary(roles),
             **({} if self.scale is None else {"scale": self.scale.to_json()}),
@@ -526,6 +544,8 @@ class TaskSetStatus:
             next_retry_at=_opt_str(raw.get("nextRetryAt")),
             scale=ScaleStatus.from_json(raw.get("scale")),
             membership=MembershipStatus.from_json(raw.get("membership")),
+            attempt_start_at=_opt_str(raw.get("attemptStartAt")),
+            attempt_history=AttemptHistory.from_json(raw.get("attemptHistory")),
             conditions=[
                 c
                 for c in (Condition.from_json(_dict(r)) for r in _list(raw.get("conditions")))

@@ -40,6 +40,7 @@ from taskset.decide.deadlines import (
     requeue_for_deadline,
 )
 from taskset.decide.deletions import remove_orphaned_pods
+from taskset.decide.history import note_move
 from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
 from taskset.decide.owned import sync_owned
 from taskset.decide.passes import (
@@ -272,9 +273,15 @@ def _unit_name(ctx: PassContext) -> str:
 
 def _decide_attempt(ctx: PassContext, facts: TaskSetFacts) -> bool:
     """Keep the attempt's outcome, since the spec it was decided with goes away with the ControlUnit."""
+    kept = ctx.status.attempt_result
     reason = _attempt_reason(ctx)
     succeeded = reason is not None and facts.attempt_succeeded
-    ctx.status.attempt_result = AttemptResult(succeeded, reason or _unusable(ctx), final=_final(ctx))
+    # Issue 25: the replica that failed the attempt, for its history entry once it ends.
+    outcome = _outcome(ctx) if kept is None and not succeeded else None
+    replica = None if outcome is None else outcome.replica
+    ctx.status.attempt_result = AttemptResult(
+        succeeded, reason or _unusable(ctx), final=_final(ctx), replica=replica
+    )
     return True
 
 
@@ -406,6 +413,7 @@ def _move_taskset(ctx: PassContext, target: TaskSetPhase, message: str, label: s
     source = status.phase
     TASKSET_MACHINE.check(source, target)
     ctx.plan.moves.append(str(target))
+    note_move(status, target, label, ctx.stamp)  # issue 25: the attempt history, in this same write
     status.phase = target
     status.phase_message = message
     status.state_message = message

@@ -28,6 +28,7 @@ class Outcome:
     succeeded: bool
     reason: str
     final: bool = False  # issue 25: a FailTaskSet rule ended the attempt; no TaskSet retry follows
+    replica: tuple[str, int] | None = None  # issue 25: (role, index) of the replica that failed it
 
 
 def role_completion(role: Role, replicas: Sequence[ReplicaStatus]) -> Outcome | None:
@@ -89,19 +90,34 @@ def attempt_outcome(roles: Sequence[Role], statuses: Sequence[RoleStatus]) -> Ou
         if ruled is not None:
             final = ends_attempt(ruled) == FailureAction.FAIL_TASKSET
             reason = f"TaskSet attempt ended by failure {failure_text(ruled)} on {role.name}/{ruled.index}"
-            return Outcome(False, reason, final=final)
+            return Outcome(False, reason, final=final, replica=(role.name, ruled.index))
         verdict = role_verdict(role, status)
         if verdict is True:
             return Outcome(True, f"TaskSet completed beacause taskrole({role.name}) is succeeded ")
         if verdict is False:
-            return Outcome(False, f"TaskSet completed beacause taskrole({role.name}) is failed")
+            reason = f"TaskSet completed beacause taskrole({role.name}) is failed"
+            return Outcome(False, reason, replica=failed_replica(status))
     if all(status.phase == RolePhase.COMPLETED for status in statuses):
         if all(status.state == State.SUCCEEDED for status in statuses):
             return Outcome(True, "TaskSet succeeded beacause all taskrole are succeeded")
-        return Outcome(
-            False, "TaskSet failed beacause all taskrole are completed,but some TaskRole are failed"
-        )
+        failed = next((failed_replica(s) for s in statuses if s.state == State.FAILED), None)
+        reason = "TaskSet failed beacause all taskrole are completed,but some TaskRole are failed"
+        return Outcome(False, reason, replica=failed)
     return None
+
+
+def failed_replica(status: RoleStatus) -> tuple[str, int] | None:
+    """The replica whose failure failed a failed role, for the attempt history (issue 25): one whose
+    failure rule failed the role, else the last one to fail (it reached ``maxFailed``), the lowest index
+    among those that failed in the same second. None for a role that did not fail by a replica."""
+    if status.state != State.FAILED:
+        return None
+    failed = [
+        r for r in status.replicas if r.phase == ReplicaPhase.COMPLETED and not r.stopped and not r.succeeded
+    ]
+    ruled = next((r for r in failed if fails_role(r)), None)
+    last = ruled or max(failed, key=lambda r: (r.transition_time or "", -r.index), default=None)
+    return None if last is None else (status.name, last.index)
 
 
 def _ending_replica(status: RoleStatus) -> ReplicaStatus | None:

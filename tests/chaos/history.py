@@ -30,6 +30,7 @@ from tests.chaos.invariants import (
     Outcome,
     TaskSetRecord,
     Verdict,
+    attempts_recorded_once,
     monotone_status,
     nothing_after_the_end,
     one_attempt_at_a_time,
@@ -298,6 +299,7 @@ class History:
             verdict.extend(monotone_status(record.label, record.statuses))
             verdict.extend(retries_as_matched(record.label, record.statuses))
             verdict.extend(within_retry_limits(record))
+            verdict.extend(attempts_recorded_once(record.label, record.statuses))
         verdict.extend(nothing_after_the_end(pods, records))
         verdict.extend(delays_respected(retry_waits(pods, records)))
         verdict.extend(deadline_respected(pods, records))

@@ -321,6 +321,48 @@ def nothing_after_the_end(pods: Iterable[Lifetime], records: Mapping[str, TaskSe
     return verdict
 
 
+def _listed(status: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], int]:
+    history = status.get("attemptHistory") or {}
+    listed = [a for a in history.get("attempts") or [] if isinstance(a, Mapping)]
+    return listed, int(history.get("dropped") or 0)
+
+
+def attempts_recorded_once(name: str, statuses: Sequence[Mapping[str, Any]]) -> Verdict:
+    """Issue 25's attempt history: attempts are listed in order, an entry once written never changes and
+    is never written again (it only leaves past the bound, counted in ``dropped``), and a finished TaskSet
+    lists every attempt it ran up to its last, each once."""
+    verdict = Verdict()
+    for status in statuses:
+        numbers = [int(a.get("attempt", -1)) for a in _listed(status)[0]]
+        if numbers != sorted(set(numbers)):
+            verdict.violations.append(f"{name}: attempts listed {numbers}")
+    for before, after in itertools.pairwise(statuses):
+        (old, old_dropped), (new, new_dropped) = _listed(before), _listed(after)
+        kept = {int(a.get("attempt", -1)): a for a in new}
+        gone = [a for a in old if int(a.get("attempt", -1)) not in kept]
+        changed = [
+            a.get("attempt")
+            for a in old
+            if int(a.get("attempt", -1)) in kept and kept[int(a["attempt"])] != a
+        ]
+        if changed:
+            verdict.violations.append(f"{name}: attempt records {changed} rewritten")
+        if new_dropped - old_dropped < len(gone):  # more may have come and gone between two sightings
+            verdict.violations.append(
+                f"{name}: {len(gone)} attempts left the history, dropped {old_dropped} -> {new_dropped}"
+            )
+    final = statuses[-1] if statuses else {}
+    listed, dropped = _listed(final)
+    if final.get("state") in FINAL_STATES and listed:
+        numbers = [int(a.get("attempt", -1)) for a in listed]
+        last = int(final.get("totalRetriedCount", 0))
+        if numbers[-1] != last or len(numbers) + dropped != last + 1:
+            verdict.violations.append(
+                f"{name}: attempts {numbers} (+{dropped} dropped) for {last + 1} attempts"
+            )
+    return verdict
+
+
 def same_outcomes(expected: Mapping[str, Outcome], actual: Mapping[str, Outcome]) -> list[str]:
     """Every TaskSet ended as the fault-free run says, with the same retry counts."""
     return [

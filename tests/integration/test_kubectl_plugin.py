@@ -121,39 +121,14 @@ def test_get_json_is_the_same_tree_as_data(cluster: Cluster, namespace: str, kub
     assert [t["name"] for t in listed] == ["live"]
 
 
-GOLDEN_DESCRIBE = """\
-Name:          tree
-Namespace:     {namespace}
-State:         Succeeded
-Phase:         TaskSetCompleted
-Message:       TaskSet completed beacause taskrole(worker) is succeeded
-Attempts:      1 (TaskSet retried 0 times)
-Created:       <time>
-Conditions:
-  TYPE       STATUS  REASON     MESSAGE
-  Running    False   Succeeded  TaskSet completed beacause taskrole(worker) is succeeded
-  Succeeded  True    Succeeded  TaskSet completed beacause taskrole(worker) is succeeded
-Roles:
-  ps: Running (TaskRoleRunning)
-    ps-0: TaskRoleReplicaAttemptRunning, retried 0 times
-      attempt 0: no Pod now, exit -
-      message: Pod is running
-  worker: Succeeded (TaskRoleCompleted) Completion policy MinSucceeded satisfied,succeeded count:2
-    worker-0: TaskRoleReplicaCompleted, retried 0 times
-      attempt 0: no Pod now, exit 0 Completed
-      message: The deletion request of pod has been made
-    worker-1: TaskRoleReplicaCompleted, retried 1 times
-      attempt 0: ended, retried (its Pod was replaced)
-      attempt 1: no Pod now, exit 0 Completed
-      message: The deletion request of pod has been made
-Events:
-  TYPE    REASON                    AGE  COUNT  MESSAGE
-"""
+# The describe of finished_with_a_retry("tree"), its times masked, up to the events' header.
+GOLDEN_DESCRIBE = (ROOT / "tests" / "integration" / "golden" / "kubectl-taskset-describe.txt").read_text()
 
 
 def test_describe_shows_attempts_conditions_and_events(cluster: Cluster, namespace: str, kubectl) -> None:
     finished_with_a_retry(Client(kubeconfig=cluster.kubeconfig, namespace=namespace), "tree")
     text = re.sub(r"Created: +\S+ \(\S+ ago\)", "Created:       <time>", kubectl("describe", "tree").stdout)
+    text = re.sub(r"^(  0 .*  )\S+$", r"\1<age>", text, flags=re.M)  # the attempt's end, as an age
     # The events' columns are as wide as their widest entry (a Warning's type is wider than Normal's).
     head, _, events = re.split(r"^( +TYPE +REASON +AGE +COUNT +MESSAGE)$\n", text, maxsplit=1, flags=re.M)
     assert head.splitlines() == GOLDEN_DESCRIBE.format(namespace=namespace).splitlines()[:-1]
@@ -167,6 +142,28 @@ def test_describe_shows_attempts_conditions_and_events(cluster: Cluster, namespa
         "Normal  TaskSet Succeeded | TaskSet:tree",
         "Normal  TaskSet is running | TaskSet:tree",
     } <= rows, rows
+
+
+def test_describe_lists_why_the_taskset_retried(cluster: Cluster, namespace: str, kubectl) -> None:
+    """Issue 25: the attempt history names the replica, its exit code and the rule of the failed
+    attempt, and that a TaskSet retry was charged for it."""
+    client = Client(kubeconfig=cluster.kubeconfig, namespace=namespace)
+    ends = {sim.DURATION: "300ms", sim.EXIT_CODE: "0", sim.attempt_exit_code(0, 0, 0): "3"}
+    worker = Role("w", 1, pod_template("busybox", ["sh", "-c", "exit 0"], annotations=ends))
+    client.create(TaskSet("again").role(worker).retry(max_retry_count=1))
+    view = client.wait("again", timeout=60)
+    assert [(a.attempt, a.outcome, a.replica, a.exit_code, a.counted) for a in view.attempts] == [
+        (0, "Failed", "w-0", 3, True),
+        (1, "Succeeded", "", None, False),
+    ]
+    text = kubectl("describe", "again").stdout
+    history = text.split("Attempt history:\n", 1)[1].split("Roles:", 1)[0].splitlines()
+    assert [line.split()[:7] for line in history] == [
+        ["ATTEMPT", "OUTCOME", "REPLICA", "EXIT", "RULE", "ACTION", "COUNTED"],
+        ["0", "Failed", "w-0", "3", "default", "RetryCounted", "yes"],
+        ["1", "Succeeded", "-", "-", "-", "-", "no"],
+    ]
+    assert "TaskSet completed beacause taskrole(w) is failed" in history[1]
 
 
 def test_wait_for_a_state_and_its_failure(cluster: Cluster, namespace: str, kubectl) -> None:

@@ -4,6 +4,7 @@ helpers, a recorder of everything the namespace shows, and ``run``, the preamble
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from devcluster import Cluster
 from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder
+from tests.integration.daemon import Daemon
 from tests.integration.harness import FINAL_TIMEOUT, ObjectLog, Recorder, Script, TaskSets, watching
 from tests.integration.scenarios.steps import Run
 
@@ -50,3 +52,18 @@ def run(ts: TaskSets, recorder: Recorder) -> Run:
         return ts.final(obj["metadata"]["name"], timeout=timeout)
 
     return run
+
+
+@pytest.fixture
+def api(cluster: Cluster, namespace: str, crd_installed: None) -> TaskSets:
+    """The API helpers without an in-process controller, for tests that run the controller process."""
+    return TaskSets(cluster, namespace)
+
+
+@pytest.fixture
+def daemon(cluster: Cluster, namespace: str, crd_installed: None, tmp_path: Path) -> Iterator[Daemon]:
+    """The real controller process (``tests.integration.daemon``), stopped after the test."""
+    process = Daemon(cluster, namespace, tmp_path)
+    yield process
+    if process.running():
+        process.stop()

@@ -7,11 +7,9 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kubernetes import client, watch
 
 from devcluster import Cluster
@@ -30,19 +28,6 @@ from tests.integration.harness import (
     run_forever,
 )
 from tests.integration.scenarios.steps import fails_first
-
-
-@pytest.fixture
-def api(cluster: Cluster, namespace: str, crd_installed: None) -> TaskSets:
-    return TaskSets(cluster, namespace)
-
-
-@pytest.fixture
-def daemon(cluster: Cluster, namespace: str, crd_installed: None, tmp_path: Path) -> Iterator[Daemon]:
-    process = Daemon(cluster, namespace, tmp_path)
-    yield process
-    if process.running():
-        process.stop()
 
 
 def replica_field(api: TaskSets, name: str, role: str, index: int, key: str) -> Any:

@@ -10,6 +10,7 @@ import pytest
 from tests.chaos.invariants import (
     Lifetime,
     Outcome,
+    attempts_recorded_once,
     monotone_status,
     one_attempt_at_a_time,
     one_pod_per_replica,
@@ -104,6 +105,51 @@ def status(
 )
 def test_monotone_status(statuses: list[dict[str, Any]], violations: int) -> None:
     assert len(monotone_status("ts", statuses).violations) == violations
+
+
+def listing(
+    *attempts: int, dropped: int = 0, state: str = "Running", retried: int = 0, reason: str = "x"
+) -> dict[str, Any]:
+    entries = [{"attempt": n, "outcome": "Failed", "reason": reason} for n in attempts]
+    return {
+        "state": state,
+        "totalRetriedCount": retried,
+        "attemptHistory": {"attempts": entries, "dropped": dropped},
+    }
+
+
+@pytest.mark.parametrize(
+    ("statuses", "violations"),
+    [
+        pytest.param(
+            [
+                listing(),
+                listing(0, retried=1),
+                listing(0, 1, retried=2),
+                listing(0, 1, 2, state="Failed", retried=2),
+            ],
+            0,
+            id="a run retried twice",
+        ),
+        pytest.param([{}, listing(0, state="Succeeded")], 0, id="a status of before the history"),
+        pytest.param(
+            [
+                listing(*range(10), retried=10),
+                listing(*range(1, 11), dropped=1, state="Succeeded", retried=10),
+            ],
+            0,
+            id="the oldest dropped past the bound",
+        ),
+        pytest.param([listing(0), listing(0, 0)], 1, id="an attempt listed twice"),
+        pytest.param([listing(1, 0)], 1, id="attempts out of order"),
+        pytest.param([listing(0), listing(0, reason="y")], 1, id="a record rewritten"),
+        pytest.param([listing(0, 1), listing(1)], 1, id="a record lost without being counted"),
+        pytest.param([listing(0, 2, state="Failed", retried=2)], 1, id="a finished run missing an attempt"),
+        pytest.param([listing(0, state="Failed", retried=1)], 1, id="a finished run missing its last"),
+    ],
+)
+def test_attempts_recorded_once(statuses: list[dict[str, Any]], violations: int) -> None:
+    assert len(attempts_recorded_once("ts", statuses).violations) == violations
 
 
 def test_same_outcomes_names_each_difference() -> None:

@@ -223,6 +223,7 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
         "phase", "phaseMessage", "transitionTime", "state", "stateMessage", "controlUnitUID", "createdAt",
         "startAt", "finishAt", "totalRetriedCount", "preemptCount", "roleStatus", "observedGeneration",
         "conditions", "summary", "attemptResult", "attemptSpecDigest", "nextRetryAt", "scale", "membership",
+        "attemptStartAt", "attemptHistory",
     }  # fmt: skip
     assert status["properties"]["phase"]["enum"] == [str(p) for p in c.TaskSetPhase]
     role = status["properties"]["roleStatus"]["items"]
@@ -231,8 +232,12 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
     assert replica["properties"]["phase"]["enum"] == [str(p) for p in c.ReplicaPhase]
     nullable = sorted(path for path, schema in walk(status) if schema.get("nullable"))
     assert nullable == [
+        ".attemptHistory.attempts[].exitCode",
+        ".attemptHistory.attempts[].finishAt",
+        ".attemptHistory.attempts[].startAt",
         ".attemptResult",
         ".attemptSpecDigest",
+        ".attemptStartAt",
         ".controlUnitUID",
         ".createdAt",
         ".finishAt",

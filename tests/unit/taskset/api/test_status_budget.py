@@ -33,6 +33,7 @@ from taskset.api.constants import (
     FailureAction,
     ReplicaPhase,
 )
+from taskset.api.history import HISTORY_BYTES, HISTORY_MAX_ATTEMPTS, AttemptHistory, AttemptRecord
 from taskset.api.spec import ValidationFailure, parse_taskset
 from taskset.api.status import (
     AttemptResult,
@@ -88,6 +89,27 @@ def worst_replica(index: int, role: str) -> ReplicaStatus:
     )
 
 
+def worst_history() -> AttemptHistory:
+    """Issue 25: the attempt history at its bound, every text of every entry long and of six-byte
+    characters, every number at its widest."""
+    records = tuple(
+        AttemptRecord(
+            attempt=MAX_RETRY_COUNT - n,
+            start_at=T0,
+            finish_at=T0,
+            succeeded=False,
+            reason=worst_text(bounds.MESSAGE_MAX, n),
+            counted=False,
+            replica=worst_text(999, n),
+            exit_code=-(2**31),
+            rule=worst_text(999, n),
+            action=FailureAction.RESTART_TASKSET,
+        )
+        for n in reversed(range(HISTORY_MAX_ATTEMPTS))
+    )
+    return AttemptHistory(records, dropped=MAX_RETRY_COUNT)
+
+
 def worst_status() -> TaskSetStatus:
     """The largest supported TaskSet (MAX_ROLES roles, MAX_TOTAL_REPLICAS replicas) at its widest."""
     per_role = MAX_TOTAL_REPLICAS // MAX_ROLES
@@ -109,7 +131,11 @@ def worst_status() -> TaskSetStatus:
         total_retried_count=MAX_RETRY_COUNT + 1,
         roles=roles,
         observed_generation=2**62,
-        attempt_result=AttemptResult(False, worst_text(bounds.MESSAGE_MAX, 3)),
+        attempt_result=AttemptResult(
+            False, worst_text(bounds.MESSAGE_MAX, 3), replica=(worst_text(999, 5), 9999)
+        ),
+        attempt_start_at=T0,
+        attempt_history=worst_history(),
     )
     for kind in ConditionType:
         status.set_condition(kind, ConditionStatus.UNKNOWN, "R" * 1024, worst_text(bounds.MESSAGE_MAX, 4), T0)
@@ -117,7 +143,7 @@ def worst_status() -> TaskSetStatus:
 
 
 def test_the_largest_supported_taskset_at_its_widest_fits_in_the_budget() -> None:
-    bound = worst_case_bytes(bounds.MESSAGE_MAX, POD_NAME_MAX_LENGTH, 1024)
+    bound = worst_case_bytes(bounds.MESSAGE_MAX, POD_NAME_MAX_LENGTH, 1024, HISTORY_BYTES)
     status = worst_status()
     written = status.to_json()
     size = json_bytes(written)
