@@ -75,7 +75,7 @@ def queued(name: str, priority: int, seconds: float, queue: str) -> Planned:
     template["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
     obj = TaskSetBuilder(name).role("r", 1, template=template).priority(priority).obj()
     obj["metadata"]["labels"] = {QUEUE_LABEL: queue}
-    return Planned(obj, Outcome("Succeeded", 0, (("r", 0, 0),)))
+    return Planned(obj, Outcome("Succeeded", 0, (("r", 0, 0, 0),)))
 
 
 def test_preemption_under_sigkill_counts_nothing_and_duplicates_nothing(
