@@ -38,16 +38,17 @@ from typing import Any
 import pytest
 
 from devcluster import Cluster, free_port, sim
-from hack.image_digest import SOURCE_LABEL, source_digest
+from hack.image_build import built_from
+from hack.image_digest import source_digest
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.daemon import json_records, scrape, token_of
 from tests.integration.harness import TaskSets, eventually
+from tests.integration.image_session import IMAGE, background
 from tests.integration.manifests import apply_base_rbac, remove_cluster_rbac
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-IMAGE = os.environ.get("TASKSET_TEST_IMAGE", "localhost/taskset-controller:0.1.0")
 PODMAN = ("podman", "--runtime", "runc")
 SERVICE_ACCOUNT = "taskset-controller"
 PROJECTED = "/var/run/secrets/kubernetes.io/serviceaccount"  # where a kubelet mounts the token volume
@@ -80,23 +81,19 @@ def ulimits() -> list[str]:
     return options
 
 
-def built_from(image: str) -> str | None:
-    """The source digest the image was built from; None without podman or without the image."""
-    if shutil.which("podman") is None:
-        return None
-    inspected = podman("image", "inspect", "--format", f'{{{{index .Labels "{SOURCE_LABEL}"}}}}', image)
-    return inspected.stdout.strip() if inspected.returncode == 0 else None
-
-
 @pytest.fixture(scope="module")
-def image() -> str:
-    """The image of this tree's sources, built if needed; its size goes to the test's output."""
+def image(request: pytest.FixtureRequest) -> str:
+    """The image of this tree's sources: the session's background build awaited, or built here if the
+    session started none (it was fresh then); its size goes to the test's output."""
     if shutil.which("podman") is None and os.environ.get("CI") != "true":
         pytest.skip("podman is not installed (`make image-tools` installs podman, runc and mmdebstrap)")
+    started = background(request.config)
+    if started is not None:
+        started.wait(BUILD_TIMEOUT)  # the rest of the build, at full speed now that the tests wait
     wanted = source_digest()
     if built_from(IMAGE) != wanted:
         built = subprocess.run(
-            ["make", "image", f"IMAGE={IMAGE}", f"PYTHON={sys.executable}"],
+            [sys.executable, "-m", "hack.image_build", IMAGE, sys.executable],
             cwd=ROOT,
             capture_output=True,
             text=True,
