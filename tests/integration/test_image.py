@@ -5,9 +5,11 @@ the controller takes its in-cluster path. It registers the CRD and reconciles a 
 the embedded control plane as that ServiceAccount (the base's RBAC, a TokenRequest token), serves its
 probes and its secure metrics, and stops cleanly on SIGTERM within the grace period.
 
-The image is ``make image`` (Debian bases from mmdebstrap, then the Dockerfile), built by the test when it
-is missing or was built from other sources than these (its label ``SOURCE_LABEL`` is not this tree's
-digest). Without podman the test is skipped, except under ``CI=true``: there ``make image`` installs
+The image is ``make image`` (Debian bases from mmdebstrap, then the Dockerfile), built when it is missing
+or was built from other sources than these (its label ``hack.image_digest.SOURCE_LABEL`` is not this
+tree's digest): by the session in the background from its start (``image_session``,
+``hack/image_build.py``), which the ``image`` fixture awaits, or by the fixture itself if the session
+started none. Without podman the test is skipped, except under ``CI=true``: there the build installs
 podman, runc and mmdebstrap first (``make image-tools``), and any failure is a test failure.
 
 Resource limits: podman asks runc to raise RLIMIT_NOFILE and RLIMIT_NPROC to 1048576 for a rootful
