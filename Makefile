@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 IMAGE ?= localhost/taskset-controller:0.1.0
 
 .PHONY: chaos setup binaries test unit integration lint demo bench cluster-up cluster-down clean image image-base \
-	image-tools docs
+	image-tools image-locked docs
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -91,7 +91,13 @@ HOST_CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 
 # The image is labelled with the digest of the sources it was built from (hack/image_digest.py), so that
 # tests/integration/test_image.py can tell an image of older sources under the same tag and rebuild it.
-image: image-base
+# One build at a time: `image` holds IMAGE_LOCK (flock) around the bases and the Dockerfile, as the test
+# session's background build does (hack/image_build.py, which runs image-locked with the lock held).
+IMAGE_LOCK ?= /tmp/taskset-image.lock
+image: image-tools
+	flock $(IMAGE_LOCK) $(MAKE) --no-print-directory image-locked
+
+image-locked: image-base
 	$(PODMAN) build --network host --tag $(IMAGE) \
 		--label cn.pcl.openi.octopus.source-digest=$$($(PYTHON) hack/image_digest.py) \
 		$(if $(wildcard $(HOST_CA_BUNDLE)),--volume $(HOST_CA_BUNDLE):/etc/ssl/certs/ca-certificates.crt:ro) \

@@ -23,6 +23,7 @@ from devcluster.kueue import Kueue
 from taskset.api import constants as c
 from taskset.integrations import BUILT_IN, Integration
 from taskset.runtime.controller import Controller, ControllerSettings
+from tests.integration import image_session
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
@@ -35,6 +36,15 @@ SYNC_TIMEOUT = 30.0
 # Hardened clusters (OpenShift and others) check that whoever sets blockOwnerDeletion may update the
 # owner's finalizers; on here so that test_rbac proves the manifests' RBAC holds there too.
 TEST_ADMISSION_PLUGINS = ("--enable-admission-plugins=OwnerReferencesPermissionEnforcement",)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The controller image, if the session runs its test and it is stale, builds while the others run."""
+    image_session.start(session)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    image_session.stop(session)
 
 
 @pytest.fixture(scope="session")

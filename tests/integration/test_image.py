@@ -5,9 +5,11 @@ the controller takes its in-cluster path. It registers the CRD and reconciles a 
 the embedded control plane as that ServiceAccount (the base's RBAC, a TokenRequest token), serves its
 probes and its secure metrics, and stops cleanly on SIGTERM within the grace period.
 
-The image is ``make image`` (Debian bases from mmdebstrap, then the Dockerfile), built by the test when it
-is missing or was built from other sources than these (its label ``SOURCE_LABEL`` is not this tree's
-digest). Without podman the test is skipped, except under ``CI=true``: there ``make image`` installs
+The image is ``make image`` (Debian bases from mmdebstrap, then the Dockerfile), built when it is missing
+or was built from other sources than these (its label ``hack.image_digest.SOURCE_LABEL`` is not this
+tree's digest): by the session in the background from its start (``image_session``,
+``hack/image_build.py``), which the ``image`` fixture awaits, or by the fixture itself if the session
+started none. Without podman the test is skipped, except under ``CI=true``: there the build installs
 podman, runc and mmdebstrap first (``make image-tools``), and any failure is a test failure.
 
 Resource limits: podman asks runc to raise RLIMIT_NOFILE and RLIMIT_NPROC to 1048576 for a rootful
@@ -38,16 +40,17 @@ from typing import Any
 import pytest
 
 from devcluster import Cluster, free_port, sim
-from hack.image_digest import SOURCE_LABEL, source_digest
+from hack.image_build import built_from
+from hack.image_digest import source_digest
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.daemon import json_records, scrape, token_of
 from tests.integration.harness import TaskSets, eventually
+from tests.integration.image_session import IMAGE, background
 from tests.integration.manifests import apply_base_rbac, remove_cluster_rbac
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-IMAGE = os.environ.get("TASKSET_TEST_IMAGE", "localhost/taskset-controller:0.1.0")
 PODMAN = ("podman", "--runtime", "runc")
 SERVICE_ACCOUNT = "taskset-controller"
 PROJECTED = "/var/run/secrets/kubernetes.io/serviceaccount"  # where a kubelet mounts the token volume
@@ -80,23 +83,19 @@ def ulimits() -> list[str]:
     return options
 
 
-def built_from(image: str) -> str | None:
-    """The source digest the image was built from; None without podman or without the image."""
-    if shutil.which("podman") is None:
-        return None
-    inspected = podman("image", "inspect", "--format", f'{{{{index .Labels "{SOURCE_LABEL}"}}}}', image)
-    return inspected.stdout.strip() if inspected.returncode == 0 else None
-
-
 @pytest.fixture(scope="module")
-def image() -> str:
-    """The image of this tree's sources, built if needed; its size goes to the test's output."""
+def image(request: pytest.FixtureRequest) -> str:
+    """The image of this tree's sources: the session's background build awaited, or built here if the
+    session started none (it was fresh then); its size goes to the test's output."""
     if shutil.which("podman") is None and os.environ.get("CI") != "true":
         pytest.skip("podman is not installed (`make image-tools` installs podman, runc and mmdebstrap)")
+    started = background(request.config)
+    if started is not None:
+        started.wait(BUILD_TIMEOUT)  # the rest of the build, at full speed now that the tests wait
     wanted = source_digest()
     if built_from(IMAGE) != wanted:
         built = subprocess.run(
-            ["make", "image", f"IMAGE={IMAGE}", f"PYTHON={sys.executable}"],
+            [sys.executable, "-m", "hack.image_build", IMAGE, sys.executable],
             cwd=ROOT,
             capture_output=True,
             text=True,
