@@ -140,6 +140,9 @@ def test_the_controller_runs_queued_and_gang_tasksets_as_its_service_account(
             .obj()
         )
         gang["spec"]["gang"] = {"scheduler": "coscheduling"}
+        # Keep the last attempt's ControlUnit, and so its PodGroup, after the end: with the default `All`
+        # the PodGroup goes with the ControlUnit, racing the listing below (a cold CI run lost that race).
+        gang["spec"]["cleanPodPolicy"] = "None"
         ts.create(gang)
         (pod,) = eventually(lambda: ts.pods("queued") or None, 90, "the queued TaskSet admitted")
         assert pod["spec"]["nodeSelector"] == {"rbac-flavor": f"rbac-{namespace}"}
