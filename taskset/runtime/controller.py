@@ -199,8 +199,6 @@ class Controller:
                 on_add=self._read_added, on_update=lambda old, new: self._read_added(new)
             )
         for informer in self._integration_caches():
-            if informer in self.read.values():
-                continue
             informer.add_event_handler(
                 on_add=self._created,
                 on_update=lambda old, new: self._enqueue_owner_batched(new),
@@ -208,10 +206,8 @@ class Controller:
             )
 
     def _integration_caches(self) -> list[SharedInformer]:
-        """The caches of owned kinds other than ConfigMaps (whose cache is the ControlUnits'), and of the
-        kinds integrations read."""
-        owned = [informer for informer in self.owned.values() if informer is not self.units]
-        return [*owned, *self.read.values()]
+        """The caches of owned kinds other than ConfigMaps (whose cache is the ControlUnits')."""
+        return [informer for informer in self.owned.values() if informer is not self.units]
 
     def _enqueue_taskset(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(dict(obj))
@@ -300,7 +296,13 @@ class Controller:
         """Whether every cache has synced (the daemon's readiness); workers may not have started yet."""
         return self._synced.is_set() or all(
             informer.has_synced()
-            for informer in (self.tasksets, self.pods, self.units, *self._integration_caches())
+            for informer in (
+                self.tasksets,
+                self.pods,
+                self.units,
+                *self._integration_caches(),
+                *self.read.values(),
+            )
         )
 
     def wait_for_sync(self, timeout: float) -> bool:
