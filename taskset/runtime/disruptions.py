@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from informers import DeletedFinalStateUnknown
@@ -29,8 +29,11 @@ _DISRUPTED: Final = (POD_CONDITION_DISRUPTION_TARGET, "True")
 class Disruptions:
     """Thread-safe: the cache's delete handler writes, the workers read."""
 
-    def __init__(self, kept: int = KEPT) -> None:
+    def __init__(self, kept: int = KEPT, view: Callable[[Mapping[str, Any]], PodView] = pod_view) -> None:
+        """``view``: how a Pod is viewed; the reconciler's memo (``PodViews.of``), which has usually seen
+        the deleted version already, so a deletion costs no second view of it."""
         self._kept = kept
+        self._view = view
         self._lock = threading.Lock()
         # (namespace, TaskSet name) -> Pod name -> its last view; and the entries in age order.
         self._views: dict[tuple[str, str], dict[str, PodView]] = {}
@@ -41,7 +44,7 @@ class Disruptions:
         raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if not isinstance(raw, Mapping):
             return
-        view = pod_view(raw)
+        view = self._view(raw)
         namespace = (raw.get("metadata") or {}).get("namespace")
         if _DISRUPTED not in view.conditions or not view.taskset_name or not isinstance(namespace, str):
             return

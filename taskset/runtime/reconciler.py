@@ -161,7 +161,8 @@ class Reconciler:
         self._checks = spec_checks(settings.integrations)
         self._snapshots = Snapshots()
         self._pod_views = PodViews()
-        self.disruptions = Disruptions()  # the Pod cache's delete handler feeds it (issue 25)
+        # The Pod cache's delete handler feeds it (issue 25).
+        self.disruptions = Disruptions(view=self._pod_views.of)
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
