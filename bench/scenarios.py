@@ -26,7 +26,8 @@ from devcluster import sim
 from taskset.api import constants as c
 from taskset.api.names import pod_name
 from taskset.api.spec import ParsedTaskSet, parse_taskset
-from taskset.integrations import BUILT_IN, Attempt, spec_checks
+from taskset.api.views import Observed
+from taskset.integrations import BUILT_IN, Attempt, pod_decorations, spec_checks
 from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.owned import control_unit_owner, manifest
 from taskset.objects.pods import PodIdentity, build_pod
@@ -34,6 +35,7 @@ from taskset.objects.pods import PodIdentity, build_pod
 RUN_SECONDS = 5.0
 WORKERS_PER_TASKSET = 4
 CHURN_FRACTION = 0.2
+NOTHING_OBSERVED = Observed(control_unit=None)  # a first attempt's Pods, before anything is admitted
 RAW_LABEL = "bench-raw-taskset"  # in place of the TaskSet label: the controller must not see raw Pods
 
 
@@ -127,14 +129,22 @@ def replicas_of(obj: dict[str, Any]) -> list[str]:
 def raw_pod(name: str, namespace: str, unit: dict[str, Any]) -> dict[str, Any]:
     """A Pod as the controller makes one for a TaskSet without network identity (its identity decoration
     only), owned by ``unit`` and under ``RAW_LABEL``: the unit of ``bench.prices``' per-request prices."""
-    meta = unit["metadata"]
     template = taskset("raw", 1, ps=False)["spec"]["roles"][0]["template"]
-    identity = PodIdentity(
-        taskset="raw",
+    identity = _raw_identity("raw", "worker", 0, name=name, namespace=namespace, unit=unit)
+    return _raw_labelled(build_pod(template, identity, (identity_decoration(identity),)))
+
+
+def _raw_identity(
+    taskset: str, role: str, index: int, *, name: str, namespace: str, unit: dict[str, Any]
+) -> PodIdentity:
+    """A first-attempt replica's identity, owned by the raw client's ``unit`` ConfigMap."""
+    meta = unit["metadata"]
+    return PodIdentity(
+        taskset=taskset,
         namespace=namespace,
         taskset_uid=meta["uid"],
-        role="worker",
-        index=0,
+        role=role,
+        index=index,
         name=name,
         control_unit_name=meta["name"],
         control_unit_uid=meta["uid"],
@@ -142,7 +152,6 @@ def raw_pod(name: str, namespace: str, unit: dict[str, Any]) -> dict[str, Any]:
         replica_attempt=0,
         proof="0" * 64,
     )
-    return _raw_labelled(build_pod(template, identity, (identity_decoration(identity),)))
 
 
 def raw_copies(
@@ -164,24 +173,11 @@ def raw_copies(
         )
         for role in parsed.spec.roles:
             for index in range(role.replicas):
-                identity = PodIdentity(
-                    taskset=parsed.name,
-                    namespace=namespace,
-                    taskset_uid=meta["uid"],
-                    role=role.name,
-                    index=index,
-                    name=pod_name(parsed.name, role.name, index),
-                    control_unit_name=meta["name"],
-                    control_unit_uid=meta["uid"],
-                    taskset_attempt=0,
-                    replica_attempt=0,
-                    proof="0" * 64,
+                name = pod_name(parsed.name, role.name, index)
+                identity = _raw_identity(
+                    parsed.name, role.name, index, name=name, namespace=namespace, unit=unit
                 )
-                decorations = tuple(
-                    decoration
-                    for integration in BUILT_IN
-                    if (decoration := integration.decorate_pod(attempt, role, identity)) is not None
-                )
+                decorations = pod_decorations(BUILT_IN, attempt, role, identity, NOTHING_OBSERVED)
                 pods.append(_raw_labelled(build_pod(role.template, identity, decorations)))
         owner = control_unit_owner(meta["name"], meta["uid"])
         for wanted in (o for integration in BUILT_IN for o in integration.owned_objects(attempt)):

@@ -57,6 +57,7 @@ from taskset.decide.waiting import (
     terminating_message,
     wait_kind,
 )
+from taskset.integrations import pod_decorations
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
 
@@ -232,20 +233,11 @@ def _create_pod(ctx: PassContext, at: ReplicaAt) -> bool:
 
 
 def _decorations(ctx: PassContext, role: Role, identity: PodIdentity) -> tuple[PodDecoration, ...]:
-    """What each integration adds to this replica's Pod, in registration order (each one's own
-    additions, then what it adds to the whole role from what the pass observed)."""
+    """What the integrations add to this replica's Pod (``pod_decorations``)."""
     attempt = attempt_of(ctx)
     if attempt is None:
         return ()
-    return tuple(
-        decoration
-        for integration in ctx.settings.integrations
-        for decoration in (
-            integration.decorate_pod(attempt, role, identity),
-            integration.decorate_role(attempt, role, ctx.observed),
-        )
-        if decoration is not None
-    )
+    return pod_decorations(ctx.settings.integrations, attempt, role, identity, ctx.observed)
 
 
 def _adopt_pod(ctx: PassContext, at: ReplicaAt) -> bool:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from taskset.api.spec import SpecCheck
+from taskset.api.spec import Role, SpecCheck
+from taskset.api.views import Observed
 from taskset.integrations.base import Attempt, CheckFailure, Integration
 from taskset.integrations.framework_env import FrameworkEnv
 from taskset.integrations.headless_service import HeadlessService
@@ -17,6 +18,8 @@ from taskset.integrations.identity_env import IdentityEnv
 from taskset.integrations.membership import Membership
 from taskset.integrations.peer_env import PeerEnv
 from taskset.integrations.start_order import StartOrder
+from taskset.objects.decorations import PodDecoration
+from taskset.objects.pods import PodIdentity
 
 BUILT_IN: tuple[Integration, ...] = (
     IdentityEnv(),
@@ -33,4 +36,25 @@ def spec_checks(integrations: Sequence[Integration]) -> tuple[SpecCheck, ...]:
     return tuple(integration.check for integration in integrations)
 
 
-__all__ = ["BUILT_IN", "Attempt", "CheckFailure", "Integration", "spec_checks"]
+def pod_decorations(
+    integrations: Sequence[Integration],
+    attempt: Attempt,
+    role: Role,
+    identity: PodIdentity,
+    observed: Observed,
+) -> tuple[PodDecoration, ...]:
+    """What each integration adds to one replica's Pod, in registration order (each one's own additions,
+    then what it adds to the whole role from what the pass observed): the controller's Pods, and the
+    bench's raw copies of them, are decorated by this one function."""
+    return tuple(
+        decoration
+        for integration in integrations
+        for decoration in (
+            integration.decorate_pod(attempt, role, identity),
+            integration.decorate_role(attempt, role, observed),
+        )
+        if decoration is not None
+    )
+
+
+__all__ = ["BUILT_IN", "Attempt", "CheckFailure", "Integration", "pod_decorations", "spec_checks"]
