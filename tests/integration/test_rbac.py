@@ -25,7 +25,8 @@ import pytest
 from devcluster import Cluster, sim
 from taskset.api import constants as c
 from taskset.daemon.metrics_auth import DECISION_TTL
-from taskset.daemon.tls import CERT_FILE, KEY_FILE, self_signed
+from taskset.daemon.tls import CERT_FILE, KEY_FILE
+from taskset.daemon.tls_mint import self_signed
 from tests.builders import TaskSetBuilder, pod_template
 from tests.docs import Rule, documented_rbac_rules
 from tests.integration.daemon import Daemon, account_kubeconfig, scrape, scratch_namespace, token_of

@@ -1,5 +1,6 @@
 """The TLS context of /metrics (issue 27, item 3): the self-signed certificate made at start, and a
-mounted one. A handshake over a socket pair proves the context serves what it was given."""
+mounted one. A handshake over a socket pair proves the context serves what it was given. The certificate
+is made by a child process, so the daemon never loads ``cryptography`` (issue 30's memory at rest)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import datetime
 import ipaddress
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -14,7 +17,8 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
-from taskset.daemon.tls import CERT_FILE, KEY_FILE, VALIDITY, SelfSigned, self_signed, server_context
+from taskset.daemon.tls import CERT_FILE, KEY_FILE, server_context
+from taskset.daemon.tls_mint import VALIDITY, SelfSigned, self_signed
 
 pytestmark = pytest.mark.unit
 
@@ -108,3 +112,24 @@ def test_a_pair_holds_pem() -> None:
     assert isinstance(pair, SelfSigned)
     assert pair.cert_pem.startswith(b"-----BEGIN CERTIFICATE-----")
     assert pair.key_pem.startswith(b"-----BEGIN PRIVATE KEY-----")
+
+
+def test_the_daemon_serves_a_self_signed_certificate_without_loading_the_certificate_library() -> None:
+    """In a fresh interpreter: the daemon's modules and a self-signed context leave ``cryptography``
+    unimported (its bindings are 8 MiB of RSS for the daemon's whole life)."""
+    probe = (
+        "import sys, taskset.daemon.main\n"
+        "from taskset.daemon.tls import server_context\n"
+        "server_context()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cryptography', '_cffi_backend')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_failing_certificate_maker_is_an_os_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # the child the context runs
+    with pytest.raises(OSError, match="making the self-signed /metrics certificate failed"):
+        server_context()
