@@ -10,7 +10,7 @@ export GOTOOLCHAIN := local
 PYTEST_ARGS ?=
 IMAGE ?= localhost/taskset-controller:0.1.0
 
-.PHONY: chaos setup binaries test unit integration lint demo bench cluster-up cluster-down clean image image-base \
+.PHONY: chaos setup binaries control-plane test unit integration lint demo bench cluster-up cluster-down clean image image-base \
 	image-tools image-locked docs
 
 $(STAMP): setup.cfg pyproject.toml
@@ -24,12 +24,17 @@ setup: $(STAMP)
 binaries: setup
 	$(PY) -m devcluster build
 
+# The control plane only: the test session builds the add-ons (Kueue, CoreDNS, the coscheduling
+# scheduler) in the background while the first tests run (tests/integration/addon_session.py).
+control-plane: setup
+	$(PY) -m devcluster build --part control-plane
+
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: setup binaries lint
+test: setup control-plane lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 unit: setup

@@ -104,7 +104,7 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    for name, path in build.build_all().items():
+    for name, path in build.build_all(build.PARTS[args.part]).items():
         print(f"{name}\t{path}")
     return 0
 
@@ -124,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state directory (default %(default)s)")
         p.add_argument("--nodes", type=int, default=4, help="simulated nodes (default %(default)s)")
         p.add_argument("--compaction", default="5m", help="etcd compaction interval (default %(default)s)")
+    sub.choices["build"].add_argument(
+        "--part", choices=tuple(build.PARTS), default="all", help="what to build"
+    )
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

@@ -3,15 +3,22 @@
 Each upstream project has its own wrapper module under ``devcluster/go/<name>`` (go.mod/go.sum committed),
 so Kubernetes', etcd's and kwok's dependency graphs never have to agree. Binaries land in
 ``<cache>/<name>-<version>/`` and a finished directory is reused as is: once built, a run costs nothing.
+
+Two processes may build at once (the test session's background build of the add-ons, and a fixture that
+needs one of them now): each component is built under a file lock of its own, and whoever waited for it
+finds the directory complete and builds nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,14 +77,16 @@ ETCD = Component("etcd", {"etcd": "go.etcd.io/etcd/server/v3"})
 KWOK = Component("kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
 COMPONENTS = (ETCD, KWOK, KUBERNETES)  # the control plane: every Cluster needs them
 # Started only by the tests that need them (issue 23: CoreDNS resolves the replicas' names; issue 24:
-# Kueue and the coscheduling scheduler, devcluster/kueue.py and devcluster/coscheduling.py), but built
-# with the rest by ``make binaries``, so that no test builds them on its own clock.
+# Kueue and the coscheduling scheduler, devcluster/kueue.py and devcluster/coscheduling.py). ``make
+# binaries`` builds them with the rest; ``make test`` builds only the control plane in the foreground and
+# the session builds these in the background (tests/integration/addon_session.py), in the order the
+# suite first needs them (Kueue: the chaos suite, which runs first).
 COREDNS = Component("coredns", {"coredns": "github.com/coredns/coredns"})
 KUEUE = Component("kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"})
 SCHEDULER_PLUGINS = Component(
     "scheduler-plugins", {"scheduler-plugins": "sigs.k8s.io/scheduler-plugins/cmd/scheduler"}
 )
-ADDONS = (COREDNS, KUEUE, SCHEDULER_PLUGINS)
+ADDONS = (KUEUE, COREDNS, SCHEDULER_PLUGINS)
 
 
 def module_dir(component: Component, module: str) -> Path:
@@ -111,6 +120,27 @@ def build(component: Component) -> Path:
     target = component_dir(component)
     if is_built(component):
         return target
+    with _build_lock(target):
+        if not is_built(component):  # built by whoever held the lock before
+            _build_into(component, target)
+    return target
+
+
+@contextlib.contextmanager
+def _build_lock(target: Path) -> Iterator[None]:
+    """Held while ``target`` is built: ``<target>.lock`` beside it, released when the holder dies too."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.with_name(target.name + ".lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _log(f"waiting for another process's build of {target.name}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _build_into(component: Component, target: Path) -> None:
+    """``go build`` every binary of ``component`` into a staging directory, then rename it ``target``."""
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -136,7 +166,6 @@ def build(component: Component) -> Path:
     (staging / DONE_MARKER).write_text(f"{time.monotonic() - started:.0f}s\n")
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
-    return target
 
 
 def build_all(components: tuple[Component, ...] = COMPONENTS + ADDONS) -> dict[str, Path]:
@@ -146,6 +175,13 @@ def build_all(components: tuple[Component, ...] = COMPONENTS + ADDONS) -> dict[s
         directory = build(component)
         paths.update({binary: directory / binary for binary in component.packages})
     return paths
+
+
+PARTS: dict[str, tuple[Component, ...]] = {
+    "all": COMPONENTS + ADDONS,
+    "control-plane": COMPONENTS,
+    "add-ons": ADDONS,
+}
 
 
 def binary_paths() -> dict[str, Path]:

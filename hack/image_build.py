@@ -3,7 +3,7 @@
 A cold ``make image`` takes about 8 minutes (two mmdebstrap bases, then the Dockerfile). Paid inside
 ``tests/integration/test_image.py`` it adds those minutes to ``make test`` serially; started when the
 session has collected that test, at the lowest CPU priority, it overlaps the rest of the session and the
-test only waits for what is left (``tests/integration/conftest.py`` starts it, ``BackgroundBuild``).
+test only waits for what is left (``tests/integration/conftest.py`` starts it, ``background_build``).
 
 Two builds of one tag at once (this one and a manual ``make image``, or two sessions) would race on the
 bases and on the tag, so both hold one file lock (``IMAGE_LOCK``) around the build: ``make image`` with
@@ -20,21 +20,18 @@ import contextlib
 import fcntl
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
+from hack.background import BackgroundJob
 from hack.image_digest import ROOT, SOURCE_LABEL, source_digest
 
 IMAGE_LOCK = Path(os.environ.get("IMAGE_LOCK", "/tmp/taskset-image.lock"))  # make reads IMAGE_LOCK too
 PODMAN = ("podman", "--runtime", "runc")
 LOG = ROOT / "build" / "image-build.log"  # build/ is ignored by git
-NICENESS = 19  # the lowest priority: the tests running meanwhile keep their CPU share
-STOP_GRACE = 30.0  # seconds a build stopped at the session's end gets before SIGKILL
 
 
 def should_start(collected: bool, podman: bool, ci: bool, fresh: bool, collect_only: bool) -> bool:
@@ -88,46 +85,10 @@ def build(image: str, python: str) -> int:
         return subprocess.run(make, cwd=ROOT, check=False).returncode
 
 
-class BackgroundBuild:
-    """``build`` in a child process at the lowest priority, its output in ``LOG``."""
-
-    def __init__(self, image: str, log: Path = LOG) -> None:
-        self.image, self.log = image, log
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("wb") as output:  # the child keeps its own copy of the descriptor
-            self.process = _spawn(image, output)
-
-    def wait(self, timeout: float) -> None:
-        """Wait until it ends; a failure (or the timeout) raises with the log's tail."""
-        try:
-            status = self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.stop()
-            raise AssertionError(f"make image ran over {timeout:.0f} s:\n{self.tail()}") from None
-        if status != 0:
-            raise AssertionError(f"make image failed ({status}):\n{self.tail()}")
-
-    def stop(self) -> None:
-        """End the build (and its make, podman, mmdebstrap) if it still runs: the session is over."""
-        if self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def tail(self, characters: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-characters:]
-
-
-def _spawn(image: str, output: IO[bytes]) -> subprocess.Popen[bytes]:
-    """Its own process group, so that ``stop`` reaches every process of the build."""
-    command = ["nice", "-n", str(NICENESS), sys.executable, "-m", "hack.image_build", image, sys.executable]
-    return subprocess.Popen(
-        command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-    )
+def background_build(image: str, log: Path = LOG) -> BackgroundJob:
+    """``build`` in a child process at the lowest priority, its output in ``log``."""
+    command = [sys.executable, "-m", "hack.image_build", image, sys.executable]
+    return BackgroundJob(command, ROOT, log, "make image")
 
 
 def main(argv: list[str]) -> int:

@@ -23,7 +23,7 @@ from devcluster.kueue import Kueue
 from taskset.api import constants as c
 from taskset.integrations import BUILT_IN, Integration
 from taskset.runtime.controller import Controller, ControllerSettings
-from tests.integration import image_session
+from tests.integration import addon_session, image_session
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
@@ -39,11 +39,14 @@ TEST_ADMISSION_PLUGINS = ("--enable-admission-plugins=OwnerReferencesPermissionE
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """The controller image, if the session runs its test and it is stale, builds while the others run."""
+    """The controller image, if the session runs its test and it is stale, and the add-ons not built yet
+    build while the tests run."""
+    addon_session.start(session)  # first: the chaos suite, which runs first, needs Kueue
     image_session.start(session)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    addon_session.stop(session)
     image_session.stop(session)
 
 

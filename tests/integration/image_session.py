@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from hack.image_build import BackgroundBuild, is_fresh, should_start
+from hack.background import BackgroundJob
+from hack.image_build import background_build, is_fresh, should_start
 
 IMAGE = os.environ.get("TASKSET_TEST_IMAGE", "localhost/taskset-controller:0.1.0")
 IMAGE_TEST = Path(__file__).with_name("test_image.py")
-BUILD = pytest.StashKey[BackgroundBuild]()
+BUILD = pytest.StashKey[BackgroundJob]()
 
 
 def start(session: pytest.Session) -> None:
@@ -30,10 +31,10 @@ def start(session: pytest.Session) -> None:
         collect_only=bool(session.config.option.collectonly),
     )
     if decided:
-        session.config.stash[BUILD] = BackgroundBuild(IMAGE)
+        session.config.stash[BUILD] = background_build(IMAGE)
 
 
-def background(config: pytest.Config) -> BackgroundBuild | None:
+def background(config: pytest.Config) -> BackgroundJob | None:
     """The build this session started, if it started one."""
     return config.stash.get(BUILD, None)
 
