@@ -41,6 +41,7 @@ from taskset.api.constants import (
     MAX_ROLES,
     MAX_TOTAL_REPLICAS,
     MAX_UNCOUNTED_RETRIES,
+    WAIT_PREFIXES,
     ConditionType,
     ReplicaPhase,
 )
@@ -112,8 +113,6 @@ ACTION_FLAGS: Final = {
     "RestartTaskSet": "x",
 }
 _ACTIONS: Final = {flag: action for action, flag in ACTION_FLAGS.items()}
-# The texts that say a replica's Pod waits (taskset.decide.waiting; a unit test keeps them equal).
-WAIT_PREFIXES: Final = ("Pod is unschedulable: ", "container ", "Held: ")
 _WAITING: Final = {
     str(ReplicaPhase.ATTEMPT_PENDING),
     str(ReplicaPhase.ATTEMPT_PREPARING),

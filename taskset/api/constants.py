@@ -409,6 +409,13 @@ MSG_CONTROL_UNIT_DELETED: Final = "ControlUnit {name} was deleted"
 MSG_CONTROL_UNIT_BEING_DELETED: Final = "ControlUnit {name} is being deleted"
 MSG_POD_DELETED: Final = "Pod {name} was deleted"
 MSG_CONTROL_UNIT_NAME_CONFLICT: Final = "ControlUnit name conflict: {name}"
+# The starts of a waiting replica's phaseMessage (taskset.decide.waiting writes them): the scheduler
+# found no node, a container waits (``container <name> waiting: <reason>``), an integration holds the
+# Pod back. The compact status shape (taskset.api.compact) keeps a message that starts so.
+WAIT_UNSCHEDULABLE_PREFIX: Final = "Pod is unschedulable: "
+WAIT_CONTAINER_PREFIX: Final = "container "
+WAIT_HELD_PREFIX: Final = "Held: "
+WAIT_PREFIXES: Final = (WAIT_UNSCHEDULABLE_PREFIX, WAIT_CONTAINER_PREFIX, WAIT_HELD_PREFIX)
 
 # ----- run bounds (issue 25) -----------------------------------------------------------------------------
 # The reason of the Failed condition of a TaskSet that outlived spec.activeDeadlineSeconds, as the Job's.

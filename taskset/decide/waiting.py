@@ -15,7 +15,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from taskset.api.constants import ConditionReason, ConditionStatus, ConditionType, EventReason, State
+from taskset.api.constants import (
+    WAIT_CONTAINER_PREFIX,
+    WAIT_HELD_PREFIX,
+    WAIT_UNSCHEDULABLE_PREFIX,
+    ConditionReason,
+    ConditionStatus,
+    ConditionType,
+    EventReason,
+    State,
+)
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import ReplicaStatus, TaskSetStatus, clip
@@ -32,13 +41,13 @@ WAITING_SUMMARY_NAMED = 3  # replicas the condition names; the others are counte
 # Characters per named replica: three of them, the count and the "and N more" fit the bound above.
 WAITING_ENTRY_MAX = 300
 
-_UNSCHEDULABLE = "Pod is unschedulable: "
-_CONTAINER_WAITING = re.compile(r"^container \S* waiting: ")
+_UNSCHEDULABLE = WAIT_UNSCHEDULABLE_PREFIX
+_CONTAINER_WAITING = re.compile(rf"^{WAIT_CONTAINER_PREFIX}\S* waiting: ")
 _WAITING_SUMMARY = re.compile(r"^\d+ replicas? waiting: ")
 # Replica phases whose Pod is Pending: the only ones a Pod can be stuck in without a transition.
 WAITING_PHASES = (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED)
 # The start of the phaseMessage of a replica whose Pod an integration holds back (taskset.decide.owned).
-HELD_PREFIX = "Held: "
+HELD_PREFIX = WAIT_HELD_PREFIX
 # The start of the phaseMessage of a replica whose Pod create admission denies for now (a quota, a
 # missing service account: kube.TRANSIENT_DENIALS); the create is retried with backoff (issue 30).
 CREATE_REFUSED_PREFIX = "Waiting to create Pod "
@@ -65,7 +74,7 @@ def pod_wait(pod: PodView) -> PodWait | None:
         return PodWait(EventReason.POD_UNSCHEDULABLE, clip(text, WAIT_MESSAGE_MAX))
     if pod.waiting is not None:
         waiting = pod.waiting
-        text = f"container {waiting.container} waiting: {waiting.reason}"
+        text = f"{WAIT_CONTAINER_PREFIX}{waiting.container} waiting: {waiting.reason}"
         if waiting.message:
             text += f": {waiting.message}"
         return PodWait(EventReason.POD_CONTAINER_WAITING, clip(text, WAIT_MESSAGE_MAX))

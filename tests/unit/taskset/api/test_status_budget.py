@@ -15,7 +15,6 @@ from taskset.api.compact import (
     DECISION_FIELDS,
     ROWS,
     STATUS_BUDGET,
-    WAIT_PREFIXES,
     clip_bytes,
     json_bytes,
     not_fine,
@@ -30,6 +29,7 @@ from taskset.api.constants import (
     POD_REASON_NAME_CONFLICT,
     ConditionStatus,
     ConditionType,
+    EventReason,
     FailureAction,
     ReplicaPhase,
 )
@@ -336,11 +336,25 @@ def test_replica_counts(sample: ReplicaStatus, bucket: str) -> None:
     assert counts == {key: int(key == bucket) for key in compact.BUCKETS}
 
 
-def test_not_fine_knows_the_waits_of_the_decisions() -> None:
-    """The texts that say a replica waits are the decisions' (taskset.decide.waiting)."""
-    assert WAIT_PREFIXES == (waiting._UNSCHEDULABLE, "container ", waiting.HELD_PREFIX)
-    assert waiting._CONTAINER_WAITING.pattern.startswith("^container ")
-    assert not not_fine(replica(P.ATTEMPT_PREPARING, phase_message="Creation has be made").to_json())
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Pod is unschedulable: 0/4 nodes are available: 4 Insufficient cpu.",
+        "container main waiting: ImagePullBackOff",
+        "Held: waiting for Kueue to admit the Workload",
+        "Creation has be made",
+        "containers are fine",
+    ],
+)
+def test_not_fine_knows_the_waits_of_the_decisions(message: str) -> None:
+    """A Pending replica's record is kept in full exactly when the decisions' reading of its message
+    (taskset.decide.waiting.wait_kind) says its Pod waits to be scheduled, on a container, or is held."""
+    waits = waiting.wait_kind(message) in {
+        EventReason.POD_UNSCHEDULABLE,
+        EventReason.POD_CONTAINER_WAITING,
+        EventReason.ROLE_HELD,
+    }
+    assert not_fine(replica(P.ATTEMPT_PREPARING, phase_message=message).to_json()) is waits
 
 
 @pytest.mark.parametrize(
