@@ -4,6 +4,7 @@ stopped with it (it also dies with the process that started it)."""
 
 from __future__ import annotations
 
+import abc
 import ssl
 import time
 import urllib.error
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 READY_TIMEOUT = 120.0  # seconds; informers sync in a few on a warm API server, 2 busy cores are slower
 
 
-class Addon:
+class Addon(abc.ABC):
     """One optional component's process; subclasses say how to prepare, run and probe it. ``start`` returns
     it ready, ``stop`` ends it (tests do so in a ``finally``)."""
 
@@ -32,13 +33,13 @@ class Addon:
         self.port = 0  # the loopback port ``ready`` probes, chosen by ``prepare``
 
     # ----- what a component says --------------------------------------------------------------
+    @abc.abstractmethod
     def prepare(self) -> list[str]:
         """Apply its CRDs, write its configuration; return the command that runs it."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def ready(self) -> bool:
         """Whether its health endpoint answers."""
-        raise NotImplementedError
 
     # ----- shared -----------------------------------------------------------------------------
     @staticmethod
