@@ -90,6 +90,26 @@ def tree(view: TaskSetView, pods: Mapping[str, PodView]) -> dict[str, Any]:
             }
             for role in view.roles
         ],
+        "attemptHistory": {
+            "attempts": [_attempt_entry(attempt) for attempt in view.attempts],
+            "dropped": view.attempts_dropped,
+        },
+    }
+
+
+def _attempt_entry(attempt: AttemptView) -> dict[str, Any]:
+    """One ended attempt as ``-o json`` prints it: the status's own field names (issue 25)."""
+    return {
+        "attempt": attempt.attempt,
+        "startAt": attempt.start_at or None,
+        "finishAt": attempt.finish_at or None,
+        "outcome": attempt.outcome or None,
+        "reason": attempt.reason or None,
+        "replica": attempt.replica or None,
+        "exitCode": attempt.exit_code,
+        "rule": attempt.rule or None,
+        "action": attempt.action or None,
+        "counted": attempt.counted,
     }
 
 

@@ -1,4 +1,5 @@
-"""The attempt history (issue 25) as the SDK reads it and ``kubectl taskset describe`` prints it."""
+"""The attempt history (issue 25) as the SDK reads it, ``kubectl taskset describe`` prints it and
+``kubectl taskset get -o json`` gives it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from taskset_sdk.render import attempt_history
+from taskset_sdk.render import attempt_history, tree
 from taskset_sdk.views import AttemptView, TaskSetView
 
 pytestmark = pytest.mark.unit
@@ -90,3 +91,16 @@ def test_describe_lists_the_attempts_and_the_dropped_ones() -> None:
         " all taskrole are succeeded  5s",
         "  (11 earlier attempts not listed)",
     ]
+
+
+def test_get_json_gives_the_history_with_the_status_field_names() -> None:
+    success = entry(1, outcome="Succeeded", replica="", exitCode=None, rule="", action="", counted=False)
+    data = tree(view({"attempts": [entry(0), success], "dropped": 3}), pods={})
+    assert data["attemptHistory"] == {
+        "attempts": [
+            entry(0),
+            entry(1, outcome="Succeeded", replica=None, exitCode=None, rule=None, action=None, counted=False),
+        ],
+        "dropped": 3,
+    }
+    assert tree(view(None), pods={})["attemptHistory"] == {"attempts": [], "dropped": 0}
