@@ -61,6 +61,11 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _items(value: object) -> list[Any]:
+    """A list field of a template as written, or none (the CRD keeps a template's metadata as is)."""
+    return value if isinstance(value, list) else []
+
+
 def build_pod(
     template: Mapping[str, Any], identity: PodIdentity, decorations: Sequence[PodDecoration] = ()
 ) -> dict[str, Any]:
@@ -90,7 +95,7 @@ def build_pod(
         ANNOTATION_REPLICA_ATTEMPT_ID: str(identity.replica_attempt),
         ANNOTATION_CREATION_PROOF: identity.proof,
     }
-    owners = [ref for ref in metadata.get("ownerReferences") or [] if isinstance(ref, dict)]
+    owners = [ref for ref in _items(metadata.get("ownerReferences")) if isinstance(ref, dict)]
     owners.append(
         {
             "apiVersion": "v1",
