@@ -32,6 +32,7 @@ against serializing a status at the limits with every text at its maximum.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -334,15 +335,25 @@ def _epoch(value: object) -> str:
 # ----- wire -> full --------------------------------------------------------------------------------------
 
 
-def expand(status: Json) -> Json:
-    """The full shape of a status in either shape (a new dict; ``status`` is not changed)."""
+def expand(status: Json, unchanged: Mapping[str, frozenset[int]] | None = None) -> Json:
+    """The full shape of a status in either shape (a new dict; ``status`` is not changed).
+
+    ``unchanged`` (role name -> indices, from ``unchanged_rows``): those replicas of compact roles are
+    not rebuilt; their entries are None, for a reader that still has them from the previous version."""
     roles = status.get("roleStatus")
     if not isinstance(roles, list) or not any(isinstance(r, dict) and ROWS in r for r in roles):
         return status
-    return {**status, "roleStatus": [_expand_role(r) if isinstance(r, dict) else r for r in roles]}
+    skip = unchanged or {}
+    return {
+        **status,
+        "roleStatus": [
+            _expand_role(r, skip.get(_text(r.get("name")), frozenset())) if isinstance(r, dict) else r
+            for r in roles
+        ],
+    }
 
 
-def _expand_role(role: Json) -> Json:
+def _expand_role(role: Json, unchanged: frozenset[int]) -> Json:
     packed = role.get(ROWS)
     if not isinstance(packed, dict):
         return role
@@ -350,7 +361,10 @@ def _expand_role(role: Json) -> Json:
     prefix = _text(packed.get("podNamePrefix"))
     texts = [t if isinstance(t, dict) else {} for t in _items(packed.get("texts"))]
     rows = _items(packed.get("rows"))
-    replicas = [_replica(str(row), index, name, prefix, texts) for index, row in enumerate(rows)]
+    replicas: list[Json | None] = [
+        None if index in unchanged else _replica(str(row), index, name, prefix, texts)
+        for index, row in enumerate(rows)
+    ]
     for detail in _items(role.get("replicaStatus")):
         index = detail.get("index") if isinstance(detail, dict) else None
         if isinstance(index, int) and 0 <= index < len(replicas):
@@ -358,6 +372,70 @@ def _expand_role(role: Json) -> Json:
     out = {key: value for key, value in role.items() if key != ROWS}
     out["replicaStatus"] = replicas
     return out
+
+
+def unchanged_rows(role: Json, previous: Json) -> frozenset[int]:
+    """The replicas of a compact ``role`` that read exactly as in ``previous``, the same role of the
+    status version before: the same row and the same texts under the same Pod name prefix, and a full
+    record in neither. A reader that parsed ``previous`` keeps those replicas instead of parsing them
+    again: most rows of a large TaskSet do not change between two of its status writes, and parsing
+    2,000 of them took 20 ms after every write (stop 24's bench)."""
+    packed, before = role.get(ROWS), previous.get(ROWS)
+    if not isinstance(packed, dict) or not isinstance(before, dict):
+        return frozenset()
+    if _text(packed.get("podNamePrefix")) != _text(before.get("podNamePrefix")):
+        return frozenset()
+    rows, old_rows = _items(packed.get("rows")), _items(before.get("rows"))
+    texts, old_texts = _items(packed.get("texts")), _items(before.get("texts"))
+    detailed = _detailed(role) | _detailed(previous)
+    same_texts = texts == old_texts  # usually: then equal rows mean equal texts
+    return frozenset(
+        index
+        for index, (row, old) in enumerate(zip(rows, old_rows, strict=False))
+        if row == old
+        and index not in detailed
+        and (same_texts or _text_of(str(row), texts) == _text_of(str(old), old_texts))
+    )
+
+
+def unchanged_by_role(status: Json, previous: object, parsed: Mapping[str, int]) -> dict[str, frozenset[int]]:
+    """Role name -> the replicas ``unchanged_rows`` finds between ``status`` and ``previous``, the
+    version before, for the roles both have once, each compact, and whose first ``parsed[name]``
+    replicas a reader still has from parsing ``previous`` (only those can be lent)."""
+    if not isinstance(previous, dict) or not parsed:
+        return {}
+    before = _unique_roles(previous.get("roleStatus"))
+    unchanged: dict[str, frozenset[int]] = {}
+    for name, role in _unique_roles(status.get("roleStatus")).items():
+        if name in before and name in parsed:
+            rows = frozenset(i for i in unchanged_rows(role, before[name]) if i < parsed[name])
+            if rows:
+                unchanged[name] = rows
+    return unchanged
+
+
+def _unique_roles(roles: object) -> dict[str, Json]:
+    """The role entries of a status by name, leaving out any name that is there twice (a status edited
+    by hand): which one a parse took would be a guess."""
+    entries = [r for r in _items(roles) if isinstance(r, dict)]
+    names = [_text(r.get("name")) for r in entries]
+    return {name: r for name, r in zip(names, entries, strict=True) if names.count(name) == 1}
+
+
+def _detailed(role: Json) -> set[int]:
+    """Indices of the replicas a compact role also keeps full records of."""
+    return {
+        d["index"]
+        for d in _items(role.get("replicaStatus"))
+        if isinstance(d, dict) and isinstance(d.get("index"), int)
+    }
+
+
+def _text_of(row: str, texts: list[Any]) -> object:
+    """The texts entry a row refers to (None when it refers to none)."""
+    fields = row.split(" ")
+    ref = fields[4] if len(fields) > 4 else ""
+    return texts[int(ref)] if ref.isdigit() and int(ref) < len(texts) else None
 
 
 def _text(value: object) -> str:

@@ -29,7 +29,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from taskset.api import compact
-from taskset.api.compact import BUCKETS, COUNTS, expand, replica_counts, shape
+from taskset.api.compact import BUCKETS, COUNTS, expand, replica_counts, shape, unchanged_by_role
 from taskset.api.constants import (
     ConditionStatus,
     ConditionType,
@@ -323,11 +323,14 @@ class RoleStatus:
         }
 
     @classmethod
-    def from_json(cls, raw: Json) -> RoleStatus:
+    def from_json(cls, raw: Json, kept: RoleStatus | None = None) -> RoleStatus:
+        """The role's status; a replica entry that is None (``compact.expand``'s unchanged rows) is
+        ``kept``'s replica of that index, shared: recorded statuses are never changed, passes copy."""
         name = _str(raw.get("name"))
+        entries = [r for r in _list(raw.get("replicaStatus")) if isinstance(r, dict) or (r is None and kept)]
         replicas = [
-            ReplicaStatus.from_json(item, index, name)
-            for index, item in enumerate(r for r in _list(raw.get("replicaStatus")) if isinstance(r, dict))
+            ReplicaStatus.from_json(item, index, name) if item is not None else _kept(kept, index)
+            for index, item in enumerate(entries)
         ]
         return cls(
             name=name,
@@ -519,12 +522,18 @@ class TaskSetStatus:
         return fresh
 
     @classmethod
-    def from_json(cls, raw: object) -> TaskSetStatus | None:
+    def from_json(
+        cls, raw: object, previous: tuple[object, TaskSetStatus | None] | None = None
+    ) -> TaskSetStatus | None:
         """The recorded status, in either shape, or None when nothing usable is stored (the TaskSet is
-        new)."""
+        new). ``previous``, the version before and its parse, lends the replicas whose compact rows did
+        not change (``compact.unchanged_rows``): the result equals a parse without it."""
         if not isinstance(raw, dict) or not isinstance(raw.get("phase"), str):
             return None
-        raw = expand(raw)
+        lent = {role.name: role for role in previous[1].roles} if previous and previous[1] else {}
+        before = previous[0] if previous and previous[1] else None
+        unchanged = unchanged_by_role(raw, before, {name: len(role.replicas) for name, role in lent.items()})
+        raw = expand(raw, unchanged)
         return cls(
             phase=_enum(TaskSetPhase, raw.get("phase"), TaskSetPhase.VALIDATION),
             phase_message=_str(raw.get("phaseMessage")),
@@ -538,7 +547,13 @@ class TaskSetStatus:
             finish_at=_opt_str(raw.get("finishAt")),
             total_retried_count=_int(raw.get("totalRetriedCount")),
             preempt_count=_int(raw.get("preemptCount")),
-            roles=[RoleStatus.from_json(r) for r in _list(raw.get("roleStatus")) if isinstance(r, dict)],
+            roles=[
+                RoleStatus.from_json(
+                    r, lent.get(name) if (name := _str(r.get("name"))) in unchanged else None
+                )
+                for r in _list(raw.get("roleStatus"))
+                if isinstance(r, dict)
+            ],
             observed_generation=_int(raw.get("observedGeneration")),
             attempt_result=AttemptResult.from_json(raw.get("attemptResult")),
             next_retry_at=_opt_str(raw.get("nextRetryAt")),
@@ -552,6 +567,12 @@ class TaskSetStatus:
                 if c is not None
             ],
         )
+
+
+def _kept(role: RoleStatus | None, index: int) -> ReplicaStatus:
+    """The replica ``index`` of ``role``, which ``compact.unchanged_by_role`` checked it has."""
+    assert role is not None
+    return role.replicas[index]
 
 
 _Node = TypeVar("_Node")

@@ -58,6 +58,8 @@ class PassContext:
     suspension: tuple[bool, str | None] | None = None
     # Roles scaled in this pass, announced once the membership generation is known (issue 26).
     scaled: list[RoleStatus] = field(default_factory=list)
+    # Whether finished Pods stay (taskset.decide.cleanup.keeps_pods), once the live spec has said it.
+    keeps_pods: bool | None = None
 
     @functools.cached_property
     def stamp(self) -> str:

@@ -38,6 +38,11 @@ class Record:
     _parsed: tuple[dict[str, Any] | None, TaskSetStatus | None] | None = field(
         default=None, repr=False, compare=False
     )
+    # The last parse of the record this one replaced (the version before our write), lent to the first
+    # parse here: replicas whose compact rows did not change are not parsed again.
+    _lent: tuple[dict[str, Any] | None, TaskSetStatus | None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def latest(self) -> dict[str, Any] | None:
@@ -49,7 +54,8 @@ class Record:
         tenth of a large TaskSet's pass (issue 30's bench)."""
         latest = self.latest
         if self._parsed is None or self._parsed[0] is not latest:
-            self._parsed = (latest, TaskSetStatus.from_json(latest))
+            previous = self._parsed or self._lent
+            self._parsed, self._lent = (latest, TaskSetStatus.from_json(latest, previous)), None
         return self._parsed[1]
 
 
@@ -105,7 +111,9 @@ class StatusRecords(Mapping[str, Record]):
     def written(self, key: str, uid: str, status: dict[str, Any], resource_version: str) -> None:
         """The API server accepted ``status`` as ``resource_version``; nothing is held any more."""
         with self._lock:
-            self._records[key] = Record(uid, status, resource_version)
+            before = self._records.get(key)
+            lent = before._parsed if before is not None and before.uid == uid else None
+            self._records[key] = Record(uid, status, resource_version, _lent=lent)
 
     def hold(self, record: Record, new: dict[str, Any], *, only_requests_in_flight: bool) -> float | None:
         """Seconds to leave ``new`` unwritten for, or None to write it now. A status whose only news is
