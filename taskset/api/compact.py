@@ -47,6 +47,7 @@ from taskset.api.constants import (
     ConditionType,
     ReplicaPhase,
 )
+from taskset.api.lenient import as_items, as_text
 
 Json = dict[str, Any]
 
@@ -355,7 +356,7 @@ def expand(status: Json, unchanged: Mapping[str, frozenset[int]] | None = None) 
     return {
         **status,
         "roleStatus": [
-            _expand_role(r, skip.get(_text(r.get("name")), frozenset())) if isinstance(r, dict) else r
+            _expand_role(r, skip.get(as_text(r.get("name")), frozenset())) if isinstance(r, dict) else r
             for r in roles
         ],
     }
@@ -365,15 +366,15 @@ def _expand_role(role: Json, unchanged: frozenset[int]) -> Json:
     packed = role.get(ROWS)
     if not isinstance(packed, dict):
         return role
-    name = _text(role.get("name"))
-    prefix = _text(packed.get("podNamePrefix"))
-    texts = [t if isinstance(t, dict) else {} for t in _items(packed.get("texts"))]
-    rows = _items(packed.get("rows"))
+    name = as_text(role.get("name"))
+    prefix = as_text(packed.get("podNamePrefix"))
+    texts = [t if isinstance(t, dict) else {} for t in as_items(packed.get("texts"))]
+    rows = as_items(packed.get("rows"))
     replicas: list[Json | None] = [
         None if index in unchanged else _replica(str(row), index, name, prefix, texts)
         for index, row in enumerate(rows)
     ]
-    for detail in _items(role.get("replicaStatus")):
+    for detail in as_items(role.get("replicaStatus")):
         index = detail.get("index") if isinstance(detail, dict) else None
         if isinstance(index, int) and 0 <= index < len(replicas):
             replicas[index] = detail
@@ -391,10 +392,10 @@ def unchanged_rows(role: Json, previous: Json) -> frozenset[int]:
     packed, before = role.get(ROWS), previous.get(ROWS)
     if not isinstance(packed, dict) or not isinstance(before, dict):
         return frozenset()
-    if _text(packed.get("podNamePrefix")) != _text(before.get("podNamePrefix")):
+    if as_text(packed.get("podNamePrefix")) != as_text(before.get("podNamePrefix")):
         return frozenset()
-    rows, old_rows = _items(packed.get("rows")), _items(before.get("rows"))
-    texts, old_texts = _items(packed.get("texts")), _items(before.get("texts"))
+    rows, old_rows = as_items(packed.get("rows")), as_items(before.get("rows"))
+    texts, old_texts = as_items(packed.get("texts")), as_items(before.get("texts"))
     detailed = _detailed(role) | _detailed(previous)
     same_texts = texts == old_texts  # usually: then equal rows mean equal texts
     return frozenset(
@@ -425,8 +426,8 @@ def unchanged_by_role(status: Json, previous: object, parsed: Mapping[str, int])
 def _unique_roles(roles: object) -> dict[str, Json]:
     """The role entries of a status by name, leaving out any name that is there twice (a status edited
     by hand): which one a parse took would be a guess."""
-    entries = [r for r in _items(roles) if isinstance(r, dict)]
-    names = [_text(r.get("name")) for r in entries]
+    entries = [r for r in as_items(roles) if isinstance(r, dict)]
+    names = [as_text(r.get("name")) for r in entries]
     return {name: r for name, r in zip(names, entries, strict=True) if names.count(name) == 1}
 
 
@@ -434,7 +435,7 @@ def _detailed(role: Json) -> set[int]:
     """Indices of the replicas a compact role also keeps full records of."""
     return {
         d["index"]
-        for d in _items(role.get("replicaStatus"))
+        for d in as_items(role.get("replicaStatus"))
         if isinstance(d, dict) and isinstance(d.get("index"), int)
     }
 
@@ -444,14 +445,6 @@ def _text_of(row: str, texts: list[Any]) -> object:
     fields = row.split(" ")
     ref = fields[4] if len(fields) > 4 else ""
     return texts[int(ref)] if ref.isdigit() and int(ref) < len(texts) else None
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _items(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _replica(row: str, index: int, role: str, prefix: str, texts: list[Json]) -> Json:

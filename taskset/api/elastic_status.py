@@ -7,15 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from taskset.api.lenient import as_int, as_text
+
 Json = dict[str, Any]
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 @dataclass
@@ -42,11 +36,11 @@ class ScaleRecord:
     def from_json(cls, raw: object) -> ScaleRecord | None:
         if not isinstance(raw, dict):
             return None
-        before, after = _int(raw.get("from")), _int(raw.get("to"))
+        before, after = as_int(raw.get("from")), as_int(raw.get("to"))
         if before is None or after is None:
             return None
         return cls(
-            before, after, _text(raw.get("at")), _text(raw.get("by")), _int(raw.get("generation")) or 0
+            before, after, as_text(raw.get("at")), as_text(raw.get("by")), as_int(raw.get("generation")) or 0
         )
 
 
@@ -62,9 +56,9 @@ class ScaleStatus:
 
     @classmethod
     def from_json(cls, raw: object) -> ScaleStatus | None:
-        if not isinstance(raw, dict) or _int(raw.get("replicas")) is None:
+        if not isinstance(raw, dict) or as_int(raw.get("replicas")) is None:
             return None
-        return cls(_int(raw.get("replicas")) or 0, _text(raw.get("selector")))
+        return cls(as_int(raw.get("replicas")) or 0, as_text(raw.get("selector")))
 
 
 @dataclass
@@ -81,6 +75,8 @@ class MembershipStatus:
 
     @classmethod
     def from_json(cls, raw: object) -> MembershipStatus | None:
-        if not isinstance(raw, dict) or _int(raw.get("generation")) is None:
+        if not isinstance(raw, dict) or as_int(raw.get("generation")) is None:
             return None
-        return cls(_text(raw.get("configMap")), _int(raw.get("generation")) or 0, _text(raw.get("digest")))
+        return cls(
+            as_text(raw.get("configMap")), as_int(raw.get("generation")) or 0, as_text(raw.get("digest"))
+        )

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from taskset.api.compact import clip_bytes
 from taskset.api.constants import FailureAction
+from taskset.api.lenient import as_int, as_opt_text, as_text
 
 Json = dict[str, Any]
 
@@ -46,18 +47,6 @@ HISTORY_BYTES: Final = (
 
 SUCCEEDED: Final = "Succeeded"
 FAILED: Final = "Failed"
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _opt_str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True)
@@ -95,20 +84,20 @@ class AttemptRecord:
     def from_json(cls, raw: object) -> AttemptRecord | None:
         if not isinstance(raw, dict):
             return None
-        attempt = _int(raw.get("attempt"))
+        attempt = as_int(raw.get("attempt"))
         if attempt is None or attempt < 0 or raw.get("outcome") not in (SUCCEEDED, FAILED):
             return None
         action = raw.get("action")
         return cls(
             attempt=attempt,
-            start_at=_opt_str(raw.get("startAt")),
-            finish_at=_opt_str(raw.get("finishAt")),
+            start_at=as_opt_text(raw.get("startAt")),
+            finish_at=as_opt_text(raw.get("finishAt")),
             succeeded=raw["outcome"] == SUCCEEDED,
-            reason=_str(raw.get("reason")),
+            reason=as_text(raw.get("reason")),
             counted=raw.get("counted") is True,
-            replica=_str(raw.get("replica")),
-            exit_code=_int(raw.get("exitCode")),
-            rule=_str(raw.get("rule")),
+            replica=as_text(raw.get("replica")),
+            exit_code=as_int(raw.get("exitCode")),
+            rule=as_text(raw.get("rule")),
             action=FailureAction(action) if action in tuple(FailureAction) else None,
         )
 
@@ -129,7 +118,7 @@ class AttemptHistory:
         order or over the bound (written by hand) are not kept, and count as dropped."""
         if not isinstance(raw, dict):
             return cls()
-        dropped = _int(raw.get("dropped"))
+        dropped = as_int(raw.get("dropped"))
         history = cls(dropped=dropped if dropped is not None and dropped >= 0 else 0)
         items = raw.get("attempts")
         for item in items if isinstance(items, list) else []:
@@ -158,5 +147,5 @@ def ended_by_json(replica: tuple[str, int]) -> Json:
 def ended_by_from_json(raw: object) -> tuple[str, int] | None:
     if not isinstance(raw, dict):
         return None
-    role, index = raw.get("role"), _int(raw.get("index"))
+    role, index = raw.get("role"), as_int(raw.get("index"))
     return (role, index) if isinstance(role, str) and role and index is not None and index >= 0 else None

@@ -41,8 +41,8 @@ from taskset.api.constants import (
 )
 from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
 from taskset.api.history import AttemptHistory, ended_by_from_json, ended_by_json
+from taskset.api.lenient import as_count, as_enum, as_items, as_mapping, as_opt_count, as_opt_text, as_text
 
-E = TypeVar("E", bound=StrEnum)
 Json = dict[str, Any]
 
 # ----- content bounds (issue 30), in characters ------------------------------------------------------------
@@ -81,39 +81,6 @@ def seconds_since(value: str | None, now: datetime) -> float:
     return math.inf if moment is None else (now - moment).total_seconds()
 
 
-def _enum(kind: type[E], value: object, default: E) -> E:
-    if not isinstance(value, str):
-        return default
-    try:
-        return kind(value)
-    except ValueError:
-        return default
-
-
-def _str(value: object, default: str = "") -> str:
-    return value if isinstance(value, str) else default
-
-
-def _opt_str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _int(value: object, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
-
-
-def _opt_int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: object) -> Json:
-    return value if isinstance(value, dict) else {}
-
-
 @dataclass
 class TerminatedInfo:
     exit_code: int
@@ -135,9 +102,9 @@ class TerminatedInfo:
             return None
         return cls(
             exit_code=raw["exitCode"],
-            exit_message=_str(raw.get("exitMessage")),
+            exit_message=as_text(raw.get("exitMessage")),
             signal=raw["signal"] if isinstance(raw.get("signal"), int) else 0,
-            reason=_str(raw.get("reason")),
+            reason=as_text(raw.get("reason")),
         )
 
 
@@ -161,7 +128,7 @@ class FailureRecord:
     def from_json(cls, raw: object) -> FailureRecord | None:
         if not isinstance(raw, dict) or raw.get("action") not in tuple(FailureAction):
             return None
-        return cls(_str(raw.get("rule")), FailureAction(raw["action"]), _str(raw.get("message")))
+        return cls(as_text(raw.get("rule")), FailureAction(raw["action"]), as_text(raw.get("message")))
 
 
 @dataclass
@@ -258,25 +225,25 @@ class ReplicaStatus:
         return cls(
             index=index,
             name=role,
-            phase=_enum(ReplicaPhase, raw.get("phase"), ReplicaPhase.ATTEMPT_PENDING),
-            phase_message=_str(raw.get("phaseMessage")),
+            phase=as_enum(ReplicaPhase, raw.get("phase"), ReplicaPhase.ATTEMPT_PENDING),
+            phase_message=as_text(raw.get("phaseMessage")),
             stopped=raw.get("stopped") is True,
             suspended=raw.get("suspended") is True,
-            transition_time=_opt_str(raw.get("transitionTime")),
-            start_at=_opt_str(raw.get("startAt")),
-            finish_at=_opt_str(raw.get("finishAt")),
-            total_retried_count=_int(raw.get("totalRetriedCount")),
-            pod_name=_str(raw.get("podName")),
-            pod_reason=_str(raw.get("podReason")),
-            pod_uid=_opt_str(raw.get("podUID")),
-            pod_ip=_str(raw.get("podIP")),
-            pod_host_ip=_str(raw.get("podHostIP")),
-            container_name=_str(raw.get("containerName")),
-            container_id=_str(raw.get("containerID")),
+            transition_time=as_opt_text(raw.get("transitionTime")),
+            start_at=as_opt_text(raw.get("startAt")),
+            finish_at=as_opt_text(raw.get("finishAt")),
+            total_retried_count=as_count(raw.get("totalRetriedCount")),
+            pod_name=as_text(raw.get("podName")),
+            pod_reason=as_text(raw.get("podReason")),
+            pod_uid=as_opt_text(raw.get("podUID")),
+            pod_ip=as_text(raw.get("podIP")),
+            pod_host_ip=as_text(raw.get("podHostIP")),
+            container_name=as_text(raw.get("containerName")),
+            container_id=as_text(raw.get("containerID")),
             terminated_info=TerminatedInfo.from_json(raw.get("terminatedInfo")),
-            uncounted_retries=_int(raw.get("uncountedRetries")),
+            uncounted_retries=as_count(raw.get("uncountedRetries")),
             failure=FailureRecord.from_json(raw.get("failure")),
-            next_retry_at=_opt_str(raw.get("nextRetryAt")),
+            next_retry_at=as_opt_text(raw.get("nextRetryAt")),
         )
 
 
@@ -326,8 +293,10 @@ class RoleStatus:
     def from_json(cls, raw: Json, kept: RoleStatus | None = None) -> RoleStatus:
         """The role's status; a replica entry that is None (``compact.expand``'s unchanged rows) is
         ``kept``'s replica of that index, shared: recorded statuses are never changed, passes copy."""
-        name = _str(raw.get("name"))
-        entries = [r for r in _list(raw.get("replicaStatus")) if isinstance(r, dict) or (r is None and kept)]
+        name = as_text(raw.get("name"))
+        entries = [
+            r for r in as_items(raw.get("replicaStatus")) if isinstance(r, dict) or (r is None and kept)
+        ]
         replicas = [
             ReplicaStatus.from_json(item, index, name) if item is not None else _kept(kept, index)
             for index, item in enumerate(entries)
@@ -335,12 +304,8 @@ class RoleStatus:
         return cls(
             name=name,
             replicas=replicas,
-            phase=_enum(RolePhase, raw.get("phase"), RolePhase.WAITING),
-            phase_message=_str(raw.get("phaseMessage")),
-            transition_time=_opt_str(raw.get("transitionTime")),
-            state=_enum(State, raw.get("state"), State.WAITING),
-            state_message=_str(raw.get("stateMessage")),
-            target_replicas=_opt_int(raw.get("targetReplicas")),
+            **_lifecycle(raw, RolePhase, RolePhase.WAITING),
+            target_replicas=as_opt_count(raw.get("targetReplicas")),
             last_scale=ScaleRecord.from_json(raw.get("lastScale")),
         )
 
@@ -372,11 +337,11 @@ class Condition:
         kind = ConditionType(kind_name)
         return cls(
             type=kind,
-            status=_enum(ConditionStatus, raw.get("status"), ConditionStatus.UNKNOWN),
-            reason=_str(raw.get("reason")),
-            message=_str(raw.get("message")),
-            last_transition_time=_opt_str(raw.get("lastTransitionTime")),
-            observed_generation=_int(raw.get("observedGeneration")),
+            status=as_enum(ConditionStatus, raw.get("status"), ConditionStatus.UNKNOWN),
+            reason=as_text(raw.get("reason")),
+            message=as_text(raw.get("message")),
+            last_transition_time=as_opt_text(raw.get("lastTransitionTime")),
+            observed_generation=as_count(raw.get("observedGeneration")),
         )
 
 
@@ -408,7 +373,7 @@ class AttemptResult:
         if not isinstance(raw, dict) or not isinstance(raw.get("succeeded"), bool):
             return None
         ended_by = ended_by_from_json(raw.get("replica"))
-        return cls(raw["succeeded"], _str(raw.get("reason")), raw.get("final") is True, ended_by)
+        return cls(raw["succeeded"], as_text(raw.get("reason")), raw.get("final") is True, ended_by)
 
 
 @dataclass
@@ -535,38 +500,46 @@ class TaskSetStatus:
         unchanged = unchanged_by_role(raw, before, {name: len(role.replicas) for name, role in lent.items()})
         raw = expand(raw, unchanged)
         return cls(
-            phase=_enum(TaskSetPhase, raw.get("phase"), TaskSetPhase.VALIDATION),
-            phase_message=_str(raw.get("phaseMessage")),
-            transition_time=_opt_str(raw.get("transitionTime")),
-            state=_enum(State, raw.get("state"), State.WAITING),
-            state_message=_str(raw.get("stateMessage")),
-            control_unit_uid=_opt_str(raw.get("controlUnitUID")),
-            spec_digest=_opt_str(raw.get("attemptSpecDigest")),
-            created_at=_opt_str(raw.get("createdAt")),
-            start_at=_opt_str(raw.get("startAt")),
-            finish_at=_opt_str(raw.get("finishAt")),
-            total_retried_count=_int(raw.get("totalRetriedCount")),
-            preempt_count=_int(raw.get("preemptCount")),
+            **_lifecycle(raw, TaskSetPhase, TaskSetPhase.VALIDATION),
+            control_unit_uid=as_opt_text(raw.get("controlUnitUID")),
+            spec_digest=as_opt_text(raw.get("attemptSpecDigest")),
+            created_at=as_opt_text(raw.get("createdAt")),
+            start_at=as_opt_text(raw.get("startAt")),
+            finish_at=as_opt_text(raw.get("finishAt")),
+            total_retried_count=as_count(raw.get("totalRetriedCount")),
+            preempt_count=as_count(raw.get("preemptCount")),
             roles=[
                 RoleStatus.from_json(
-                    r, lent.get(name) if (name := _str(r.get("name"))) in unchanged else None
+                    r, lent.get(name) if (name := as_text(r.get("name"))) in unchanged else None
                 )
-                for r in _list(raw.get("roleStatus"))
+                for r in as_items(raw.get("roleStatus"))
                 if isinstance(r, dict)
             ],
-            observed_generation=_int(raw.get("observedGeneration")),
+            observed_generation=as_count(raw.get("observedGeneration")),
             attempt_result=AttemptResult.from_json(raw.get("attemptResult")),
-            next_retry_at=_opt_str(raw.get("nextRetryAt")),
+            next_retry_at=as_opt_text(raw.get("nextRetryAt")),
             scale=ScaleStatus.from_json(raw.get("scale")),
             membership=MembershipStatus.from_json(raw.get("membership")),
-            attempt_start_at=_opt_str(raw.get("attemptStartAt")),
+            attempt_start_at=as_opt_text(raw.get("attemptStartAt")),
             attempt_history=AttemptHistory.from_json(raw.get("attemptHistory")),
             conditions=[
                 c
-                for c in (Condition.from_json(_dict(r)) for r in _list(raw.get("conditions")))
+                for c in (Condition.from_json(as_mapping(r)) for r in as_items(raw.get("conditions")))
                 if c is not None
             ],
         )
+
+
+def _lifecycle(raw: Json, kind: type[StrEnum], default: StrEnum) -> dict[str, Any]:
+    """The fields a role's status and the TaskSet's both have: the phase, its message and time, and the
+    state and its message."""
+    return {
+        "phase": as_enum(kind, raw.get("phase"), default),
+        "phase_message": as_text(raw.get("phaseMessage")),
+        "transition_time": as_opt_text(raw.get("transitionTime")),
+        "state": as_enum(State, raw.get("state"), State.WAITING),
+        "state_message": as_text(raw.get("stateMessage")),
+    }
 
 
 def _kept(role: RoleStatus | None, index: int) -> ReplicaStatus:
