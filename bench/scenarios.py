@@ -27,7 +27,7 @@ from taskset.api import constants as c
 from taskset.api.names import pod_name
 from taskset.api.spec import ParsedTaskSet, parse_taskset
 from taskset.api.views import Observed
-from taskset.integrations import BUILT_IN, Attempt, pod_decorations, spec_checks
+from taskset.integrations import BUILT_IN_FRAMEWORK, Attempt
 from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.owned import control_unit_owner, manifest
 from taskset.objects.pods import PodIdentity, build_pod
@@ -166,7 +166,7 @@ def raw_copies(
     owned: list[tuple[str, dict[str, Any]]] = []
     meta = unit["metadata"]
     for obj in objects:
-        parsed = parse_taskset(obj, spec_checks(BUILT_IN))
+        parsed = parse_taskset(obj, BUILT_IN_FRAMEWORK.spec_checks())
         assert isinstance(parsed, ParsedTaskSet), parsed
         attempt = Attempt(
             taskset=parsed.name, namespace=namespace, uid=meta["uid"], attempt=0, spec=parsed.spec
@@ -177,10 +177,12 @@ def raw_copies(
                 identity = _raw_identity(
                     parsed.name, role.name, index, name=name, namespace=namespace, unit=unit
                 )
-                decorations = pod_decorations(BUILT_IN, attempt, role, identity, NOTHING_OBSERVED)
+                decorations = BUILT_IN_FRAMEWORK.pod_decorations(
+                    attempt, role, identity, BUILT_IN_FRAMEWORK.admission(attempt, NOTHING_OBSERVED)
+                )
                 pods.append(_raw_labelled(build_pod(role.template, identity, decorations)))
         owner = control_unit_owner(meta["name"], meta["uid"])
-        for wanted in (o for integration in BUILT_IN for o in integration.owned_objects(attempt)):
+        for wanted in BUILT_IN_FRAMEWORK.wanted_objects(attempt):
             made = manifest(wanted, taskset=parsed.name, namespace=namespace, owner=owner, proof="0" * 64)
             assert not wanted.kind.group, wanted.kind  # the built-in ones are core objects
             owned.append((wanted.kind.plural, _raw_labelled(made)))

@@ -1,5 +1,5 @@
 """Around an attempt's end, what the integrations want done with their objects
-(``Integration.after_attempt``; issue 24: Kueue's Workloads).
+(``FinishesAttempts.after_attempt``: Kueue's Workloads).
 
 Asked every pass once the TaskSet has an attempt: while it runs, only objects of earlier attempts are
 deleted (a retried attempt's finished Workload, once the next one is there to hold the queue's place);
@@ -30,22 +30,19 @@ def settle_after_attempt(ctx: PassContext) -> None:
         return
     outcome = status.attempt_result if status.phase in _ENDED else None
     owners = {uid for uid in (ctx.ref.uid, status.control_unit_uid) if uid}
-    for integration in ctx.settings.integrations:
-        after = integration.after_attempt(attempt, ctx.observed, outcome)
-        if after is None:
-            continue
+    for integration, after in ctx.settings.framework.after_attempt(attempt, ctx.observed, outcome):
         for wanted in after.statuses:
             seen = ctx.observed.owned.get((wanted.kind.key, wanted.name))
             if seen is not None and seen.controller_uid in owners and not seen.deleting:
                 body = wanted.body(seen.uid)
                 for condition in body["status"].get("conditions") or ():
                     condition.setdefault("lastTransitionTime", ctx.stamp)  # hooks read no clock
-                intent = ApplyOwnedStatus(wanted.name, seen.uid, wanted.kind, integration.name, body)
+                intent = ApplyOwnedStatus(wanted.name, seen.uid, wanted.kind, integration, body)
                 ctx.plan.intents.append(intent)
         for kind, name in after.stale:
             seen = ctx.observed.owned.get((kind.key, name))
             if seen is not None and seen.controller_uid in owners and not seen.deleting:
-                ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration.name))
+                ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration))
 
 
 def status_applied(ctx: PassContext, result: ActionResult) -> None:

@@ -48,9 +48,10 @@ from taskset.api.scale import SCALE_FIELD, scale_of, scale_selector
 from taskset.api.spec import ParsedTaskSet, Role, TaskSetSpec
 from taskset.api.status import ReplicaStatus, RoleStatus
 from taskset.api.views import PodView
+from taskset.decide.owned import admission_of, attempt_of
 from taskset.decide.passes import PassContext
 from taskset.decide.plan import DeletePod
-from taskset.integrations.base import Attempt
+from taskset.integrations.framework import Admissions
 
 # Attempt phases in which a scale is taken: the roles' replicas are being run.
 _SCALING_PHASES = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
@@ -124,20 +125,11 @@ def _take_scale(ctx: PassContext, spec: TaskSetSpec) -> None:
 
 
 def _caps(ctx: PassContext, spec: TaskSetSpec) -> list[int | None]:
-    """Per role, the lowest bound the integrations put on its replicas now (``replicas_cap``: Kueue
+    """Per role, the lowest bound the admissions put on its replicas now (``RoleAdmission.cap``: Kueue
     admitted fewer), or None."""
-    attempt = Attempt(
-        ctx.ref.name, ctx.ref.namespace, ctx.ref.uid, ctx.status.attempt_id, spec, labels=ctx.ref.labels
-    )
-    caps: list[int | None] = []
-    for role in spec.roles:
-        found = [
-            cap
-            for integration in ctx.settings.integrations
-            if (cap := integration.replicas_cap(attempt, role, ctx.observed)) is not None
-        ]
-        caps.append(min(found) if found else None)
-    return caps
+    attempt = attempt_of(ctx, spec)
+    admissions = admission_of(ctx, attempt) if attempt is not None else Admissions()
+    return [admissions.cap(role.name) for role in spec.roles]
 
 
 def _target(role: Role, status: RoleStatus) -> int:

@@ -1,11 +1,11 @@
 """What the integrations want of a running attempt: the objects it owns, and the gates on its roles' Pods.
 
-While an attempt runs (its ControlUnit is ours and seen), each pass asks every integration which
-objects it wants (``owned_objects``) and compares them with what the caches show, by kind and name:
-an absent one is created (its add event brings the next pass), and one that another owner controls is
-never taken over. Until each is there and ours (only while a stranger's holds the name, for an object
-that does not ``hold`` the Pods), and while an integration's ``gate`` is closed, a role's Pods are not
-created: its replicas stay in AttemptPending (row P1-hold), their phaseMessage says why
+While an attempt runs (its ControlUnit is ours and seen), each pass asks the integrations which
+objects they want (``Framework.wanted_objects``) and compares them with what the caches show, by kind
+and name: an absent one is created (its add event brings the next pass), and one that another owner
+controls is never taken over. Until each is there and ours (only while a stranger's holds the name, for
+an object that does not ``hold`` the Pods), and while an integration's gate or admission holds them, a
+role's Pods are not created: its replicas stay in AttemptPending (row P1-hold), their phaseMessage says why
 (``HELD_PREFIX``), the Running condition names them, and one event per role says so when the reason
 changes. The objects go away with their owner (the TaskSet, or the attempt's ControlUnit), so no row
 deletes them. An object the API server refuses to create ends the attempt (a Failed outcome that names
@@ -23,13 +23,14 @@ from taskset.api.constants import KIND, EventReason
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.proof import ProofSubject, creation_proof, owned_subject, proves
 from taskset.api.slim import data_digest
-from taskset.api.spec import Role
+from taskset.api.spec import Role, TaskSetSpec
 from taskset.api.status import AttemptResult, clip
 from taskset.api.views import OwnedView
 from taskset.decide.passes import PassContext, next_pass_now, transient
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind, UpdateOwned
 from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX
 from taskset.integrations.base import Attempt
+from taskset.integrations.framework import Admissions
 from taskset.objects.owned import OwnedObject, Owner, Scope, control_unit_owner, manifest, taskset_owner
 
 # Seconds until the pass that makes anew an object an earlier TaskSet object of the same name left behind.
@@ -38,10 +39,12 @@ LEFT_BEHIND_RECHECK: Final = 1.0
 _JOIN = "; "
 
 
-def attempt_of(ctx: PassContext) -> Attempt | None:
-    """What the integrations may know of this attempt; None before its spec is known. Made again only
-    when the pass moves to another spec or attempt (T3, T14)."""
-    spec, known = ctx.plan.spec, ctx.attempt
+def attempt_of(ctx: PassContext, spec: TaskSetSpec | None = None) -> Attempt | None:
+    """What the integrations may know of this attempt, running with ``spec`` (by default the pass's);
+    None before its spec is known. The one place an ``Attempt`` is made: again only when the pass moves
+    to another spec or attempt (T3, T14)."""
+    spec = ctx.plan.spec if spec is None else spec
+    known = ctx.attempt
     if spec is None:
         return None
     if known is None or known.spec is not spec or known.attempt != ctx.status.attempt_id:
@@ -59,6 +62,16 @@ def attempt_of(ctx: PassContext) -> Attempt | None:
     return known
 
 
+def admission_of(ctx: PassContext, attempt: Attempt) -> Admissions:
+    """What the admitting integrations say of ``attempt`` (``Framework.admission``), asked once per
+    attempt and spec in a pass."""
+    known = ctx.admissions
+    if known is None or known[0] is not attempt:
+        known = (attempt, ctx.settings.framework.admission(attempt, ctx.observed))
+        ctx.admissions = known
+    return known[1]
+
+
 def sync_owned(ctx: PassContext) -> None:
     """Once per pass, while the attempt runs: create the wanted objects that are missing, and keep why
     the roles must wait for them (``PassContext.owned_hold``)."""
@@ -70,27 +83,19 @@ def sync_owned(ctx: PassContext) -> None:
         return
     reasons = [
         reason
-        for integration in ctx.settings.integrations
-        for wanted in integration.owned_objects(attempt)
+        for wanted in ctx.settings.framework.wanted_objects(attempt)
         if (reason := _sync_one(ctx, wanted)) is not None
     ]
     ctx.owned_hold = _JOIN.join(reasons) or None
-    end_if_asked(ctx, attempt)
+    end_if_refused(ctx, attempt)
 
 
-def end_if_asked(ctx: PassContext, attempt: Attempt) -> None:
-    """An integration says the attempt cannot go on (``Integration.ends_attempt``): it ends as failed,
-    naming why, as an object the API server refuses does; its retry policy decides what follows."""
+def end_if_refused(ctx: PassContext, attempt: Attempt) -> None:
+    """An admission refuses the attempt (``Admission.refused``): it ends as failed, naming why, as an
+    object the API server refuses does; its retry policy decides what follows."""
     if ctx.status.attempt_result is not None:
         return
-    reason = next(
-        (
-            said
-            for integration in ctx.settings.integrations
-            if (said := integration.ends_attempt(attempt, ctx.observed)) is not None
-        ),
-        None,
-    )
+    reason = admission_of(ctx, attempt).refused
     if reason is not None:
         ctx.status.attempt_result = AttemptResult(False, clip(reason, WAIT_MESSAGE_MAX))
 
@@ -129,11 +134,10 @@ def update_owned(ctx: PassContext) -> None:
     attempt = attempt_of(ctx) if ctx.owned_synced else None
     if attempt is None:
         return
-    for integration in (i for i in ctx.settings.integrations if i.updates_owned):
-        for wanted in integration.owned_objects(attempt):
-            update = _update_of(ctx, wanted) if wanted.updates else None
-            if update is not None:
-                ctx.plan.intents.append(update)
+    for wanted in ctx.settings.framework.followed_objects(attempt):
+        update = _update_of(ctx, wanted)
+        if update is not None:
+            ctx.plan.intents.append(update)
 
 
 def _update_of(ctx: PassContext, wanted: OwnedObject) -> UpdateOwned | None:
@@ -164,20 +168,13 @@ def foreign_message(label: str, integration: str) -> str:
 
 def gate(ctx: PassContext, position: int, role: Role) -> str | None:
     """Why the role's Pods may not be created now, or None: the owned objects first, then the
-    integrations' gates in order. Once per role and pass."""
+    integrations' gates and admissions in order. Once per role and pass."""
     if position in ctx.gates:
         return ctx.gates[position]
     reason = ctx.owned_hold
     attempt = attempt_of(ctx)
     if reason is None and attempt is not None:
-        reason = next(
-            (
-                said
-                for integration in ctx.settings.integrations
-                if (said := integration.gate(attempt, role, ctx.observed, ctx.status)) is not None
-            ),
-            None,
-        )
+        reason = _gate(ctx, attempt, role)
     ctx.gates[position] = reason
     return reason
 
@@ -194,9 +191,14 @@ def recheck_gates(ctx: PassContext) -> None:
         if reason is None or position >= len(spec.roles):
             continue
         role = spec.roles[position]
-        if all(i.gate(attempt, role, ctx.observed, ctx.status) is None for i in ctx.settings.integrations):
+        if _gate(ctx, attempt, role) is None:
             next_pass_now(ctx)
             return
+
+
+def _gate(ctx: PassContext, attempt: Attempt, role: Role) -> str | None:
+    admissions = admission_of(ctx, attempt)
+    return ctx.settings.framework.gate(attempt, role, ctx.observed, ctx.status, admissions)
 
 
 def report_hold(ctx: PassContext, position: int, role: Role, message: str) -> str:

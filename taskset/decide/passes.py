@@ -22,6 +22,7 @@ from taskset.api.status import RoleStatus, TaskSetStatus, stamp
 from taskset.api.views import Observed
 from taskset.decide.plan import Event, LogRecord, Plan, Settings, TaskSetRef
 from taskset.integrations.base import Attempt
+from taskset.integrations.framework import Admissions
 
 
 @dataclass
@@ -51,6 +52,9 @@ class PassContext:
     # What the integrations are told of the attempt (taskset.decide.owned.attempt_of), made once per
     # attempt and spec rather than once per Pod created.
     attempt: Attempt | None = None
+    # What the admitting integrations said of that attempt (taskset.decide.owned.admission_of), asked
+    # once per attempt and spec: the scale, the suspension, the gates and the decorations all read it.
+    admissions: tuple[Attempt, Admissions] | None = None
     # Why the attempt's ControlUnit snapshot is refused (None: it is not); see taskset.decide.snapshot.
     snapshot_refused: str | None = None
     # Whether the attempt stops its Pods as a suspension does, and why an integration asks it (issue 24;

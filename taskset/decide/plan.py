@@ -17,7 +17,7 @@ from taskset.api.proof import PROCESS_PROOF_KEY
 from taskset.api.spec import TaskSetSpec
 from taskset.api.status import TaskSetStatus
 from taskset.api.views import ControlUnitView, OwnedView, PodView
-from taskset.integrations import BUILT_IN, Integration
+from taskset.integrations import BUILT_IN_FRAMEWORK, Framework
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import CONFIGMAPS, ObjectKind
 from taskset.objects.pods import PodIdentity
@@ -60,9 +60,9 @@ class Settings:
     stuck_terminating_after: float = 300.0
     # Bound on chained transitions per machine and pass; far above any legal path, so only a bug hits it.
     max_chain: int = 32
-    # The integrations every pass asks, in order (taskset.integrations): their objects, Pod decorations
-    # and gates.
-    integrations: tuple[Integration, ...] = BUILT_IN
+    # The integrations every pass asks, sorted by capability (taskset.integrations.framework): their
+    # admission, objects, gates, Pod decorations and what follows an attempt's end.
+    framework: Framework = BUILT_IN_FRAMEWORK
     # The key of the Pods' creation proofs (taskset.api.proof). The daemon loads the cluster's from a
     # Secret (taskset.daemon.proof_key), so that a restarted or new leader proves and checks the same;
     # without one, a key made for this process: proofs then outlive neither a restart nor a failover.

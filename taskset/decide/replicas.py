@@ -28,7 +28,7 @@ from taskset.api.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
 from taskset.decide.capture import capture_pod, pod_history
 from taskset.decide.cleanup import keeps_pods
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
-from taskset.decide.owned import attempt_of, gate, report_hold
+from taskset.decide.owned import admission_of, attempt_of, gate, report_hold
 from taskset.decide.passes import (
     FromResult,
     PassContext,
@@ -57,7 +57,6 @@ from taskset.decide.waiting import (
     terminating_message,
     wait_kind,
 )
-from taskset.integrations import pod_decorations
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
 
@@ -233,11 +232,11 @@ def _create_pod(ctx: PassContext, at: ReplicaAt) -> bool:
 
 
 def _decorations(ctx: PassContext, role: Role, identity: PodIdentity) -> tuple[PodDecoration, ...]:
-    """What the integrations add to this replica's Pod (``pod_decorations``)."""
+    """What the integrations add to this replica's Pod (``Framework.pod_decorations``)."""
     attempt = attempt_of(ctx)
     if attempt is None:
         return ()
-    return pod_decorations(ctx.settings.integrations, attempt, role, identity, ctx.observed)
+    return ctx.settings.framework.pod_decorations(attempt, role, identity, admission_of(ctx, attempt))
 
 
 def _adopt_pod(ctx: PassContext, at: ReplicaAt) -> bool:

@@ -37,7 +37,6 @@ from taskset.api.spec import ParsedTaskSet, TaskSetSpec
 from taskset.api.views import ControlUnitView
 from taskset.decide.passes import PassContext
 from taskset.decide.plan import Event
-from taskset.integrations import spec_checks
 from taskset.objects.controlunit import parse_snapshot, snapshot_of
 
 # Recorded for a snapshot that could not be verified: no digest equals it, so it is never trusted.
@@ -105,7 +104,7 @@ def attempt_spec(ctx: PassContext, verified_by_uid: str | None) -> TaskSetSpec |
     else:
         text = unit.spec_snapshot
     if text:
-        checks = spec_checks(ctx.settings.integrations)
+        checks = ctx.settings.framework.spec_checks()
         ref = ctx.ref
         snapshot = parse_snapshot(text, ref.name, ref.namespace, ref.uid, checks)
         if snapshot is not None:

@@ -24,7 +24,7 @@ from taskset.api.constants import ConditionReason, ConditionStatus, ConditionTyp
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import ReplicaStatus
-from taskset.decide.owned import attempt_of
+from taskset.decide.owned import admission_of, attempt_of
 from taskset.decide.passes import PassContext, Row
 from taskset.decide.plan import DeleteOwned, Event
 
@@ -83,39 +83,31 @@ def replica_rows(scope: type[At]) -> dict[str, Row[At]]:
 
 def suspended(ctx: PassContext) -> bool:
     """Whether the attempt's Pods are to stop now, counting nothing: ``spec.suspend``, or an integration
-    that asks it (``Integration.suspends``: Kueue evicted the attempt's Workload). Once per pass."""
+    whose admission asks it (``Admission.suspended``: Kueue evicted the attempt's Workload). Once per pass."""
     if ctx.suspension is None:
         reason = None
         attempt = attempt_of(ctx) if ctx.status.phase in _RUNNING else None
         if attempt is not None:
-            reason = next(
-                (
-                    said
-                    for integration in ctx.settings.integrations
-                    if (said := integration.suspends(attempt, ctx.observed)) is not None
-                ),
-                None,
-            )
+            reason = admission_of(ctx, attempt).suspended
         ctx.suspension = (ctx.ref.suspended or reason is not None, reason)
     return ctx.suspension[0]
 
 
 def retire_stale(ctx: PassContext) -> None:
-    """Delete, once the attempt has no Pod left, the objects an integration wants made anew
-    (``Integration.stale_objects``): an evicted Workload goes, and the next pass asks for a new one, which
+    """Delete, once the attempt has no Pod left, the objects an admission wants made anew
+    (``Admission.stale``): an evicted Workload goes, and the next pass asks for a new one, which
     Kueue queues again. Only the controller's own, by UID."""
     attempt = attempt_of(ctx) if ctx.status.phase in _RUNNING else None
     if attempt is None or any(
         replica.phase not in _PODLESS for role in ctx.status.roles for replica in role.replicas
     ):
         return
-    for integration in ctx.settings.integrations:
-        for kind, name in integration.stale_objects(attempt, ctx.observed):
-            seen = ctx.observed.owned.get((kind.key, name))
-            owners = (ctx.status.control_unit_uid, ctx.ref.uid)  # an attempt's object, or the TaskSet's
-            if seen is None or seen.deleting or not seen.controller_uid or seen.controller_uid not in owners:
-                continue
-            ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration.name))
+    for integration, kind, name in admission_of(ctx, attempt).stale():
+        seen = ctx.observed.owned.get((kind.key, name))
+        owners = (ctx.status.control_unit_uid, ctx.ref.uid)  # an attempt's object, or the TaskSet's
+        if seen is None or seen.deleting or not seen.controller_uid or seen.controller_uid not in owners:
+            continue
+        ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration))
 
 
 def report_suspension(ctx: PassContext) -> None:

@@ -1,27 +1,40 @@
-"""The registry of integrations: which are built in, in the order their hooks are asked.
+"""The integrations: which are built in, in the order they are asked, and the runner that asks them.
 
 Order matters only where two integrations add the same thing (the first one's environment variables
 come first in every container; see ``taskset.objects.decorations``). A controller may be built with
-more (``Controller(integrations=...)``); tests register one of their own that way.
+more (``Controller(integrations=...)``); tests register one of their own that way. The capabilities an
+integration may implement are in ``taskset.integrations.base``; ``taskset.integrations.framework`` is the
+only code that calls them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Final
 
-from taskset.api.spec import Role, SpecCheck
-from taskset.api.views import Observed
-from taskset.integrations.base import Attempt, CheckFailure, Integration
+from taskset.integrations.base import (
+    Admission,
+    Admits,
+    AfterAttempt,
+    Attempt,
+    CheckFailure,
+    ChecksSpec,
+    DecoratesPods,
+    FinishesAttempts,
+    GatesRoles,
+    Integration,
+    OwnsObjects,
+    ReadsObjects,
+    RoleAdmission,
+)
+from taskset.integrations.framework import Admissions, Framework
 from taskset.integrations.framework_env import FrameworkEnv
 from taskset.integrations.headless_service import HeadlessService
 from taskset.integrations.identity_env import IdentityEnv
 from taskset.integrations.membership import Membership
 from taskset.integrations.peer_env import PeerEnv
 from taskset.integrations.start_order import StartOrder
-from taskset.objects.decorations import PodDecoration
-from taskset.objects.pods import PodIdentity
 
-BUILT_IN: tuple[Integration, ...] = (
+BUILT_IN: Final[tuple[Integration, ...]] = (
     IdentityEnv(),
     HeadlessService(),
     PeerEnv(),
@@ -29,32 +42,25 @@ BUILT_IN: tuple[Integration, ...] = (
     StartOrder(),
     Membership(),
 )
+# The runner of the built-in integrations alone: what a controller runs with when it is given no other.
+BUILT_IN_FRAMEWORK: Final = Framework(BUILT_IN)
 
-
-def spec_checks(integrations: Sequence[Integration]) -> tuple[SpecCheck, ...]:
-    """The integrations' checks of their own parts of a spec, in order, as ``parse_taskset`` runs them."""
-    return tuple(integration.check for integration in integrations)
-
-
-def pod_decorations(
-    integrations: Sequence[Integration],
-    attempt: Attempt,
-    role: Role,
-    identity: PodIdentity,
-    observed: Observed,
-) -> tuple[PodDecoration, ...]:
-    """What each integration adds to one replica's Pod, in registration order (each one's own additions,
-    then what it adds to the whole role from what the pass observed): the controller's Pods, and the
-    bench's raw copies of them, are decorated by this one function."""
-    return tuple(
-        decoration
-        for integration in integrations
-        for decoration in (
-            integration.decorate_pod(attempt, role, identity),
-            integration.decorate_role(attempt, role, observed),
-        )
-        if decoration is not None
-    )
-
-
-__all__ = ["BUILT_IN", "Attempt", "CheckFailure", "Integration", "pod_decorations", "spec_checks"]
+__all__ = [
+    "BUILT_IN",
+    "BUILT_IN_FRAMEWORK",
+    "Admission",
+    "Admissions",
+    "Admits",
+    "AfterAttempt",
+    "Attempt",
+    "CheckFailure",
+    "ChecksSpec",
+    "DecoratesPods",
+    "FinishesAttempts",
+    "Framework",
+    "GatesRoles",
+    "Integration",
+    "OwnsObjects",
+    "ReadsObjects",
+    "RoleAdmission",
+]

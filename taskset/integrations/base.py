@@ -1,37 +1,34 @@
-"""The seam every integration plugs into: pure hooks at the few moments of a TaskSet's life they share.
+"""The seam every integration plugs into: small capabilities, one per question a pass asks.
 
-An integration (networking, framework environments, suspension, Kueue, gang scheduling, ...) is one
-object with up to four hooks, each a pure function of what it is given, returning data:
+An integration (networking, framework environments, start order, membership, gang scheduling, Kueue,
+...) is one object with a ``name`` that implements only the capabilities it needs, as Kubeflow Trainer's
+runtime plugins and Volcano's job plugins do:
 
-* ``check(spec)``: its own part of the raw TaskSet spec is valid, or the field and why not. A TaskSet
-  that fails a check is illegal like any other (Failed, with the message naming the field);
-* ``owned_objects(attempt)``: the objects it wants to exist while the TaskSet or the attempt lasts
-  (``taskset.objects.owned``). The controller creates them, caches them (``kinds`` says which kinds to
-  watch) and lets the garbage collector take them away with their owner;
-* ``decorate_pod(attempt, role, identity)``: what it adds to one replica's Pod
+* ``ChecksSpec.check(spec)``: its own part of the raw TaskSet spec is valid, or the field and why not. A
+  TaskSet that fails a check is illegal like any other (Failed, with the message naming the field);
+* ``OwnsObjects.owned_objects(attempt)``: the objects it wants to exist while the TaskSet or the attempt
+  lasts (``taskset.objects.owned``). The controller creates them, caches them (``kinds`` says which kinds
+  to watch), keeps those that follow the TaskSet (``updates_owned``) as wanted, and lets the garbage
+  collector take them away with their owner;
+* ``ReadsObjects.reads``: cluster-scoped kinds it reads and never writes (Kueue's ResourceFlavors); the
+  controller caches them as each kind's ``kept`` says and hands them over in ``Observed.read``;
+* ``DecoratesPods.decorate_pod(attempt, role, identity)``: what it adds to one replica's Pod
   (``taskset.objects.decorations``: env, volumes, hostname/subdomain, labels, scheduling fields);
-* ``gate(attempt, role, observed, status)``: whether a role's Pods may be created now, or the human
-  reason why not, which the replicas' status shows until the gate opens. ``status`` is the TaskSet's
-  status as this pass has it (the current attempt's roles and replicas, read only): what the replicas
-  have reached (a ``dependsOn`` waits for it) is recorded there, not in the cluster;
-* ``suspends(attempt, observed)`` and ``stale_objects(attempt, observed)``: whether the attempt must
-  stop its Pods as a suspension does, and which of its objects to make anew once they are gone;
-* ``decorate_role(attempt, role, observed)``: what it adds to every Pod of a role from what the pass
-  observed (Kueue's admission: its flavors' node labels and tolerations), beside ``decorate_pod``;
-* ``ends_attempt(attempt, observed)``: why the attempt cannot go on and fails now, or None (an
-  admission that contradicts the Pod template);
-* ``replicas_cap(attempt, role, observed)``: the most replicas the role may run now (Kueue admitted
-  fewer than it asked for), which the attempt follows as it follows a scale;
-* ``after_attempt(attempt, observed, outcome)``: what to write on its objects once the attempt's
-  outcome is known (a Workload marked ``Finished``), and its objects of earlier attempts to delete.
+* ``GatesRoles.gate(attempt, role, observed, status)``: whether a role's Pods may be created now, or the
+  human reason why not, which the replicas' status shows until the gate opens. ``status`` is the
+  TaskSet's status as this pass has it: what the replicas have reached (a ``dependsOn`` waits for it) is
+  recorded there, not in the cluster;
+* ``Admits.admission(attempt, observed)``: what an admitting system (a quota queue such as Kueue) says
+  of the attempt, as one value (``Admission``): whether it must wait, stop its Pods or end, how many
+  replicas each role may run and what their Pods carry, and which of its objects to make anew;
+* ``FinishesAttempts.after_attempt(attempt, observed, outcome)``: what to write on its objects once the
+  attempt's outcome is known (a Workload marked ``Finished``), and its objects of earlier attempts to
+  delete.
 
-Besides the kinds it owns (``kinds``), an integration may read cluster-scoped kinds it does not own
-(``reads``: Kueue's ResourceFlavors); the controller caches them as each kind's ``kept`` says and
-hands them to the hooks in ``Observed.read``.
-
-The decisions ask the hooks and carry their answers in their intents; the reconciler only applies what
-they return. So an integration never does I/O, never reads the clock and never imports another
-integration (``tests/unit/test_layering.py``): adding one means one module here and its registration in
+Every capability is a pure function of what it is given, returning data: an integration never does I/O,
+never reads the clock and never imports another integration (``tests/unit/test_layering.py``). Only the
+runner (``taskset.integrations.framework``) calls a capability, and its methods say when in a pass each
+one is asked. Adding an integration means one module here and its registration in
 ``taskset.integrations.BUILT_IN`` (or in the ``integrations`` a controller is built with).
 """
 
@@ -39,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec
 from taskset.api.status import AttemptResult, TaskSetStatus
@@ -48,7 +45,37 @@ from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import ObjectKind, OwnedObject, OwnedStatus
 from taskset.objects.pods import PodIdentity
 
-__all__ = ["AfterAttempt", "Attempt", "CheckFailure", "Integration"]
+__all__ = [
+    "Admission",
+    "Admits",
+    "AfterAttempt",
+    "Attempt",
+    "CheckFailure",
+    "ChecksSpec",
+    "DecoratesPods",
+    "FinishesAttempts",
+    "GatesRoles",
+    "Integration",
+    "OwnsObjects",
+    "ReadsObjects",
+    "RoleAdmission",
+]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What a capability may know of the TaskSet attempt it is asked about."""
+
+    taskset: str
+    namespace: str
+    uid: str
+    attempt: int  # the TaskSet attempt id (its retry count)
+    spec: TaskSetSpec  # the spec this attempt runs with (the ControlUnit's snapshot once it exists)
+    # The TaskSet's metadata.labels, live (the queue a TaskSet asks Kueue for is a label).
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # The TaskSet's status as this pass has it, read only (the live membership follows its replicas'
+    # retries and the membership generation); None outside a pass.
+    status: TaskSetStatus | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -61,78 +88,111 @@ class AfterAttempt:
 
 
 @dataclass(frozen=True)
-class Attempt:
-    """What a hook may know of the TaskSet attempt it is asked about."""
+class RoleAdmission:
+    """What an admission gives one role: the most replicas it may run now (``cap``: fewer than it asked
+    for is a partial admission, which the attempt follows as it follows a scale), what every one of its
+    Pods carries (``decoration``: the admitted flavors' node labels and tolerations), and why its Pods
+    may not be created yet (``held``), shown in the replicas' status like a gate's reason."""
 
-    taskset: str
-    namespace: str
-    uid: str
-    attempt: int  # the TaskSet attempt id (its retry count)
-    spec: TaskSetSpec  # the spec this attempt runs with (the ControlUnit's snapshot once it exists)
-    # The TaskSet's metadata.labels, live (Kueue's queue name, issue 24).
-    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
-    # The TaskSet's status as this pass has it, read only (issue 26: the live membership follows its
-    # replicas' retries and the membership generation); None outside a pass.
-    status: TaskSetStatus | None = field(default=None, compare=False, repr=False)
+    cap: int | None = None
+    decoration: PodDecoration | None = None
+    held: str | None = None
 
 
-class Integration:
-    """The base of every integration: each hook does nothing until a subclass says otherwise, so an
-    integration writes only the hooks it needs (as Volcano's job plugins do)."""
+@dataclass(frozen=True)
+class Admission:
+    """What an admitting system says of one attempt, in one value (as Kueue's ``PodSetInfo`` carries an
+    admission to a job):
 
-    name: ClassVar[str] = ""
-    # Kinds of object it may own besides ConfigMaps (which the controller always watches): a Service,
-    # a PodGroup, ... The controller keeps one cache per kind, selected by the TaskSet label.
+    * ``waiting``: why no Pod of the attempt may be created yet (not admitted), or None;
+    * ``suspended``: why the attempt must stop its Pods now, as ``spec.suspend`` stops them, counting
+      nothing (its admission was withdrawn: an eviction or a preemption), or None;
+    * ``refused``: why the attempt cannot go on and ends as failed now (an admission that contradicts
+      the Pod template), or None; its retry policy decides what follows;
+    * ``roles``: per role name, what the admission gives that role;
+    * ``stale``: its objects to delete once the attempt has no Pod left, so that they are made anew (an
+      evicted Workload, which queues again as a new one).
+    """
+
+    waiting: str | None = None
+    suspended: str | None = None
+    refused: str | None = None
+    roles: Mapping[str, RoleAdmission] = field(default_factory=dict)
+    stale: tuple[tuple[ObjectKind, str], ...] = ()
+
+
+class Integration(Protocol):
+    """What every integration is: a name (for the events and the owned objects' records). Everything it
+    does comes from the capabilities it implements."""
+
+    name: ClassVar[str]
+
+
+@runtime_checkable
+class ChecksSpec(Protocol):
+    """It validates its own part of the raw spec."""
+
+    name: ClassVar[str]
+
+    def check(self, spec: Mapping[str, Any]) -> CheckFailure | None: ...
+
+
+@runtime_checkable
+class OwnsObjects(Protocol):
+    """It wants objects to exist while the TaskSet or its attempt lasts. ``kinds``: the kinds it may own
+    besides ConfigMaps (which the controller always watches), one cache per kind; ``updates_owned``:
+    whether any of them follows the TaskSet (``OwnedObject.updates``), so it is asked again at the end of
+    a pass."""
+
+    name: ClassVar[str]
     kinds: ClassVar[tuple[ObjectKind, ...]] = ()
-    # Cluster-scoped kinds it reads and never writes (issue 24: Kueue's ResourceFlavors), cached whole
-    # but for what each kind's ``kept`` leaves out.
-    reads: ClassVar[tuple[ObjectKind, ...]] = ()
-    # Whether any object it owns follows the TaskSet (``OwnedObject.updates``, issue 26): only those
-    # integrations are asked again at the end of a pass.
     updates_owned: ClassVar[bool] = False
 
-    def check(self, spec: Mapping[str, Any]) -> CheckFailure | None:
-        return None
+    def owned_objects(self, attempt: Attempt) -> Sequence[OwnedObject]: ...
 
-    def owned_objects(self, attempt: Attempt) -> Sequence[OwnedObject]:
-        return ()
 
-    def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration | None:
-        return None
+@runtime_checkable
+class ReadsObjects(Protocol):
+    """It reads cluster-scoped kinds it never writes, cached whole but for what each kind's ``kept``
+    leaves out."""
 
-    def decorate_role(self, attempt: Attempt, role: Role, observed: Observed) -> PodDecoration | None:
-        """What it adds to every Pod of ``role`` from what the pass observed (issue 24: Kueue's
-        admission), asked when a Pod is to be created, after ``decorate_pod``."""
-        return None
+    name: ClassVar[str]
+    reads: ClassVar[tuple[ObjectKind, ...]]
 
-    def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
-        return None
 
-    def replicas_cap(self, attempt: Attempt, role: Role, observed: Observed) -> int | None:
-        """The most replicas ``role`` may run now, or None for no bound (issue 24: Kueue's partial
-        admission). The attempt runs the role at the lower of this and its wanted count, as a scale
-        (``taskset.decide.elastic``)."""
-        return None
+@runtime_checkable
+class DecoratesPods(Protocol):
+    """It adds to every replica's Pod."""
+
+    name: ClassVar[str]
+
+    def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration | None: ...
+
+
+@runtime_checkable
+class GatesRoles(Protocol):
+    """It holds a role's Pods until something it can see has happened."""
+
+    name: ClassVar[str]
+
+    def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None: ...
+
+
+@runtime_checkable
+class Admits(Protocol):
+    """An admitting system decides whether, how far and with what the attempt runs."""
+
+    name: ClassVar[str]
+
+    def admission(self, attempt: Attempt, observed: Observed) -> Admission | None: ...
+
+
+@runtime_checkable
+class FinishesAttempts(Protocol):
+    """It writes on its objects once the attempt's outcome is known, and retires earlier attempts'."""
+
+    name: ClassVar[str]
 
     def after_attempt(
         self, attempt: Attempt, observed: Observed, outcome: AttemptResult | None
-    ) -> AfterAttempt | None:
-        """Asked every pass once the TaskSet has run: ``outcome`` is the attempt's once it has ended (its
-        ControlUnit going or gone, or the TaskSet completed), else None (issue 24: the Workload of a
-        finished attempt is marked ``Finished``, and those of earlier attempts deleted)."""
-        return None
-
-    def ends_attempt(self, attempt: Attempt, observed: Observed) -> str | None:
-        """Why the attempt cannot go on and ends as failed now (its retry policy decides what follows),
-        or None (issue 24: Kueue admitted it with a node selector the Pod template contradicts)."""
-        return None
-
-    def suspends(self, attempt: Attempt, observed: Observed) -> str | None:
-        """Why the attempt must stop its Pods now, as ``spec.suspend`` stops them (counting nothing),
-        or None (issue 24: Kueue evicted its Workload)."""
-        return None
-
-    def stale_objects(self, attempt: Attempt, observed: Observed) -> Sequence[tuple[ObjectKind, str]]:
-        """Its objects to delete once the attempt has no Pod left, so that they are made anew (issue 24:
-        an evicted Workload, which queues again as a new one)."""
-        return ()
+    ) -> AfterAttempt | None: ...

@@ -1,4 +1,4 @@
-"""Framework presets (issue 23, item 3), opted into per TaskSet with ``spec.framework``: the variables
+"""Framework presets, opted into per TaskSet with ``spec.framework``: the variables
 (and, for MPI, the hostfile) a framework reads to find its cluster, built from the replicas' DNS names
 (``taskset.objects.network``). Each preset is a pure function of the TaskSet's layout, table-tested
 against the exact strings the framework parses (``tests/unit/taskset/integrations/test_framework_env.py``).
@@ -45,7 +45,7 @@ from typing import Any, Final
 
 from taskset.api.scale import elastic_roles
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec, spec_object
-from taskset.integrations.base import Attempt, Integration
+from taskset.integrations.base import Attempt, ChecksSpec, DecoratesPods, OwnsObjects
 from taskset.objects.decorations import EnvVar, PodDecoration
 from taskset.objects.network import ENABLE_FIELD, NETWORK_FIELD, replica_fqdn, service_name
 from taskset.objects.owned import CONFIGMAPS, OwnedObject, Scope
@@ -97,7 +97,7 @@ class Layout:
     service: str
     roles: tuple[Role, ...]
     options: Options
-    elastic: frozenset[str] = frozenset()  # issue 26: the roles that declare bounds or spec.scale names
+    elastic: frozenset[str] = frozenset()  # the roles that declare bounds or spec.scale names
 
     def fqdn(self, role: str, index: int) -> str:
         return replica_fqdn(self.taskset, role, index, self.service, self.namespace)
@@ -129,7 +129,7 @@ class Layout:
 
     @property
     def nodes_range(self) -> str:
-        """torchrun's ``--nnodes``: the node count, or ``MIN:MAX`` when a role is elastic (issue 26), its
+        """torchrun's ``--nnodes``: the node count, or ``MIN:MAX`` when a role is elastic, its
         bounds counted for it and the other roles' replicas for them."""
         if not self.elastic:
             return str(self.nodes)
@@ -138,7 +138,7 @@ class Layout:
         return f"{low}:{high}"
 
 
-class FrameworkEnv(Integration):
+class FrameworkEnv(ChecksSpec, OwnsObjects, DecoratesPods):
     name = "framework-env"
 
     def check(self, spec: Mapping[str, Any]) -> CheckFailure | None:

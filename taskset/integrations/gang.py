@@ -1,4 +1,4 @@
-"""Gang scheduling (issue 24, item 5; the schedulers a controller serves are its ``--gang-scheduling``).
+"""Gang scheduling (the schedulers a controller serves are its ``--gang-scheduling``).
 
 A TaskSet opts in with ``spec.gang``: ``scheduler`` (``coscheduling``: scheduler-plugins'
 ``scheduling.x-k8s.io`` PodGroup; ``volcano``: Volcano's ``scheduling.volcano.sh`` PodGroup),
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec
-from taskset.integrations.base import Attempt, Integration
+from taskset.integrations.base import Attempt, ChecksSpec, DecoratesPods, Integration, OwnsObjects
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import ObjectKind, OwnedObject, Scope
 from taskset.objects.pods import PodIdentity
@@ -108,7 +108,7 @@ COSCHEDULING_FLAVOR: Final = Flavor(
 VOLCANO_FLAVOR: Final = Flavor(VOLCANO, VOLCANO_PODGROUPS, "queue", ("annotations", VOLCANO_ANNOTATION))
 
 
-class _Gang(Integration):
+class _Gang(ChecksSpec, OwnsObjects, DecoratesPods):
     """What both gang schedulers share: the check, a PodGroup per attempt of an opted-in TaskSet, and
     the mark that makes each of its Pods a member."""
 

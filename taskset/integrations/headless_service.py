@@ -1,4 +1,4 @@
-"""Stable network identity (issue 23, item 1): one headless Service per TaskSet, and a hostname and
+"""Stable network identity: one headless Service per TaskSet, and a hostname and
 subdomain on every Pod, so ``{taskset}-{role}-{index}.<service>.<namespace>.svc`` names the replica's
 current Pod in every attempt.
 
@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from taskset.api.constants import LABEL_TASKSET
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec
-from taskset.integrations.base import Attempt, Integration
+from taskset.integrations.base import Attempt, ChecksSpec, DecoratesPods, OwnsObjects
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.network import SERVICES, check_network, replica_host, service_name
 from taskset.objects.owned import OwnedObject, Scope
@@ -26,7 +26,7 @@ _PROTOCOLS: Final = ("TCP", "UDP", "SCTP")
 _PORT_MAX: Final = 65535
 
 
-class HeadlessService(Integration):
+class HeadlessService(ChecksSpec, OwnsObjects, DecoratesPods):
     name = "headless-service"
     kinds = (SERVICES,)
 

@@ -16,12 +16,12 @@ from taskset.api.constants import (
     ENV_TASKSET_NAMESPACE,
 )
 from taskset.api.spec import Role
-from taskset.integrations.base import Attempt, Integration
+from taskset.integrations.base import Attempt, DecoratesPods
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
 
 
-class IdentityEnv(Integration):
+class IdentityEnv(DecoratesPods):
     name = "identity-env"
 
     def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration:

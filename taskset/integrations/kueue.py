@@ -1,30 +1,31 @@
-"""Kueue admission (issue 24, item 4; enabled by the controller flag ``--kueue``).
+"""Kueue admission (enabled by the controller flag ``--kueue``).
 
 A TaskSet labelled with Kueue's queue name (``QUEUE_LABEL``) is a job Kueue admits by quota, as an
 external framework (Kueue's configuration names ``TaskSet.v1alpha1.octopus.openi.pcl.cn``; see
 ``docs/user-manual.md``, "Shared clusters"). Per attempt, this integration asks for a ``Workload``
 owned by the TaskSet, with one pod set per role (its replicas and its Pod template, whose requests Kueue
-counts), and holds every role's Pods until Kueue admits it (its ``Admitted`` condition).
+counts), and holds every role's Pods until Kueue admits it (its ``Admitted`` condition). Everything
+Kueue says of an attempt reaches the controller as one ``Admission`` value (``KueueWorkload.admission``).
 
 Once admitted, each role's Pods get what the admission gives its pod set, as Kueue's jobframework
 injects it (``admitted_role``): every flavor's ``nodeLabels`` as node selector entries and its
 ``tolerations`` (the ResourceFlavors are read through a cluster-scoped cache, ``reads``, that keeps
 nothing else of them), then each admission check's ``podSetUpdates``. Kueue refuses to start a job whose
 template contradicts its admission, and so does this integration: such an attempt ends as failed
-(``ends_attempt``), naming the key and both values.
+(``Admission.refused``), naming the key and both values.
 
 When Kueue evicts the Workload (preemption by a higher ``spec.priority``, which the Workload carries),
-the attempt stops its Pods as a suspension does, counting nothing (``suspends``), then deletes the
-evicted Workload (``stale_objects``), which frees its quota; the next pass asks for a new one, which
+the attempt stops its Pods as a suspension does, counting nothing (``Admission.suspended``), then deletes the
+evicted Workload (``Admission.stale``), which frees its quota; the next pass asks for a new one, which
 queues again, and the Pods start again once it is admitted. When the attempt ends, its Workload is
 marked ``Finished`` (``after_attempt``: reason ``Succeeded`` or ``Failed``, as the jobframework marks a
 job's), which frees the quota; the last one stays until the TaskSet is deleted, and a retried attempt's
 is deleted once the next attempt's exists.
 
-Partial admission: a role that declares ``minReplicas`` (issue 26's elastic bound) below its replicas
+Partial admission: a role that declares ``minReplicas`` (the elastic lower bound) below its replicas
 gives its pod set that ``minCount``, and Kueue (its ``PartialAdmission`` feature, on by default) may
 admit fewer (``podSetAssignments[].count``). The role then runs with the admitted count as if scaled to
-it (``replicas_cap``; ``taskset.decide.elastic``): a live scale is capped by the admitted count, and the
+it (``RoleAdmission.cap``; ``taskset.decide.elastic``): a live scale is capped by the admitted count, and the
 completion thresholds follow the count as they follow a scale.
 """
 
@@ -35,9 +36,18 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from taskset.api.spec import Role
-from taskset.api.status import AttemptResult, TaskSetStatus, clip
+from taskset.api.status import AttemptResult, clip
 from taskset.api.views import Observed, OwnedView
-from taskset.integrations.base import AfterAttempt, Attempt, Integration
+from taskset.integrations.base import (
+    Admission,
+    Admits,
+    AfterAttempt,
+    Attempt,
+    FinishesAttempts,
+    OwnsObjects,
+    ReadsObjects,
+    RoleAdmission,
+)
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import ObjectKind, OwnedObject, OwnedStatus, Scope
 
@@ -89,7 +99,7 @@ def pod_set(role: Role, min_count: int | None = None) -> dict[str, Any]:
 
 
 def declared_min(raw: Mapping[str, Any], position: int) -> int | None:
-    """The role's ``minReplicas`` as the spec declares it (issue 26's elastic bound), or None: only a
+    """The role's ``minReplicas`` as the spec declares it (the elastic lower bound), or None: only a
     declared bound opts the role into partial admission."""
     roles = raw.get("roles")
     role = roles[position] if isinstance(roles, list | tuple) and position < len(roles) else None
@@ -229,7 +239,7 @@ def _add_updates(merge: _Merge, workload: OwnedView, role: Role) -> Admitted | N
     return None
 
 
-class KueueWorkload(Integration):
+class KueueWorkload(OwnsObjects, ReadsObjects, Admits, FinishesAttempts):
     """A Workload per attempt of a queued TaskSet; the roles wait for its admission, whose flavors and
     admission checks then decorate their Pods."""
 
@@ -254,25 +264,40 @@ class KueueWorkload(Integration):
         # The TaskSet's, not the attempt's: the last attempt's stays, Finished, until the TaskSet goes.
         return (OwnedObject(WORKLOADS, name, Scope.TASKSET, body, self.name),)
 
-    def gate(self, attempt: Attempt, role: Role, observed: Observed, status: TaskSetStatus) -> str | None:
+    def admission(self, attempt: Attempt, observed: Observed) -> Admission | None:
+        """Kueue's word on the attempt, as its jobframework hands it to a job: until the attempt's
+        Workload is admitted, every role waits; an evicted Workload stops the Pods (counting nothing, as a
+        suspension does) and, once they are gone, is deleted so that the new one the next pass asks for
+        queues again; once admitted, each role runs the replicas its pod set was given (fewer than it
+        asked is a partial admission), its Pods carry what the flavors and admission checks add, and an
+        admission that contradicts a role's Pod template ends the attempt, as no Pod of it could start."""
         queue = attempt.labels.get(QUEUE_LABEL)
         if not queue:
             return None
-        name = workload_name(attempt.taskset, attempt.attempt)
         seen = self._admitted(attempt, observed)
         if seen is None:
-            return f"waiting for Kueue to admit Workload {name} (queue {queue})"
-        admitted = admitted_role(seen, role, observed.read)
-        return admitted.held or admitted.conflict
-
-    def replicas_cap(self, attempt: Attempt, role: Role, observed: Observed) -> int | None:
-        """Kueue admitted fewer replicas than the role asked for (partial admission): it runs with those."""
-        seen = self._admitted(attempt, observed)
-        return None if seen is None else admitted_count(seen, role)
-
-    def decorate_role(self, attempt: Attempt, role: Role, observed: Observed) -> PodDecoration | None:
-        seen = self._admitted(attempt, observed)
-        return None if seen is None else admitted_role(seen, role, observed.read).decoration
+            evicted = self._evicted(attempt, observed)
+            name = workload_name(attempt.taskset, attempt.attempt)
+            return Admission(
+                waiting=f"waiting for Kueue to admit Workload {name} (queue {queue})",
+                suspended=None if evicted is None else f"Kueue evicted Workload {evicted}",
+                stale=() if evicted is None else ((WORKLOADS, evicted),),
+            )
+        roles: dict[str, RoleAdmission] = {}
+        refused = None
+        for role in attempt.spec.roles:
+            admitted = admitted_role(seen, role, observed.read)
+            if admitted.conflict is not None and refused is None:
+                refused = (
+                    f"Kueue's admission of Workload {seen.name} conflicts with role {role.name}: "
+                    f"{admitted.conflict}"
+                )
+            roles[role.name] = RoleAdmission(
+                cap=admitted_count(seen, role),
+                decoration=admitted.decoration,
+                held=admitted.held or admitted.conflict,
+            )
+        return Admission(refused=refused, roles=roles)
 
     def after_attempt(
         self, attempt: Attempt, observed: Observed, outcome: AttemptResult | None
@@ -302,30 +327,6 @@ class KueueWorkload(Integration):
         }
         finished = OwnedStatus(WORKLOADS, seen.name, {"conditions": [condition]})
         return AfterAttempt(statuses=(finished,), stale=stale)
-
-    def ends_attempt(self, attempt: Attempt, observed: Observed) -> str | None:
-        """An admission that contradicts a role's Pod template: no Pod of it could start as admitted."""
-        seen = self._admitted(attempt, observed)
-        if seen is None:
-            return None
-        for role in attempt.spec.roles:
-            if (conflict := admitted_role(seen, role, observed.read).conflict) is not None:
-                return (
-                    f"Kueue's admission of Workload {seen.name} conflicts with role {role.name}: {conflict}"
-                )
-        return None
-
-    def suspends(self, attempt: Attempt, observed: Observed) -> str | None:
-        """Kueue evicted the attempt's Workload (preemption, or its admission was withdrawn): stop every
-        Pod, counting nothing, as a suspension does."""
-        evicted = self._evicted(attempt, observed)
-        return None if evicted is None else f"Kueue evicted Workload {evicted}"
-
-    def stale_objects(self, attempt: Attempt, observed: Observed) -> Sequence[tuple[ObjectKind, str]]:
-        """An evicted Workload, once the attempt's Pods are gone: deleted, it frees its quota, and the
-        new one the next pass asks for queues again."""
-        evicted = self._evicted(attempt, observed)
-        return () if evicted is None else ((WORKLOADS, evicted),)
 
     @staticmethod
     def _workload(attempt: Attempt, observed: Observed) -> OwnedView | None:

@@ -1,4 +1,4 @@
-"""Live membership (issue 26, item 3): an elastic TaskSet's replicas learn who their peers are now, not
+"""Live membership: an elastic TaskSet's replicas learn who their peers are now, not
 only who they were when their Pod was made.
 
 A TaskSet is elastic when a role declares ``minReplicas`` or ``maxReplicas`` or ``spec.scale`` names
@@ -35,7 +35,7 @@ from taskset.api.names import pod_name
 from taskset.api.scale import elastic_roles
 from taskset.api.spec import Role
 from taskset.api.status import TaskSetStatus
-from taskset.integrations.base import Attempt, Integration
+from taskset.integrations.base import Attempt, DecoratesPods, OwnsObjects
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.network import replica_fqdn, service_name
 from taskset.objects.owned import CONFIGMAPS, OwnedObject, Scope
@@ -100,7 +100,7 @@ def membership_data(content: Mapping[str, Any], generation: int) -> dict[str, st
     return {MEMBERSHIP_FILE: json.dumps(document, separators=(",", ":")), GENERATION_FILE: str(generation)}
 
 
-class Membership(Integration):
+class Membership(OwnsObjects, DecoratesPods):
     name = "membership"
     updates_owned = True
 

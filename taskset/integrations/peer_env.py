@@ -1,4 +1,4 @@
-"""Peer lists in the environment (issue 23, item 3): every container learns the TaskSet's layout, so a
+"""Peer lists in the environment: every container learns the TaskSet's layout, so a
 replica finds its peers and its place among them with nothing written by hand.
 
 The variables, in front of the container's own (a variable the user sets in the template wins, as for
@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Final
 
 from taskset.api.spec import Role
-from taskset.integrations.base import Attempt, Integration
+from taskset.integrations.base import Attempt, DecoratesPods
 from taskset.objects.decorations import EnvVar, PodDecoration
 from taskset.objects.network import replica_fqdn, service_name
 from taskset.objects.pods import PodIdentity
@@ -45,7 +45,7 @@ def role_variable(role: str) -> str:
     return role.upper().replace("-", "_")
 
 
-class PeerEnv(Integration):
+class PeerEnv(DecoratesPods):
     name = "peer-env"
 
     def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration:

@@ -1,4 +1,4 @@
-"""Start order (issue 23, item 4): ``roles[].dependsOn`` holds a role's Pods until the roles it depends
+"""Start order: ``roles[].dependsOn`` holds a role's Pods until the roles it depends
 on have reached a point, so a launcher starts after its workers run, collectors after their learner is
 ready, an evaluator after training succeeded.
 
@@ -33,7 +33,7 @@ from taskset.api.constants import ReplicaPhase
 from taskset.api.spec import CheckFailure, Role
 from taskset.api.status import ReplicaStatus, TaskSetStatus
 from taskset.api.views import Observed
-from taskset.integrations.base import Attempt, Integration
+from taskset.integrations.base import Attempt, ChecksSpec, GatesRoles
 
 DEPENDS_ON_FIELD: Final = "dependsOn"
 MAX_DEPENDENCIES: Final = 16  # per role: the CRD's maxItems, which keeps its CEL rules within budget
@@ -52,7 +52,7 @@ class Dependency:
     min_replicas: int | None  # None: the default (see the module docstring)
 
 
-class StartOrder(Integration):
+class StartOrder(ChecksSpec, GatesRoles):
     name = "start-order"
 
     def check(self, spec: Mapping[str, Any]) -> CheckFailure | None:
@@ -65,7 +65,7 @@ class StartOrder(Integration):
             if target is None or recorded is None:
                 continue
             needed = required(dependency, target)
-            reached = sum(  # a scaled-down replica going away counts no more (issue 26)
+            reached = sum(  # a scaled-down replica going away counts no more
                 1
                 for replica in recorded.replicas
                 if not replica.stopped and has_reached(replica, dependency.until, observed)

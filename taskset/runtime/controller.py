@@ -30,7 +30,7 @@ from taskset.api.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
 from taskset.api.proof import PROCESS_PROOF_KEY
 from taskset.api.slim import slim_config_map, slim_owned, slim_pod, slim_taskset
 from taskset.decide import Settings as DecideSettings
-from taskset.integrations import BUILT_IN, Integration
+from taskset.integrations import BUILT_IN, Framework, Integration
 from taskset.objects.owned import CONFIGMAPS as CONFIGMAP_KIND
 from taskset.objects.owned import ObjectKind
 from taskset.runtime.events import EventRecorder
@@ -98,8 +98,9 @@ class Controller:
         request_observer: RequestObserver | None = None,
         integrations: Sequence[Integration] = BUILT_IN,
     ) -> None:
-        """``integrations``: the hooks every TaskSet's decisions ask, in order (``taskset.integrations``);
-        the controller also caches every kind of object they may own."""
+        """``integrations``: what every TaskSet's decisions ask, in order (``taskset.integrations``), run
+        by one ``Framework``; the controller also caches every kind of object they may own or read."""
+        framework = Framework(integrations)
         self._settings = settings
         self._log = logger
         self._clock = clock or RealClock()
@@ -127,7 +128,7 @@ class Controller:
         )
         # Caches of what integrations own, by kind key; ConfigMaps share the ControlUnits' cache.
         self.owned: dict[str, SharedInformer] = {CONFIGMAP_KIND.key: self.units} | {
-            kind.key: self._owned_informer(kind, namespace) for kind in owned_kinds(integrations)
+            kind.key: self._owned_informer(kind, namespace) for kind in framework.owned_kinds()
         }
         # Cluster-scoped kinds integrations only read (Kueue's ResourceFlavors), whole but for ``kept``.
         self.read: dict[str, SharedInformer] = {
@@ -135,7 +136,7 @@ class Controller:
                 Resource(group=kind.group, version=kind.version, plural=kind.plural),
                 transform=functools.partial(slim_owned, kept=kind.kept),
             )
-            for kind in read_kinds(integrations)
+            for kind in framework.read_kinds()
         }
         client_kwargs: dict[str, Any] = {"qps": settings.qps, "burst": settings.burst}
         if request_observer is not None:
@@ -152,7 +153,7 @@ class Controller:
             settings=DecideSettings(
                 cache_creation_timeout=settings.cache_creation_timeout,
                 stuck_terminating_after=settings.stuck_terminating_after,
-                integrations=tuple(integrations),
+                framework=framework,
                 proof_key=settings.proof_key,
             ),
             owned={key: informer.store for key, informer in self.owned.items()},
@@ -374,21 +375,6 @@ class Controller:
             active = self._active
         if self._worker_metrics is not None:
             self._worker_metrics.set_active_workers(CONTROLLER_NAME, active)
-
-
-def owned_kinds(integrations: Sequence[Integration]) -> list[ObjectKind]:
-    """Every kind the integrations may own besides ConfigMaps, once each, in registration order."""
-    kinds: dict[str, ObjectKind] = {}
-    for integration in integrations:
-        for kind in integration.kinds:
-            if kind.key != CONFIGMAP_KIND.key:
-                kinds.setdefault(kind.key, kind)
-    return list(kinds.values())
-
-
-def read_kinds(integrations: Sequence[Integration]) -> list[ObjectKind]:
-    """Every kind the integrations read, once each, in registration order."""
-    return list({kind.key: kind for integration in integrations for kind in integration.reads}.values())
 
 
 def _owner_keys(obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> list[str]:

@@ -67,7 +67,6 @@ from taskset.decide import (
     UpdateOwned,
     decide,
 )
-from taskset.integrations import spec_checks
 from taskset.objects.controlunit import SNAPSHOT_KEY, snapshot_of
 from taskset.objects.owned import CONFIGMAPS
 from taskset.objects.pods import build_pod
@@ -158,7 +157,7 @@ class Reconciler:
         self._created_units = CreatedUnits(
             self._expectations, self._clock, timeout=settings.cache_creation_timeout
         )
-        self._checks = spec_checks(settings.integrations)
+        self._checks = settings.framework.spec_checks()
         self._snapshots = Snapshots()
         self._pod_views = PodViews()
         # The Pod cache's delete handler feeds it (issue 25).

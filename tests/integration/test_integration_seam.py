@@ -17,7 +17,7 @@ from taskset.api.names import pod_name
 from taskset.api.spec import Role
 from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed
-from taskset.integrations import BUILT_IN, Attempt, Integration
+from taskset.integrations import BUILT_IN, Attempt, DecoratesPods, GatesRoles, OwnsObjects
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import CONFIGMAPS, OwnedObject, Scope
 from taskset.objects.pods import PodIdentity
@@ -38,8 +38,8 @@ def hostfile_name(attempt: Attempt) -> str:
     return f"{attempt.taskset}-hosts-{attempt.attempt}"
 
 
-class HostfileAndStartOrder(Integration):
-    """Made for this test only: every hook of the seam, each pure."""
+class HostfileAndStartOrder(OwnsObjects, DecoratesPods, GatesRoles):
+    """Made for this test only: three capabilities of the seam, each pure."""
 
     name = "example-hostfile"
 

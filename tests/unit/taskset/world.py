@@ -44,7 +44,7 @@ from taskset.decide import (
     UpdateOwned,
     decide,
 )
-from taskset.integrations import Integration
+from taskset.integrations import Framework, Integration
 from taskset.integrations.identity_env import IdentityEnv
 from taskset.objects.controlunit import build_control_unit
 from taskset.objects.pods import build_pod
@@ -572,7 +572,7 @@ def reconciler_over(
         logger=structlog.get_logger("test"),
         clock=clock,
         action_parallelism=parallelism,
-        settings=Settings(integrations=CORE_INTEGRATIONS),
+        settings=Settings(framework=Framework(CORE_INTEGRATIONS)),
     )
     return reconciler, Caches(tasksets, pods, units)
 

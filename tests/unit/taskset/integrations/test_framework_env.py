@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset
-from taskset.integrations import BUILT_IN, spec_checks
+from taskset.integrations import BUILT_IN, Framework
 from taskset.integrations.base import Attempt
 from taskset.integrations.framework_env import HOSTFILE_DIR, FrameworkEnv, tf_config
 from taskset.objects.decorations import PodDecoration
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 
 
 def attempt_of(builder: TaskSetBuilder) -> Attempt:
-    ts = parse_taskset(builder.namespace("ml").uid("u").obj(), spec_checks(BUILT_IN))
+    ts = parse_taskset(builder.namespace("ml").uid("u").obj(), Framework(BUILT_IN).spec_checks())
     assert isinstance(ts, ParsedTaskSet), ts
     return Attempt(ts.name, ts.namespace, ts.uid, 0, ts.spec)
 
@@ -147,7 +147,7 @@ def test_a_bad_framework_is_illegal_naming_the_field(
     builder = TaskSetBuilder("tf").role("worker", 1)
     for name, value in fields.items():
         builder.spec_field(name, value)
-    result = parse_taskset(builder.obj(), spec_checks(BUILT_IN))
+    result = parse_taskset(builder.obj(), Framework(BUILT_IN).spec_checks())
     assert isinstance(result, ValidationFailure)
     assert result.field == field and message in result.message
 

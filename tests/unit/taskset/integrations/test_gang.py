@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset
-from taskset.integrations import spec_checks
+from taskset.integrations import Framework
 from taskset.integrations.base import Attempt
 from taskset.integrations.gang import (
     COSCHEDULING_LABEL,
@@ -75,7 +75,9 @@ def identity() -> PodIdentity:
 def test_spec_gang_is_checked_naming_the_field(
     gang: Any, enabled: tuple[str, ...], failure: tuple[str, str] | None
 ) -> None:
-    parsed = parse_taskset(taskset(gang), spec_checks(gang_integrations(enabled) or (Coscheduling(enabled),)))
+    parsed = parse_taskset(
+        taskset(gang), Framework(gang_integrations(enabled) or (Coscheduling(enabled),)).spec_checks()
+    )
     if failure is None:
         assert isinstance(parsed, ParsedTaskSet)
     else:

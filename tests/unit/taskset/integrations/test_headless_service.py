@@ -12,7 +12,7 @@ from taskset.api.constants import TaskSetPhase as T
 from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.api.views import OwnedView
 from taskset.decide import ActionResult, CreateOwned, DeleteOwned, ResultKind, Settings, decide
-from taskset.integrations import BUILT_IN, spec_checks
+from taskset.integrations import BUILT_IN, Framework
 from taskset.integrations.base import Attempt
 from taskset.integrations.headless_service import HeadlessService, service_ports
 from taskset.objects.network import SERVICES, replica_fqdn, service_name
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.unit
 
 
 def parsed(builder: TaskSetBuilder) -> ParsedTaskSet:
-    result = parse_taskset(builder.namespace("ns").uid("u").obj(), spec_checks(BUILT_IN))
+    result = parse_taskset(builder.namespace("ns").uid("u").obj(), Framework(BUILT_IN).spec_checks())
     assert isinstance(result, ParsedTaskSet), result
     return result
 
@@ -80,7 +80,7 @@ def test_a_bad_network_field_makes_the_taskset_illegal_naming_it(
     network: Any, field: str, message: str
 ) -> None:
     obj = TaskSetBuilder("job").role("r").spec_field("network", network).obj()
-    result = parse_taskset(obj, spec_checks(BUILT_IN))
+    result = parse_taskset(obj, Framework(BUILT_IN).spec_checks())
     assert isinstance(result, ValidationFailure)
     assert result.field == field and message in result.message
 
@@ -155,7 +155,9 @@ def test_the_longest_legal_name_is_a_legal_hostname() -> None:
     hostnames = [pod["spec"]["hostname"] for pod in world.pods.values()]
     assert max(len(name) for name in hostnames) == 63
     assert {pod["spec"]["subdomain"] for pod in world.pods.values()} == {"a" * 59}
-    too_long = parse_taskset(TaskSetBuilder("a" * 60).role("r", replicas=10).obj(), spec_checks(BUILT_IN))
+    too_long = parse_taskset(
+        TaskSetBuilder("a" * 60).role("r", replicas=10).obj(), Framework(BUILT_IN).spec_checks()
+    )
     assert isinstance(too_long, ValidationFailure) and too_long.field == "spec.roles[0].name"
 
 
@@ -196,7 +198,7 @@ def test_our_own_service_found_by_a_create_is_no_news() -> None:
     ours = OwnedView("tf", "y", False, world.ref.uid)
     step.fold(create, ActionResult(ResultKind.EXISTS, ours, "already exists"))
     assert step.plan.status.attempt_result is None
-    assert Settings().integrations == BUILT_IN
+    assert Settings().framework.integrations == BUILT_IN
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from taskset.api.spec import Role
 from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed
 from taskset.decide import CreateOwned, CreatePod, Settings
-from taskset.integrations import Attempt, Integration
+from taskset.integrations import Attempt, DecoratesPods, Framework, GatesRoles, OwnsObjects
 from taskset.integrations.identity_env import IdentityEnv
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import CONFIGMAPS, OwnedObject, Scope
@@ -31,7 +31,7 @@ KEY = (CONFIGMAPS.key, "job-extra-0")
 
 
 @dataclass
-class Example(Integration):
+class Example(OwnsObjects, DecoratesPods, GatesRoles):
     """Owns one ConfigMap per attempt, labels every Pod, and holds role ``b`` while ``closed`` is set."""
 
     closed: str | None = None
@@ -55,7 +55,7 @@ class Example(Integration):
 def world_with(example: Example) -> World:
     taskset = TaskSetBuilder("job").role("a", 1).role("b", 2).obj()
     # Without the headless Service: these tests count the example's objects and holds alone.
-    return World(taskset, settings=Settings(integrations=(IdentityEnv(), example)))
+    return World(taskset, settings=Settings(framework=Framework((IdentityEnv(), example))))
 
 
 def test_the_owned_object_comes_first_and_the_pods_wait_for_it_saying_why() -> None:

@@ -14,7 +14,7 @@ from taskset.api.slim import KEPT_FIELD_MAX, slim_owned
 from taskset.api.spec import ParsedTaskSet, parse_taskset
 from taskset.api.views import OwnedView, owned_view
 from taskset.decide import Settings
-from taskset.integrations import BUILT_IN
+from taskset.integrations import BUILT_IN, Framework
 from taskset.integrations.kueue import (
     QUEUE_LABEL,
     RESOURCE_FLAVORS,
@@ -213,7 +213,7 @@ def queued_world(node_selector: dict[str, str] | None = None) -> World:
         template["spec"]["nodeSelector"] = node_selector
     obj = TaskSetBuilder("job").role("worker", 2, template=template).obj()
     obj["metadata"]["labels"] = {QUEUE_LABEL: "team"}
-    world = World(obj, settings=Settings(integrations=(*BUILT_IN, KueueWorkload())))
+    world = World(obj, settings=Settings(framework=Framework((*BUILT_IN, KueueWorkload()))))
     world.read.update(FLAVORS)
     world.settle()
     world.owned[(WORKLOADS.key, "taskset-job-0")]["status"] = {

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from taskset.decide import ApplyOwnedStatus, Settings
-from taskset.integrations import BUILT_IN
+from taskset.integrations import BUILT_IN, Framework
 from taskset.integrations.kueue import QUEUE_LABEL, WORKLOADS, KueueWorkload
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import World
@@ -30,7 +30,7 @@ def queued(retries: int = 0) -> World:
     builder = TaskSetBuilder("job").role("r", 1)
     obj = (builder.retry(True, retries) if retries else builder).obj()
     obj["metadata"]["labels"] = {QUEUE_LABEL: "team"}
-    world = World(obj, settings=Settings(integrations=(*BUILT_IN, KueueWorkload())))
+    world = World(obj, settings=Settings(framework=Framework((*BUILT_IN, KueueWorkload()))))
     world.settle()
     admit(world, 0)
     return world

@@ -1,5 +1,6 @@
-"""The Kueue integration's pure hooks (issue 24, item 4): which TaskSets get a Workload, what it holds,
-and when the roles' Pods may start; and what an owned object's cache keeps of its conditions."""
+"""The Kueue integration's pure capabilities, asked through the runner: which TaskSets get a Workload,
+what it holds, and when the roles' Pods may start; and what an owned object's cache keeps of its
+conditions."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from taskset.api.spec import ParsedTaskSet, parse_taskset
 from taskset.api.status import TaskSetStatus
 from taskset.api.views import Observed, OwnedView, owned_view
 from taskset.decide import Settings
-from taskset.integrations import BUILT_IN
+from taskset.integrations import BUILT_IN, Framework
 from taskset.integrations.base import Attempt
 from taskset.integrations.kueue import QUEUE_LABEL, WORKLOADS, KueueWorkload, workload_name
 from taskset.objects.owned import Scope
@@ -46,12 +47,23 @@ def observed(*conditions: str) -> Observed:
     return Observed(control_unit=None, pods={}, owned={(WORKLOADS.key, view.name): view})
 
 
+KUEUE = Framework((KueueWorkload(),))
+
+
+def gate(at: Attempt, position: int, seen: Observed) -> str | None:
+    return KUEUE.gate(at, at.spec.roles[position], seen, TaskSetStatus(), KUEUE.admission(at, seen))
+
+
+def stale(at: Attempt, seen: Observed) -> tuple[tuple[object, str], ...]:
+    return tuple((kind, name) for _, kind, name in KUEUE.admission(at, seen).stale())
+
+
 def test_a_taskset_without_a_queue_gets_no_workload_and_no_gate() -> None:
-    hooks, plain = KueueWorkload(), attempt({"team": "a"})
-    assert hooks.owned_objects(plain) == ()
-    assert hooks.gate(plain, plain.spec.roles[0], observed(), TaskSetStatus()) is None
-    assert hooks.suspends(plain, observed("Evicted")) is None
-    assert hooks.stale_objects(plain, observed("Evicted")) == ()
+    plain = attempt({"team": "a"})
+    assert tuple(KUEUE.wanted_objects(plain)) == ()
+    assert gate(plain, 0, observed()) is None
+    assert KUEUE.admission(plain, observed("Evicted")).suspended is None
+    assert stale(plain, observed("Evicted")) == ()
 
 
 @pytest.mark.parametrize(
@@ -62,12 +74,10 @@ def test_a_taskset_without_a_queue_gets_no_workload_and_no_gate() -> None:
     ],
 )
 def test_an_evicted_workload_suspends_and_is_stale(conditions: tuple[str, ...], evicted: bool) -> None:
-    hooks, queued = KueueWorkload(), attempt({QUEUE_LABEL: "team"})
-    said = hooks.suspends(queued, observed(*conditions))
+    queued = attempt({QUEUE_LABEL: "team"})
+    said = KUEUE.admission(queued, observed(*conditions)).suspended
     assert said == ("Kueue evicted Workload taskset-job-0" if evicted else None)
-    assert hooks.stale_objects(queued, observed(*conditions)) == (
-        ((WORKLOADS, "taskset-job-0"),) if evicted else ()
-    )
+    assert stale(queued, observed(*conditions)) == (((WORKLOADS, "taskset-job-0"),) if evicted else ())
 
 
 def test_a_queued_attempt_gets_a_workload_with_a_pod_set_per_role() -> None:
@@ -95,7 +105,7 @@ def test_a_queued_attempt_gets_a_workload_with_a_pod_set_per_role() -> None:
 )
 def test_the_roles_wait_for_admission(conditions: tuple[str, ...], held: bool) -> None:
     queued = attempt({QUEUE_LABEL: "team"})
-    reason = KueueWorkload().gate(queued, queued.spec.roles[1], observed(*conditions), TaskSetStatus())
+    reason = gate(queued, 1, observed(*conditions))
     assert (reason is not None) is held
     if held:
         assert reason == "waiting for Kueue to admit Workload taskset-job-0 (queue team)"
@@ -124,7 +134,7 @@ def test_an_evicted_workload_suspends_the_attempt_and_is_made_anew_once_its_pods
     template = pod_template()
     obj = TaskSetBuilder("job").role("r", 2, template=template, retry=(True, 3, 0)).obj()
     obj["metadata"]["labels"] = {QUEUE_LABEL: "team"}
-    world = World(obj, settings=Settings(integrations=(*BUILT_IN, KueueWorkload())))
+    world = World(obj, settings=Settings(framework=Framework((*BUILT_IN, KueueWorkload()))))
     key = (WORKLOADS.key, "taskset-job-0")
     world.settle()
     assert key in world.owned and world.pods == {}, "held until admitted"

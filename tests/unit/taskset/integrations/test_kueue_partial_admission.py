@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from taskset.decide import Settings
-from taskset.integrations import BUILT_IN
+from taskset.integrations import BUILT_IN, Framework
 from taskset.integrations.kueue import QUEUE_LABEL, WORKLOADS, KueueWorkload
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import World
@@ -21,7 +21,7 @@ KEY = (WORKLOADS.key, "taskset-job-0")
 def queued(**bounds: Any) -> World:
     obj = TaskSetBuilder("job").role("ps", 1).role("worker", 4, **bounds).obj()
     obj["metadata"]["labels"] = {QUEUE_LABEL: "team"}
-    world = World(obj, settings=Settings(integrations=(*BUILT_IN, KueueWorkload())))
+    world = World(obj, settings=Settings(framework=Framework((*BUILT_IN, KueueWorkload()))))
     world.settle()
     return world
 

@@ -10,7 +10,7 @@ import pytest
 
 from taskset.api.names import is_dns1123_label
 from taskset.api.spec import ParsedTaskSet, parse_taskset
-from taskset.integrations import BUILT_IN, spec_checks
+from taskset.integrations import BUILT_IN, Framework
 from taskset.integrations.base import Attempt
 from taskset.integrations.peer_env import HOSTS_MAX, PeerEnv, layout_env, rank_of, role_variable
 from taskset.objects.pods import PodIdentity
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 
 
 def attempt_of(builder: TaskSetBuilder) -> Attempt:
-    ts = parse_taskset(builder.namespace("ml").uid("u").obj(), spec_checks(BUILT_IN))
+    ts = parse_taskset(builder.namespace("ml").uid("u").obj(), Framework(BUILT_IN).spec_checks())
     assert isinstance(ts, ParsedTaskSet), ts
     return Attempt(ts.name, ts.namespace, ts.uid, 0, ts.spec)
 

@@ -11,7 +11,7 @@ from taskset.api.constants import EventReason
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.spec import ValidationFailure, parse_taskset
 from taskset.decide import CreatePod
-from taskset.integrations import BUILT_IN, spec_checks
+from taskset.integrations import BUILT_IN, Framework
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import World, replica
 
@@ -67,7 +67,7 @@ def rl(depends: list[dict[str, Any]], *, learners: int = 2) -> dict[str, Any]:
     ],
 )
 def test_a_bad_depends_on_is_illegal_naming_the_field(depends: Any, field: str, message: str) -> None:
-    result = parse_taskset(rl(depends), spec_checks(BUILT_IN))
+    result = parse_taskset(rl(depends), Framework(BUILT_IN).spec_checks())
     assert isinstance(result, ValidationFailure)
     assert (result.field, message in result.message) == (field, True), result.message
 
@@ -90,7 +90,7 @@ def test_a_cycle_is_illegal_naming_where_it_starts(
     builder = TaskSetBuilder("job")
     for name, targets in edges.items():
         builder.role(name, 1, dependsOn=[{"role": t} for t in targets])
-    result = parse_taskset(builder.obj(), spec_checks(BUILT_IN))
+    result = parse_taskset(builder.obj(), Framework(BUILT_IN).spec_checks())
     assert isinstance(result, ValidationFailure)
     assert result.field == field
     assert result.message == f"{field}: the roles {cycle} depend on one another in a cycle"
@@ -99,7 +99,7 @@ def test_a_cycle_is_illegal_naming_where_it_starts(
 def test_a_diamond_is_no_cycle() -> None:
     builder = TaskSetBuilder("job").role("a", 1).role("b", 1, dependsOn=[{"role": "a"}])
     builder.role("c", 1, dependsOn=[{"role": "a"}]).role("d", 1, dependsOn=[{"role": "b"}, {"role": "c"}])
-    assert not isinstance(parse_taskset(builder.obj(), spec_checks(BUILT_IN)), ValidationFailure)
+    assert not isinstance(parse_taskset(builder.obj(), Framework(BUILT_IN).spec_checks()), ValidationFailure)
 
 
 def created(world: World) -> list[str]:

@@ -13,6 +13,7 @@ from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import TaskSetStatus
 from taskset.decide import Event, Plan, Settings
+from taskset.integrations import Framework
 from taskset.runtime.kube import KubeError
 from taskset.runtime.reconciler import Reconciler
 from taskset.runtime.records import HOLD_LIMIT
@@ -88,7 +89,7 @@ def test_a_first_pass_that_dies_before_its_status_write_is_redone_by_adopting_no
         units=caches.units,
         recorder=reconciler._recorder,
         logger=reconciler._log,
-        settings=Settings(integrations=CORE_INTEGRATIONS),
+        settings=Settings(framework=Framework(CORE_INTEGRATIONS)),
     )
 
     restarted.reconcile(KEY)
