@@ -151,6 +151,67 @@ def test_integrations_never_import_each_other() -> None:
     assert {name: found for name, found in offending.items() if found} == {}
 
 
+# What an integration implements (taskset.integrations.base): the capabilities' methods, and the class
+# switches the runner sorts them by. Only the runner (taskset.integrations.framework) asks them.
+CAPABILITY_METHODS = frozenset(
+    {"check", "owned_objects", "decorate_pod", "gate", "admission", "after_attempt"}
+)
+CAPABILITY_SWITCHES = frozenset({"kinds", "reads", "updates_owned"})
+THE_RUNNER = "taskset/integrations/framework.py"
+PRODUCTION = ("taskset", "bench", "hack", "cmd", "taskset_sdk", "devcluster")
+
+
+def _receiver(node: ast.Attribute) -> str:
+    """The last name of what an attribute is read from: ``framework`` in ``ctx.settings.framework.gate``."""
+    value = node.value
+    return value.attr if isinstance(value, ast.Attribute) else value.id if isinstance(value, ast.Name) else ""
+
+
+def capability_calls(source: str) -> list[str]:
+    """Every place ``source`` asks an integration directly: a capability's method called on anything
+    but a ``Framework`` (named ``framework`` or ``*_FRAMEWORK``) or a state machine's own ``check``
+    (``*_MACHINE``), or a capability switch read."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            name, receiver = node.func.attr, _receiver(node.func)
+            runner = receiver == "framework" or receiver.endswith("_FRAMEWORK")
+            machine = name == "check" and receiver.endswith("_MACHINE")
+            if name in CAPABILITY_METHODS and not runner and not machine:
+                found.append(f"{node.lineno}: {ast.unparse(node.func)}")
+        elif isinstance(node, ast.Attribute) and node.attr in CAPABILITY_SWITCHES:
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_only_the_runner_asks_an_integration() -> None:
+    """One answer to "when is my capability asked?": the runner's methods, each of which says when in a
+    pass it runs. Decisions, the runtime and the bench go through a ``Framework``."""
+    offending = {
+        str(path.relative_to(ROOT)): found
+        for package in PRODUCTION
+        for path in modules(package)
+        if str(path.relative_to(ROOT)) != THE_RUNNER and (found := capability_calls(path.read_text()))
+    }
+    assert offending == {}
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        pytest.param("ctx.settings.framework.gate(a, r, o, s, x)", False, id="through the runner"),
+        pytest.param("BUILT_IN_FRAMEWORK.admission(a, o)", False, id="through a named runner"),
+        pytest.param("TASKSET_MACHINE.check(rows)", False, id="a state machine's own check"),
+        pytest.param("integration.gate(a, r, o, s)", True, id="a gate asked directly"),
+        pytest.param("[i.admission(a, o) for i in integrations]", True, id="an admission asked in a loop"),
+        pytest.param("kueue.check(spec)", True, id="a spec check asked directly"),
+        pytest.param("x = integration.kinds", True, id="a capability switch read"),
+    ],
+)
+def test_the_single_caller_rule_sees_a_direct_call(source: str, found: bool) -> None:
+    assert bool(capability_calls(source)) is found
+
+
 def test_the_taskset_package_has_no_import_cycles() -> None:
     names = {module_name(path): path for path in modules("taskset")}
     graph = {
