@@ -1,4 +1,4 @@
-"""Elastic roles (issue 26): a running attempt follows a change of ``roles[].replicas``, and only that.
+"""Elastic roles: a running attempt follows a change of ``roles[].replicas``, and only that.
 
 The attempt runs on its ControlUnit's spec snapshot (W-18, ``taskset.decide.snapshot``), so an edit of
 the TaskSet's spec never reaches it, and the snapshot is never rewritten (its digest in the status is
@@ -25,7 +25,7 @@ controller writes:
   so one index never has two Pods.
 - **A scale that decides the outcome decides it at once**: the scale is applied before the machines run
   in the same pass, so a role whose succeeded count now reaches the new threshold completes (R1) then.
-- **An integration may cap a role** (``Integration.replicas_cap``; issue 24: Kueue admitted fewer
+- **An admission may cap a role** (``RoleAdmission.cap``: Kueue admitted fewer
   replicas than the pod set asked for, partial admission): the target is the lower of the wanted count
   and the cap, taken as any scale, so the role runs with what was admitted and a live scale never goes
   past it.

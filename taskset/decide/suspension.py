@@ -1,4 +1,4 @@
-"""Suspend and resume (issue 24): what the suspension rows of the replica machine do, and the
+"""Suspend and resume: what the suspension rows of the replica machine do, and the
 TaskSet's ``Suspended`` condition.
 
 ``spec.suspend`` is read live (``TaskSetRef.suspended``). While it is true, a replica with a live Pod

@@ -5,7 +5,7 @@ every cache has synced (spec 9.2).
 
 An event is routed to a TaskSet of the object's own ``metadata.namespace`` only (``taskset_index``,
 whose module docstring says why that is safe): a stranger's Pod or ConfigMap in another namespace,
-whatever its annotations claim, never wakes a TaskSet of this one (issue 30).
+whatever its annotations claim, never wakes a TaskSet of this one.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ CONTROLLER_NAME: Final = "taskset"
 # Pod creates and deletes in flight at once, over all passes (at least one per worker). A pass sends
 # its Pod requests together, so a 2,000-replica role is bound by this: with one per worker (10) the
 # large benchmark created Pods at 0.82-0.84x the rate of a bare client with 10 threads, with 40 at
-# 1.07-1.28x (issue 7). Client-go's Job and ReplicaSet controllers likewise send a sync's creates at
+# 1.07-1.28x. Client-go's Job and ReplicaSet controllers likewise send a sync's creates at
 # once, in growing batches.
 POD_ACTIONS_IN_FLIGHT: Final = 40
 
@@ -244,7 +244,7 @@ class Controller:
         self._enqueue_owner_batched(obj)
 
     def _pod_deleted(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
-        """A Pod is gone: its last state is kept if it was disrupted (issue 25, runtime/disruptions)."""
+        """A Pod is gone: its last state is kept if it was disrupted (runtime/disruptions)."""
         self.reconciler.disruptions.pod_deleted(obj)
         self._enqueue_owner_batched(obj)
 
