@@ -53,7 +53,7 @@ def build_controller(
 
 
 def integrations_of(config: Any) -> tuple[Integration, ...]:
-    """The built-in integrations, and those the flags turn on (issue 24): the gang schedulers served
+    """The built-in integrations, and those the flags turn on: the gang schedulers served
     (``--gang-scheduling``) and Kueue (``--kueue``)."""
     kueue: tuple[Integration, ...] = (KueueWorkload(),) if config.kueue else ()
     return (*BUILT_IN, *gang_integrations(config.gang_scheduling), *kueue)

@@ -1,4 +1,4 @@
-"""The Kueue integration's pure hooks (issue 24, item 4): which TaskSets get a Workload, what it holds,
+"""The Kueue integration's pure hooks: which TaskSets get a Workload, what it holds,
 and when the roles' Pods may start; and what an owned object's cache keeps of its conditions."""
 
 from __future__ import annotations
