@@ -1,8 +1,8 @@
-"""The pinned layout (issue 22): the control plane on one core, the controller (or the raw client, which
+"""The pinned layout: the control plane on one core, the controller (or the raw client, which
 is this driver) on the other.
 
 On two cores the unpinned figures measure the controller *and* its contention with the API server: both
-want every core during a burst (stop 20's finding, issue 7), so a ratio to the raw client mixes how fast
+want every core during a burst (as the bench found), so a ratio to the raw client mixes how fast
 the controller is with how much of the API server's CPU it takes away. Pinned, each side has its own core,
 and the ratio measures the controller. Both views are reported (`--pin` chooses).
 

@@ -46,7 +46,7 @@ class TaskSetRecord:
     state: str = ""
     message: str = ""  # stateMessage at the end
     status_versions: int = 0  # distinct statuses seen (a lower bound of status writes)
-    status_bytes_peak: int = 0  # the largest status seen, serialized as JSON (issue 22's budget)
+    status_bytes_peak: int = 0  # the largest status seen, serialized as JSON (against the status budget)
 
 
 @dataclass

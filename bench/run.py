@@ -44,7 +44,7 @@ SCENARIOS = ("raw", "burst", "large", "steady", "churn", "cache", "strangers", "
 CACHE_REPLICAS = 500  # replicas per TaskSet of the cache scenario
 CACHE_SETTLE = 5.0  # seconds after the last Pod runs: the controller's last passes and writes
 CREATE_THREADS = 8  # the driver's parallel TaskSet creates in a burst
-# The client limit the controller had by default until issue 22 (now off): the raw client's "limited" run.
+# The client limit the controller once had by default (now off): the raw client's "limited" run.
 DEFAULT_QPS, DEFAULT_BURST = 50.0, 100
 WATCH_SETTLE = 1.0  # seconds for the recorder's initial lists before a scenario starts
 
@@ -73,7 +73,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--controller-qps",
         type=float,
         default=0.0,
-        help="the controller's --qps (0: unlimited, its default); --burst is 100 (issue 22's measurement)",
+        help="the controller's --qps (0: unlimited, its default); --burst is 100 (large TaskSets measured)",
     )
     parser.add_argument(
         "--repeat",

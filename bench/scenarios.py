@@ -5,7 +5,7 @@ server never exits by itself) and a ``worker`` role of 4 replicas that run 5 s a
 policy ``RoleSucceeded -> TaskSetSucceeded`` on the workers (as in the README's quick start). So a
 TaskSet ends when its 4 workers have succeeded, and the controller then deletes the ps Pod; the
 expected final state is ``Succeeded``. ``large`` is one TaskSet with only a worker role; ``huge`` the
-same at the largest supported size (10,000 replicas at full scale, issue 22).
+same at the largest supported size (10,000 replicas at full scale).
 
 Churn: both roles get ``retryPolicy {retry: true, maxRetryCount: 1, delay: 0}``, and a seeded 20% of
 all replicas (ps included) fail their first attempt: the role's template carries
@@ -43,7 +43,7 @@ RAW_LABEL = "bench-raw-taskset"  # in place of the TaskSet label: the controller
 class Scale:
     burst: int  # TaskSets created at once
     large: int  # worker replicas of the one large TaskSet
-    huge: int  # worker replicas of the one TaskSet at the supported maximum (issue 22)
+    huge: int  # worker replicas of the one TaskSet at the supported maximum
     steady_rate: float  # TaskSets per second
     steady_seconds: float
     churn: int  # TaskSets of the churn burst

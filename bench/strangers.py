@@ -1,4 +1,4 @@
-"""The ``strangers`` scenario (issue 30, a bounded cache): the controller's RSS with a stranger's labelled
+"""The ``strangers`` scenario (a bounded cache): the controller's RSS with a stranger's labelled
 objects in its caches, against without them, in one run.
 
 Anyone may label a ConfigMap or a Pod ``TaskSet``, which is what the controller's informers select, so

@@ -1,4 +1,4 @@
-"""What the optional components (issue 24: ``devcluster.kueue``, ``devcluster.coscheduling``) share: one
+"""What the optional components (``devcluster.kueue``, ``devcluster.coscheduling``) share: one
 process beside a running control plane, started on demand, ready when its health endpoint answers, and
 stopped with it (it also dies with the process that started it)."""
 

@@ -76,7 +76,7 @@ KUBERNETES = Component(
 ETCD = Component("etcd", {"etcd": "go.etcd.io/etcd/server/v3"})
 KWOK = Component("kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
 COMPONENTS = (ETCD, KWOK, KUBERNETES)  # the control plane: every Cluster needs them
-# Started only by the tests that need them (issue 23: CoreDNS resolves the replicas' names; issue 24:
+# Started only by the tests that need them (CoreDNS resolves the replicas' names;
 # Kueue and the coscheduling scheduler, devcluster/kueue.py and devcluster/coscheduling.py). ``make
 # binaries`` builds them with the rest; ``make test`` builds only the control plane in the foreground and
 # the session builds these in the background (tests/integration/addon_session.py), in the order the

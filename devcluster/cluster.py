@@ -288,7 +288,7 @@ class Cluster:
         taints: tuple[dict[str, str], ...] = (),
     ) -> list[str]:
         """Simulated nodes ``<prefix>-<i>``, of the settings' size unless ``capacity`` says otherwise (a
-        gang test wants small ones, issue 24), with extra ``labels`` and ``taints``."""
+        gang test wants small ones), with extra ``labels`` and ``taints``."""
         names = [f"{prefix}-{i}" for i in range(count)]
         resources = capacity or {
             "cpu": self.settings.node_cpu,

@@ -1,4 +1,4 @@
-"""CoreDNS beside the embedded control plane (issue 23): the cluster DNS a real cluster runs, so tests
+"""CoreDNS beside the embedded control plane: the cluster DNS a real cluster runs, so tests
 can resolve a replica's name the way a Pod would.
 
 It is an add-on, not part of every ``Cluster``: built by ``make binaries`` with the control plane

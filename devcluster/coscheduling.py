@@ -1,5 +1,5 @@
 """scheduler-plugins' kube-scheduler with the coscheduling plugin, beside the embedded control plane
-(issue 24; recipe in ``../shared/research/testcluster.md`` 6).
+(recipe in ``../shared/research/testcluster.md`` 6).
 
 Started only by the tests that need it (``Coscheduler(cluster).start()``). It applies the PodGroup CRD
 (``scheduling.x-k8s.io``) from the pinned module's zip and runs a second scheduler under its own name,

@@ -1,4 +1,4 @@
-"""Kueue beside the embedded control plane, as a local process (issue 24; recipe in
+"""Kueue beside the embedded control plane, as a local process (recipe in
 ``../shared/research/testcluster.md`` 6.1).
 
 Started only by the tests that need it (``Kueue(cluster).start()``, then ``stop()``): it

@@ -7,7 +7,7 @@ applies `tests/examples/readme-zh-quickstart.yaml` unchanged except for simulati
 container's `sleep N; exit K` becomes "run N/10 s, then exit K"), prints the TaskSet's progress live,
 and cleans everything up. Exit status 0 means the TaskSet ended Succeeded, as the README promises.
 
-On the way (issue 23) it prints the layout injected into one worker (the peer lists every container
+On the way it prints the layout injected into one worker (the peer lists every container
 gets) and resolves that worker's DNS name through CoreDNS, started beside the control plane as a real
 cluster runs it, to the IP of its Pod.
 """

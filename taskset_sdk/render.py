@@ -98,7 +98,7 @@ def tree(view: TaskSetView, pods: Mapping[str, PodView]) -> dict[str, Any]:
 
 
 def _attempt_entry(attempt: AttemptView) -> dict[str, Any]:
-    """One ended attempt as ``-o json`` prints it: the status's own field names (issue 25)."""
+    """One ended attempt as ``-o json`` prints it: the status's own field names."""
     return {
         "attempt": attempt.attempt,
         "startAt": attempt.start_at or None,
@@ -238,7 +238,7 @@ _HISTORY_HEADER: Final = (
 
 
 def attempt_history(view: TaskSetView, now: datetime) -> list[str]:
-    """The ended attempts (issue 25): why each ended and, for a failed one, the replica, exit code and
+    """The ended attempts: why each ended and, for a failed one, the replica, exit code and
     failure rule that ended it, and whether a TaskSet retry was charged for it; the age it ended last."""
     lines = ["Attempt history:"]
     if not view.attempts:

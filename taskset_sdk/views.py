@@ -138,7 +138,7 @@ class RoleView:
 
 @dataclass(frozen=True)
 class AttemptView:
-    """One ended attempt of the TaskSet (``status.attemptHistory.attempts[i]``, issue 25): why it ended,
+    """One ended attempt of the TaskSet (``status.attemptHistory.attempts[i]``): why it ended,
     and for a failed one the replica, exit code and failure rule that ended it."""
 
     attempt: int
@@ -187,7 +187,7 @@ class TaskSetView:
     roles: tuple[RoleView, ...]
     conditions: tuple[Condition, ...]
     raw: Mapping[str, Any]
-    # Issue 25: the last ended attempts, oldest first, and how many older ones the status no longer lists.
+    # The last ended attempts, oldest first, and how many older ones the status no longer lists.
     attempts: tuple[AttemptView, ...] = ()
     attempts_dropped: int = 0
 

@@ -105,12 +105,12 @@ class TaskSetBuilder:
         return self
 
     def suspend(self, suspend: object = True) -> TaskSetBuilder:
-        """``spec.suspend`` (issue 24); any value, for hostile input."""
+        """``spec.suspend``; any value, for hostile input."""
         self._obj["spec"]["suspend"] = suspend
         return self
 
     def managed_by(self, manager: object) -> TaskSetBuilder:
-        """``spec.managedBy`` (issue 24); any value, for hostile input."""
+        """``spec.managedBy``; any value, for hostile input."""
         self._obj["spec"]["managedBy"] = manager
         return self
 

@@ -1,4 +1,4 @@
-"""The status budget (issue 22): the wire shape that keeps any supported TaskSet's status under a fixed size.
+"""The status budget: the wire shape that keeps any supported TaskSet's status under a fixed size.
 
 etcd refuses a request over 1.5 MiB, and the status travels in the same object as the spec. Today's
 shape spends about 0.5 to 2.5 KB on each replica, so past a couple of thousand replicas a status could
@@ -56,7 +56,7 @@ ETCD_REQUEST_LIMIT: Final = 1_572_864  # etcd's default --max-request-bytes: the
 # The status's share: the rest (512 KiB) is for the spec, the metadata and the API server's own fields.
 STATUS_BUDGET: Final = 1_048_576
 # Shares of the compact shape (see worst_case_bytes for how they add up under STATUS_BUDGET).
-# Issue 25 took 3 bytes of each row (a failure action flag, up to two digits of uncounted retries): the
+# Failure rules took 3 bytes of each row (a failure action flag, up to two digits of uncounted retries): the
 # full records' share went from 40 KiB to 16 KiB and the texts' to 32 KiB to pay for them.
 TEXTS_BUDGET: Final = 32_768  # distinct replica texts of all roles together
 DETAILS_BUDGET: Final = 16_384  # full records of the replicas that are not fine
@@ -106,7 +106,7 @@ DECISION_FIELDS: Final = (
     "containerName",
     "uncountedRetries",
 )
-# Issue 25: the action of the failure rule that matched the current attempt is a decision too, kept as a
+# The action of the failure rule that matched the current attempt is a decision too, kept as a
 # row flag; the rule's name and why go with the replica's texts (a stand-in drops them: the event said it).
 ACTION_FLAGS: Final = {
     "RetryNotCounted": "u",
@@ -308,7 +308,7 @@ def _row(replica: Json, prefix: str, text: int) -> str:
 
 
 def _failure_flags(replica: Json) -> str:
-    """Issue 25: the failure action's flag, then the uncounted retries (at most MAX_UNCOUNTED_RETRIES,
+    """The failure action's flag, then the uncounted retries (at most MAX_UNCOUNTED_RETRIES,
     two digits) when there are any."""
     failure = replica.get("failure")
     flag = ACTION_FLAGS.get(str(failure.get("action")), "") if isinstance(failure, dict) else ""
@@ -388,7 +388,7 @@ def unchanged_rows(role: Json, previous: Json) -> frozenset[int]:
     status version before: the same row and the same texts under the same Pod name prefix, and a full
     record in neither. A reader that parsed ``previous`` keeps those replicas instead of parsing them
     again: most rows of a large TaskSet do not change between two of its status writes, and parsing
-    2,000 of them took 20 ms after every write (stop 24's bench)."""
+    2,000 of them took 20 ms after every write (the bench's ``large``)."""
     packed, before = role.get(ROWS), previous.get(ROWS)
     if not isinstance(packed, dict) or not isinstance(before, dict):
         return frozenset()
@@ -485,7 +485,7 @@ def _replica(row: str, index: int, role: str, prefix: str, texts: list[Json]) ->
 
 
 def _failure(code: str, text: Json) -> Json | None:
-    """The failure record a row's flag and texts keep (issue 25), or None."""
+    """The failure record a row's flag and texts keep, or None."""
     action = next((_ACTIONS[flag] for flag in code[1:] if flag in _ACTIONS), None)
     if action is None:
         return None
@@ -506,21 +506,21 @@ def worst_case_bytes(message_max: int, name_max: int, reason_max: int, history_b
     """An upper bound of each part of a compact status at the limits (``MAX_ROLES`` roles,
     ``MAX_TOTAL_REPLICAS`` replicas), every text at its clip bound of characters that each take
     ``WORST_BYTES_PER_CHARACTER`` bytes: ``message_max`` for a message, ``name_max`` for a name,
-    ``reason_max`` for a condition's reason; ``history_bytes`` bounds the attempt history (issue 25,
-    ``taskset.api.history.HISTORY_BYTES``, which imports this module)."""
+    ``reason_max`` for a condition's reason; ``history_bytes`` bounds the attempt history
+    (``taskset.api.history.HISTORY_BYTES``, which imports this module)."""
     text = WORST_BYTES_PER_CHARACTER * message_max + 2
     # Top level: 4 messages (phase, state, attempt result, and the keys around them) and one condition of
     # each type, with every scalar field at its widest (timestamps, UIDs, a 64-hex digest, counters).
     scalars = 1_200
     # A condition's reason is one of the controller's own CamelCase words (the CRD's pattern admits only
     # ASCII letters, digits and "_,:"), so each of its characters takes one byte. Counting it at the
-    # worst bytes per character left no room for the Suspended condition (issue 24).
+    # worst bytes per character left no room for the Suspended condition.
     condition = text + reason_max + 200
     top = 3 * text + scalars + len(ConditionType) * condition
     role = 2 * (ROLE_MESSAGE_BYTES + 20) + 2 * name_max + 600  # keys, phases, counts, prefix
     # "Xspu99 <retries> <epoch> <uid> <text>", quoted, with its comma: retries at most 7 digits (MAX_RETRY_
     # COUNT + 1), an epoch 10 digits until 2286, a text index at most 5 digits (TEXTS_BUDGET / 8 bytes).
-    # Issue 25: one more flag (the failure rule's action) and two digits (uncounted retries).
+    # One more flag (the failure rule's action) and two digits (uncounted retries).
     row = 6 + 1 + 7 + 1 + 10 + 1 + UID_MAX + 1 + 5 + 3
     stand_ins = MAX_ROLES * 3 * 40  # at most three per role, each under 40 bytes
     return {

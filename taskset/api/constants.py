@@ -42,7 +42,7 @@ POD_NAME_MAX_LENGTH: Final = 63
 QUEUE_PATTERN: Final = "^[a-z0-9]{1,63}$"
 MIN_REPLICAS: Final = 1
 MAX_REPLICAS: Final = 10_000
-# The largest supported TaskSet (issue 22): the status budget (taskset.api.compact) is proved for these.
+# The largest supported TaskSet: the status budget (taskset.api.compact) is proved for these.
 MAX_TOTAL_REPLICAS: Final = 10_000  # replicas of all roles together
 MAX_ROLES: Final = 100
 # Retry bounds: generous for any real job, and small enough that `now + delay` can never overflow a
@@ -50,7 +50,7 @@ MAX_ROLES: Final = 100
 MAX_RETRY_COUNT: Final = 1_000_000
 MAX_RETRY_DELAY_SECONDS: Final = 366 * 24 * 3600
 
-# ----- shared clusters (issue 24) ----------------------------------------------------------------------
+# ----- shared clusters ----------------------------------------------------------------------
 # spec.managedBy names the controller that reconciles a TaskSet, as the Job's field of that name does: a
 # multi-cluster dispatcher (MultiKueue) claims a TaskSet by writing its own name there, and this
 # controller then leaves the TaskSet alone. Absent means this controller, whose name is this one.
@@ -74,7 +74,7 @@ ANNOTATION_TASKSET_UID: Final = "TSUID"
 ANNOTATION_CONTROL_UNIT_UID: Final = "CID"
 ANNOTATION_TASKSET_ATTEMPT_ID: Final = "TaskSetAttemptID"  # R only (D1)
 ANNOTATION_REPLICA_ATTEMPT_ID: Final = "ReplicaAttemptID"  # R only (D1)
-# The creation proof (taskset.api.proof): a keyed digest only the controller can write (issue 30).
+# The creation proof (taskset.api.proof): a keyed digest only the controller can write.
 ANNOTATION_CREATION_PROOF: Final = "octopus.openi.pcl.cn/creation-proof"
 # The label and annotation keys the controller writes (``build_pod``, ``control_unit``, owned objects),
 # the only ones the caches keep (``taskset.api.slim``). Read today: the TaskSet annotation (routing,
@@ -186,9 +186,9 @@ class TaskSetAction(StrEnum):
     NO_ACTION = "NoAction"
 
 
-# ----- failure rules (issue 25) ---------------------------------------------------------------------------
+# ----- failure rules ---------------------------------------------------------------------------
 class FailureAction(StrEnum):
-    """What a failure rule does with the replica attempt it matched (issue 25)."""
+    """What a failure rule does with the replica attempt it matched."""
 
     RETRY_NOT_COUNTED = "RetryNotCounted"  # a platform failure: retry, not counted against maxRetryCount
     RETRY_COUNTED = "RetryCounted"  # today's behaviour and the default: the role's retry policy decides
@@ -220,17 +220,17 @@ class ConditionType(StrEnum):
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
-    # R only (issue 30): an attempt's ControlUnit snapshot was changed by someone else, or could not be
+    # R only: an attempt's ControlUnit snapshot was changed by someone else, or could not be
     # verified; it names the ControlUnit and stays as the record once set.
     CONTROL_UNIT_TAMPERED = "ControlUnitTampered"
-    # R only (issue 30, item 6): the API server refused a replica's Pod for good (PodSecurity admission,
+    # R only: the API server refused a replica's Pod for good (PodSecurity admission,
     # an invalid Pod, ...); it names the Pod and the API server's words, and goes False once a Pod of
     # this TaskSet is created again.
     POD_CREATION_REFUSED = "PodCreationRefused"
-    # R only (issue 30, item 6): a Pod of this TaskSet has been terminating, held by finalizers, for
+    # R only: a Pod of this TaskSet has been terminating, held by finalizers, for
     # longer than --stuck-terminating-after; True while one is, False once none is.
     PODS_STUCK_TERMINATING = "PodsStuckTerminating"
-    # R only (issue 24): spec.suspend is true, so the attempt has no Pods and creates none until it is
+    # R only: spec.suspend is true, so the attempt has no Pods and creates none until it is
     # false again; False (reason Resumed) once it was true and is no longer.
     SUSPENDED = "Suspended"
 
@@ -249,9 +249,9 @@ class ConditionReason(StrEnum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     VALIDATION_FAILED = "ValidationFailed"
-    SUSPENDED = "Suspended"  # the Suspended condition's reasons (issue 24)
+    SUSPENDED = "Suspended"  # the Suspended condition's reasons
     RESUMED = "Resumed"
-    DEADLINE_EXCEEDED = "DeadlineExceeded"  # issue 25: spec.activeDeadlineSeconds passed
+    DEADLINE_EXCEEDED = "DeadlineExceeded"  # spec.activeDeadlineSeconds passed
 
 
 # ----- Kubernetes events, all recorded on the TaskSet (spec 10.1) ----------------------------------------
@@ -272,29 +272,29 @@ class EventReason(StrEnum):
     CONTROL_UNIT_CREATION_FAILED = "ControlUnitCreationFailed"
     POD_NAME_CONFLICT = "PodNameConflict"
     CONTROL_UNIT_NAME_CONFLICT = "ControlUnitNameConflict"
-    # R only (issue 8): a replica's Pod waits and will not start by itself, so the TaskSet would hang
+    # R only: a replica's Pod waits and will not start by itself, so the TaskSet would hang
     # silently. Once per Pod and cause, when the controller first sees it.
     POD_UNSCHEDULABLE = "PodUnschedulable"
     POD_CONTAINER_WAITING = "PodContainerWaiting"
-    # R only (issue 29): an integration holds a role's Pods (its objects are not there yet, or its gate
+    # R only: an integration holds a role's Pods (its objects are not there yet, or its gate
     # is closed); once per role when the reason changes. And its object that the API server refused.
     ROLE_HELD = "TaskRoleHeld"
-    # R only (issue 26): a running role's replicas changed (from -> to), once per scale.
+    # R only: a running role's replicas changed (from -> to), once per scale.
     ROLE_SCALED = "TaskRoleScaled"
     OWNED_OBJECT_CREATION_FAILED = "OwnedObjectCreationFailed"
-    # R only (issue 30): the attempt's ControlUnit snapshot does not match the digest in the status.
+    # R only: the attempt's ControlUnit snapshot does not match the digest in the status.
     CONTROL_UNIT_TAMPERED = "ControlUnitTampered"
-    # R only (issue 30): the API server refused a status write for good (too large, invalid), so the
+    # R only: the API server refused a status write for good (too large, invalid), so the
     # status itself cannot say so; once per distinct refusal, naming it and the status's size.
     STATUS_WRITE_REFUSED = "StatusWriteRefused"
-    # R only (issue 30, item 6): Pods held in Terminating by finalizers past --stuck-terminating-after
+    # R only: Pods held in Terminating by finalizers past --stuck-terminating-after
     # (once each time the set of stuck Pods changes), and a Pod left running after its ControlUnit was
     # deleted with orphan propagation, found by the UID the status recorded and deleted.
     POD_STUCK_TERMINATING = "PodStuckTerminating"
     ORPHANED_POD_DELETED = "OrphanedPodDeleted"
-    # R only (issue 25): a replica attempt failed, and which failure rule matched it, why, and its action.
+    # R only: a replica attempt failed, and which failure rule matched it, why, and its action.
     REPLICA_FAILURE = "ReplicaFailure"
-    # R only (issue 24): spec.suspend turned true (the Pods are being deleted) or false again.
+    # R only: spec.suspend turned true (the Pods are being deleted) or false again.
     TASKSET_SUSPENDED = "TaskSetSuspended"
     TASKSET_RESUMED = "TaskSetResumed"
 
@@ -403,7 +403,7 @@ MSG_RETRY_EXHAUSTED: Final = "Can't retry anymore"
 MSG_TASKSET_LEGAL: Final = "TaskSet is legal"
 MSG_TASKSET_RETRYING: Final = "TaskSet is going to retry"
 MSG_REPLICA_STOPPED: Final = "Replica is stopped by parent TaskRole"
-# R (issue 30, item 6): what happened, naming the object, instead of O's "ControlUnit was deleted
+# R: what happened, naming the object, instead of O's "ControlUnit was deleted
 # externally" and "The Pod vanished".
 MSG_CONTROL_UNIT_DELETED: Final = "ControlUnit {name} was deleted"
 MSG_CONTROL_UNIT_BEING_DELETED: Final = "ControlUnit {name} is being deleted"
@@ -417,7 +417,7 @@ WAIT_CONTAINER_PREFIX: Final = "container "
 WAIT_HELD_PREFIX: Final = "Held: "
 WAIT_PREFIXES: Final = (WAIT_UNSCHEDULABLE_PREFIX, WAIT_CONTAINER_PREFIX, WAIT_HELD_PREFIX)
 
-# ----- run bounds (issue 25) -----------------------------------------------------------------------------
+# ----- run bounds -----------------------------------------------------------------------------
 # The reason of the Failed condition of a TaskSet that outlived spec.activeDeadlineSeconds, as the Job's.
 DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
 MSG_DEADLINE_EXCEEDED: Final = (
@@ -429,7 +429,7 @@ POD_REASON_START_DEADLINE: Final = "StartDeadlineExceeded"
 
 
 class CleanPodPolicy(StrEnum):
-    """What a finished TaskSet keeps of its Pods (``spec.cleanPodPolicy``, Kubeflow's name; issue 25)."""
+    """What a finished TaskSet keeps of its Pods (``spec.cleanPodPolicy``, Kubeflow's name)."""
 
     NONE = "None"  # every Pod stays, running ones too, until the TaskSet is deleted
     RUNNING = "Running"  # the Pods still running are deleted; the finished ones stay

@@ -1,4 +1,4 @@
-"""What the status says of an elastic TaskSet (issue 26): each role's last scale, the count the scale
+"""What the status says of an elastic TaskSet: each role's last scale, the count the scale
 subresource reads, and the live membership's generation. Kept apart from ``taskset.api.status``, which
 only holds and writes them."""
 

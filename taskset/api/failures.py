@@ -1,4 +1,4 @@
-"""Failure rules as the spec declares them (issue 25): their parsed, frozen shape and the parser.
+"""Failure rules as the spec declares them: their parsed, frozen shape and the parser.
 
 A role's ``failureRules`` and the TaskSet's default ``spec.failureRules`` are ordered lists; each rule
 names an action and what it matches: exit codes (``In``/``NotIn``, single codes or ``"a-b"`` ranges,

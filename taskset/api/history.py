@@ -1,4 +1,4 @@
-"""The attempt history (issue 25, item 5): the TaskSet's past attempts, in ``status.attemptHistory``.
+"""The attempt history: the TaskSet's past attempts, in ``status.attemptHistory``.
 
 A user reads here why the TaskSet retried without reading logs: each ended attempt's number, start and
 end, outcome and reason, and for a failed one the replica whose failure ended it, its exit code, the
@@ -9,7 +9,7 @@ Bounded, so that the status stays under its budget (``taskset.api.compact``, doc
 the retry count: the last ``HISTORY_MAX_ATTEMPTS`` attempts are listed, ``dropped`` counts the older
 ones, and every text of an entry is clipped to a number of **bytes** as the API server writes them
 (``clip_bytes``), so one entry never takes more than ``HISTORY_ENTRY_BYTES`` in either shape of the
-status. Texts are clipped when the status is serialized, as the bounded texts of issue 30 are.
+status. Texts are clipped when the status is serialized, as the other bounded texts are.
 
 An attempt is recorded once: ``with_attempt`` ignores an attempt whose number is not past the last one
 listed, so a pass that runs again over a status already holding its record (a status write whose
@@ -36,7 +36,7 @@ HISTORY_RULE_BYTES: Final = 128
 # An entry's keys and widest scalars (attempt number of 7 digits, two timestamps, an exit code of
 # -2147483648, the longest action and outcome) take 212 bytes; the rest is its three texts.
 HISTORY_ENTRY_BYTES: Final = 224 + HISTORY_REASON_BYTES + HISTORY_REPLICA_BYTES + HISTORY_RULE_BYTES
-# What issue 25's history adds to a status at most: the entries with their commas, the keys around them
+# What the history adds to a status at most: the entries with their commas, the keys around them
 # and ``dropped``, ``attemptStartAt``, and the ending replica the attempt result keeps (``ended_by``).
 HISTORY_BYTES: Final = (
     HISTORY_MAX_ATTEMPTS * (HISTORY_ENTRY_BYTES + 1)

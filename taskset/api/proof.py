@@ -1,7 +1,7 @@
 """The creation proof: what lets the controller tell a Pod it created from one planted under its name.
 
 A Pod that the status has not recorded (its create's status write was lost, W-1) is adopted as a replica
-only if it carries this proof (issue 30, item 2). Every field a Pod writer controls can be copied from
+only if it carries this proof. Every field a Pod writer controls can be copied from
 what the controller writes, except a keyed digest: the proof is an HMAC-SHA256, under a key only the
 controller reads (a Secret in its own namespace, ``taskset.daemon.proof_key``), of what the Pod is for:
 its namespace and name, the ControlUnit that controls it (one per TaskSet attempt) and its replica

@@ -8,7 +8,7 @@ from typing import Any, NotRequired, TypedDict
 
 
 class RawBackoff(TypedDict, total=False):
-    """Issue 25: exponential retry delays, in seconds; ``initialDelay`` required."""
+    """Exponential retry delays, in seconds; ``initialDelay`` required."""
 
     initialDelay: int
     factor: int
@@ -35,7 +35,7 @@ class RawPodCondition(TypedDict, total=False):
 
 
 class RawFailureRule(TypedDict, total=False):
-    """Issue 25 (``taskset.api.failures``): every criterion given must hold; at least one is."""
+    """Its criteria (``taskset.api.failures``): every criterion given must hold; at least one is."""
 
     name: str
     action: str
@@ -62,13 +62,13 @@ class RawRole(TypedDict, total=False):
     retryPolicy: RawRetryPolicy
     eventPolicy: list[RawEventPolicy]  # singular JSON name, list value
     template: dict[str, Any]  # core/v1 PodTemplateSpec
-    failureRules: list[RawFailureRule]  # issue 25
+    failureRules: list[RawFailureRule]  # matched before the TaskSet's defaults
 
 
 class RawTaskSetSpec(TypedDict, total=False):
     retryPolicy: RawRetryPolicy
     roles: list[RawRole]
-    failureRules: list[RawFailureRule]  # issue 25: every role's, after its own
+    failureRules: list[RawFailureRule]  # every role's, after its own
     queue: str  # reserved: accepted, preserved, ignored
     priority: int  # reserved: accepted, preserved, ignored
 
@@ -93,7 +93,7 @@ class RawTerminatedInfo(TypedDict):
 
 
 class RawFailureRecord(TypedDict):
-    """Issue 25: the failure rule the current attempt matched, its action and why."""
+    """The failure rule the current attempt matched, its action and why."""
 
     rule: str
     action: str
@@ -118,13 +118,13 @@ class RawReplicaStatus(TypedDict):
     containerName: str
     containerID: str
     terminatedInfo: RawTerminatedInfo | None
-    uncountedRetries: NotRequired[int]  # issue 25
-    failure: NotRequired[RawFailureRecord | None]  # issue 25
-    nextRetryAt: NotRequired[str | None]  # issue 25
+    uncountedRetries: NotRequired[int]  # retries a failure rule did not count
+    failure: NotRequired[RawFailureRecord | None]  # the failure rule its failed attempt matched
+    nextRetryAt: NotRequired[str | None]  # when the retry is due (backoff)
 
 
 class RawReplicaCounts(TypedDict):
-    """A role's replicas by what they do (issue 22; ``taskset.api.compact.replica_counts``)."""
+    """A role's replicas by what they do (``taskset.api.compact.replica_counts``)."""
 
     waiting: int  # AttemptPending, CreationRequested, Preparing, Assigned
     running: int  # AttemptRunning, or ending the attempt (DeletionPending/Requested, AttemptCompleted)
@@ -143,12 +143,12 @@ class RawReplicaTexts(TypedDict, total=False):
     exitCode: int  # present when the container ended, with signal and reason
     signal: int
     reason: str
-    failureRule: str  # issue 25
+    failureRule: str  # the failure rule that matched
     failureMessage: str
 
 
 class RawReplicaRows(TypedDict):
-    """A role's replicas in the compact shape (issue 22, ``taskset.api.compact``)."""
+    """A role's replicas in the compact shape (``taskset.api.compact``)."""
 
     podNamePrefix: str  # "<taskset>-<role>-"
     texts: list[RawReplicaTexts]
@@ -182,7 +182,7 @@ class RawStatusSummary(TypedDict):
 
     roles: str  # "<roles in TaskRoleCompleted>/<roles>", e.g. "1/2"
     replicas: str  # "<replicas in TaskRoleReplicaCompleted>/<replicas>", e.g. "5/8"
-    # The roles' replicaCounts added up (issue 22).
+    # The roles' replicaCounts added up.
     waiting: int
     running: int
     succeeded: int
@@ -195,8 +195,8 @@ class RawAttemptResult(TypedDict):
 
     succeeded: bool
     reason: str
-    final: NotRequired[bool]  # issue 25: no TaskSet retry may follow
-    replica: NotRequired[RawEndedBy]  # issue 25: the replica whose failure ended the attempt
+    final: NotRequired[bool]  # no TaskSet retry may follow
+    replica: NotRequired[RawEndedBy]  # the replica whose failure ended the attempt
 
 
 class RawEndedBy(TypedDict):
@@ -205,7 +205,7 @@ class RawEndedBy(TypedDict):
 
 
 class RawAttemptRecord(TypedDict):
-    """Issue 25: one ended attempt in the attempt history (taskset.api.history)."""
+    """One ended attempt in the attempt history (taskset.api.history)."""
 
     attempt: int
     startAt: str | None
@@ -233,7 +233,7 @@ class RawTaskSetStatus(TypedDict):
     state: str
     stateMessage: str
     controlUnitUID: str | None
-    attemptSpecDigest: NotRequired[str | None]  # R only (issue 30)
+    attemptSpecDigest: NotRequired[str | None]  # R only
     createdAt: str
     startAt: str | None
     finishAt: str | None
@@ -242,9 +242,9 @@ class RawTaskSetStatus(TypedDict):
     roleStatus: list[RawRoleStatus]
     observedGeneration: int
     attemptResult: RawAttemptResult | None
-    nextRetryAt: NotRequired[str | None]  # issue 25
-    attemptStartAt: NotRequired[str | None]  # issue 25: when the current attempt began
-    attemptHistory: NotRequired[RawAttemptHistory]  # issue 25: the last attempts, bounded
+    nextRetryAt: NotRequired[str | None]  # when the retry is due (backoff)
+    attemptStartAt: NotRequired[str | None]  # when the current attempt began
+    attemptHistory: NotRequired[RawAttemptHistory]  # the last attempts, bounded
     conditions: list[RawCondition]
     summary: NotRequired[RawStatusSummary]
 

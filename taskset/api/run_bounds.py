@@ -1,4 +1,4 @@
-"""The run bounds of a TaskSet's spec (issue 25), parsed: ``activeDeadlineSeconds``,
+"""The run bounds of a TaskSet's spec, parsed: ``activeDeadlineSeconds``,
 ``ttlSecondsAfterFinished``, the default ``startDeadlineSeconds`` and ``cleanPodPolicy`` of ``spec``, and
 a role's own ``startDeadlineSeconds``. Their own module keeps ``taskset.api.spec`` small; the parsers raise
 :class:`FieldError` naming the field, which ``parse_taskset`` turns into the ``ValidationFailure``."""

@@ -1,4 +1,4 @@
-"""The ``/scale`` subresource's field and who asked for a scale (issue 26, items 2 and 4).
+"""The ``/scale`` subresource's field and who asked for a scale.
 
 **``spec.scale``.** A CRD's scale subresource reads and writes one plain field path, with no list index:
 the API server (1.36) accepts ``.spec.roles[0].replicas`` as ``specReplicasPath`` but reads ``roles[0]``

@@ -1,4 +1,4 @@
-"""The two spec fields a shared cluster's other controllers write: ``suspend`` and ``managedBy`` (issue 24).
+"""The two spec fields a shared cluster's other controllers write: ``suspend`` and ``managedBy``.
 
 Both are read from the raw TaskSet, before and apart from parsing, because both must hold whatever the
 rest of the spec is: a TaskSet another controller manages is never parsed, let alone failed, here; and a

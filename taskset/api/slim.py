@@ -2,7 +2,7 @@
 ``slim_owned``, ``slim_taskset``) that trim every listed or watched object before it is stored.
 
 A cache holds what the controller reads and nothing else, so that 10,000 Pods fit in the memory target
-and a stranger's labelled object costs a small, bounded amount whatever it carries (issue 30): only the
+and a stranger's labelled object costs a small, bounded amount whatever it carries: only the
 controller's own labels and annotations, the controlling owner reference, a few finalizers, clipped
 texts, and of a ConfigMap's data only the digest of a ControlUnit's snapshot. Every transform is
 idempotent (a relist stores again what a watch stored) and never changes the object it is given.
@@ -41,7 +41,7 @@ POD_METADATA_KEPT = frozenset(
     }
 )
 # The only label and annotation keys a cache keeps are the controller's own (``OWN_LABELS``,
-# ``OWN_ANNOTATIONS`` in ``taskset.api.constants``; issue 30: anyone may label a Pod ``TaskSet`` and
+# ``OWN_ANNOTATIONS`` in ``taskset.api.constants``; anyone may label a Pod ``TaskSet`` and
 # annotate it with 256 KB).
 # Every value the controller writes into a kept label, annotation or owner reference is a name (a
 # TaskSet's or a ControlUnit's: a DNS subdomain, at most 253 characters), a namespace (63), a UID (36),
@@ -70,7 +70,7 @@ POD_STATUS_KEPT = frozenset(
 )
 CONTAINER_STATUS_KEPT = frozenset({"name", "state", "containerID"})
 # PodScheduled's False/Unschedulable says why a Pod waits; DisruptionTarget (preemption, eviction, a
-# drain) is what failure rules match (issue 25); Ready: a dependsOn ``until: Ready`` (issue 23). Each is
+# drain) is what failure rules match; Ready: a dependsOn ``until: Ready``. Each is
 # one entry of a bounded size.
 CONDITIONS_KEPT = frozenset({"PodScheduled", "DisruptionTarget", "Ready"})
 CONDITION_FIELDS_KEPT = frozenset({"type", "status", "reason", "message"})
@@ -85,7 +85,7 @@ STATE_FIELDS_KEPT: Mapping[str, frozenset[str]] = {
 # spec container's, W-13) wherever it is. Every real Pod of ours is far below it.
 LIST_KEPT = 16
 # Each text a cached Pod keeps, clipped where it is stored to the bound ``pod_view`` (and so the status)
-# copies it with: a stranger's Pod costs a bounded amount whatever its status says (issue 30). ``clip``
+# copies it with: a stranger's Pod costs a bounded amount whatever its status says. ``clip``
 # is idempotent, so the transform stays so.
 MESSAGE_KEPT: Mapping[str, int] = {"waiting": QUOTED_MAX, "terminated": EXIT_MESSAGE_MAX}
 
@@ -94,7 +94,7 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     """The pod informer's transform: a cached Pod holds only what the controller reads (see the sets
     above), so 10,000 Pods fit in the memory target. The spec, half of a recorded Pod once managedFields
     are gone, shrinks to its container names; the metadata to ``slim_metadata``'s, so that a stranger's
-    Pod labelled ``TaskSet`` costs a bounded amount whatever its annotations (issue 30).
+    Pod labelled ``TaskSet`` costs a bounded amount whatever its annotations.
 
     The informer contract: idempotent (``slim_pod(slim_pod(p)) == slim_pod(p)``, as a relist stores
     again what a watch stored) and it never changes ``pod`` (every value it keeps is either immutable
@@ -204,7 +204,7 @@ def snapshot_digest(snapshot: str | None) -> str:
 
 
 NO_SNAPSHOT_DIGEST: Final = snapshot_digest(None)
-# What a cached ConfigMap keeps instead of its data (issue 30): the digest of its ``spec.json``, under a
+# What a cached ConfigMap keeps instead of its data: the digest of its ``spec.json``, under a
 # key no ConfigMap has (the API server drops unknown fields, so it never sends one): only
 # ``slim_config_map`` writes it. A snapshot is judged by this digest; its text is fetched only to be
 # used (``taskset.decide.snapshot``, ``taskset.runtime.snapshots``).
@@ -223,7 +223,7 @@ def slim_config_map(obj: dict[str, Any]) -> dict[str, Any]:
     return slim
 
 
-# What a cached ConfigMap keeps of its whole data (issue 26): its digest, which an owned object's wanted
+# What a cached ConfigMap keeps of its whole data: its digest, which an owned object's wanted
 # content is compared with (``taskset.decide.owned.update_owned``), under a key no ConfigMap has.
 DATA_DIGEST_FIELD: Final = "dataDigest"
 
@@ -255,10 +255,10 @@ def _snapshot_text(cm: Mapping[str, Any]) -> str | None:
 def slim_taskset(obj: dict[str, Any]) -> dict[str, Any]:
     """The TaskSet informer's transform: without its status but for its ``state`` (the gauge of TaskSets
     by state), without managed fields but for the entries that own a count, reduced
-    (``taskset.api.scale.scale_entries``: who asked for a scale, issue 26), with its strings interned. A
+    (``taskset.api.scale.scale_entries``: who asked for a scale), with its strings interned. A
     pass builds on the status it wrote or read live (``taskset.runtime.records``), never the cached one,
     so the cache keeps none of it: interning a 400-replica status on each of its writes' echoes was 6%
-    of the controller's CPU on the bench's ``large`` (issue 30), and a 10,000-replica one is a MiB.
+    of the controller's CPU on the bench's ``large``, and a 10,000-replica one is a MiB.
     TaskSets of one job kind repeat their templates, hence the interning. Idempotent, and it never
     changes ``obj``."""
     slim = {key: value for key, value in strip_managed_fields(obj).items() if key != "status"}
@@ -296,7 +296,7 @@ def slim_owned(obj: dict[str, Any], kept: tuple[tuple[str, str], ...] = ()) -> d
     metadata as ``slim_metadata`` keeps it, which status conditions hold, and the fields ``kept`` names
     (``ObjectKind.kept``: a Kueue Workload's admission, a ResourceFlavor's node labels), each only
     while it is at most ``KEPT_FIELD_MAX`` characters of JSON: a stranger's labelled object of any kind
-    costs a bounded amount (issue 30). Idempotent, never changes ``obj``."""
+    costs a bounded amount. Idempotent, never changes ``obj``."""
     slim: dict[str, Any] = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
     if "metadata" in obj:
         slim["metadata"] = slim_metadata(obj["metadata"])
@@ -315,7 +315,7 @@ def slim_owned(obj: dict[str, Any], kept: tuple[tuple[str, str], ...] = ()) -> d
     return slim
 
 
-# Of an owned object's status.conditions, what ``owned_view`` reads (issue 24: Kueue's Admitted and
+# Of an owned object's status.conditions, what ``owned_view`` reads (Kueue's Admitted and
 # Evicted), bounded like the rest of a stranger's object.
 OWNED_CONDITIONS_MAX = 16
 _CONDITION_TEXT_MAX = 316  # a condition type's longest legal form

@@ -66,7 +66,7 @@ from taskset.api.thresholds import at_count, parse_threshold, percentage
 
 @dataclass(frozen=True)
 class Backoff:
-    """Exponential retry delays (issue 25): ``initial * factor**n`` seconds before retry n + 1, at most
+    """Exponential retry delays: ``initial * factor**n`` seconds before retry n + 1, at most
     ``max_seconds``, then lengthened by up to ``jitter_percent`` percent (never shortened)."""
 
     initial_seconds: int
@@ -85,7 +85,7 @@ class RetryPolicy:
     retry: bool = False
     max_retry_count: int = 0
     delay_seconds: int = 0
-    backoff: Backoff | None = None  # issue 25: exponential delays instead of the fixed ``delay``
+    backoff: Backoff | None = None  # exponential delays instead of the fixed ``delay``
 
     def allows_retry(self, retried_count: int) -> bool:
         """Whether another attempt may follow ``retried_count`` retries already started."""
@@ -119,7 +119,7 @@ DEFAULT_MAX_FAILED: Final = 1  # one final failure fails the role (D4)
 
 
 def thresholds(min_succeeded: int | None, max_failed: int | None, replicas: int) -> CompletionPolicy:
-    """The completion policy at ``replicas`` (D4, issue 26): an absent ``minSucceeded`` follows the count,
+    """The completion policy at ``replicas`` (D4): an absent ``minSucceeded`` follows the count,
     an absent ``maxFailed`` is 1, and an explicit one above the count is clamped to it (a role scaled
     below its declared threshold needs every replica it has). Below 1 they stay, for check 2.4."""
     min_ok = replicas if min_succeeded is None else min(min_succeeded, max(replicas, 1))
@@ -137,17 +137,17 @@ class Role:
     event_policies: tuple[EventPolicy, ...]
     # The core/v1 PodTemplateSpec as given ({} when absent). Shared with the caller: do not mutate.
     template: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    failure_rules: tuple[FailureRule, ...] = ()  # issue 25: matched before the TaskSet's defaults
-    # Issue 26: the bounds a running attempt's replicas may be scaled within, and the thresholds as
+    failure_rules: tuple[FailureRule, ...] = ()  # matched before the TaskSet's defaults
+    # The bounds a running attempt's replicas may be scaled within, and the thresholds as
     # declared (None: defaulted), from which ``scaled`` re-reads the completion policy.
     min_replicas: int = MIN_REPLICAS
     max_replicas: int = MAX_REPLICAS
     declared: tuple[int | None, int | None] = (None, None)  # (minSucceeded, maxFailed)
-    start_deadline_seconds: int | None = None  # issue 25: its own, else the TaskSet's default
+    start_deadline_seconds: int | None = None  # its own, else the TaskSet's default
     percentages: tuple[int | None, int | None] = (None, None)  # p of those given as "<p>%"
 
     def scaled(self, replicas: int) -> Role:
-        """The role at ``replicas`` (clamped to its bounds), its thresholds re-read (issue 26): a
+        """The role at ``replicas`` (clamped to its bounds), its thresholds re-read: a
         percentage of the new count, rounded up; a count clamped to it."""
         count = min(max(replicas, self.min_replicas), self.max_replicas)
         low, high = (at_count(d, p, count) for d, p in zip(self.declared, self.percentages, strict=True))
@@ -173,10 +173,10 @@ class TaskSetSpec:
     roles: tuple[Role, ...]  # spec order: status order and event-policy scan order
     queue: str | None = None  # reserved, ignored (spec 2.2)
     priority: int | None = None  # reserved, ignored (spec 2.2)
-    failure_rules: tuple[FailureRule, ...] = ()  # issue 25: every role's, after the role's own
-    active_deadline_seconds: int | None = None  # issue 25: the whole TaskSet's wall-clock bound
-    ttl_seconds_after_finished: int | None = None  # issue 25: delete the TaskSet this long after it ends
-    clean_pod_policy: CleanPodPolicy = CleanPodPolicy.ALL  # issue 25: what the finished TaskSet keeps
+    failure_rules: tuple[FailureRule, ...] = ()  # every role's, after the role's own
+    active_deadline_seconds: int | None = None  # the whole TaskSet's wall-clock bound
+    ttl_seconds_after_finished: int | None = None  # delete the TaskSet this long after it ends
+    clean_pod_policy: CleanPodPolicy = CleanPodPolicy.ALL  # what the finished TaskSet keeps
     # The spec as given, for integrations that read their own part of it (taskset.integrations.base).
     # Shared with the caller: do not mutate.
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
@@ -304,7 +304,7 @@ def _parse_retry_policy(value: object, path: str) -> RetryPolicy:
 
 
 def _parse_backoff(value: object, path: str) -> Backoff | None:
-    """``retryPolicy.backoff`` (issue 25); ``initialDelay`` is required, the rest defaulted."""
+    """``retryPolicy.backoff``; ``initialDelay`` is required, the rest defaulted."""
     if value is None:
         return None
     raw = _optional_object(value, path)
@@ -341,9 +341,9 @@ class _ShapedRole:
     event_policies: tuple[_RawEventPolicy, ...]
     template: Mapping[str, Any]
     failure_rules: tuple[FailureRule, ...] = ()
-    bounds: tuple[int | None, int | None] = (None, None)  # (minReplicas, maxReplicas), issue 26
-    start_deadline: int | None = None  # issue 25
-    percentages: tuple[int | None, int | None] = (None, None)  # issue 26: see Role
+    bounds: tuple[int | None, int | None] = (None, None)  # (minReplicas, maxReplicas) of an elastic role
+    start_deadline: int | None = None  # startDeadlineSeconds
+    percentages: tuple[int | None, int | None] = (None, None)  # see Role
 
 
 def _shape_role(value: object, index: int, start_deadline: int | None = None) -> _ShapedRole:
@@ -407,7 +407,7 @@ def _shape_role(value: object, index: int, start_deadline: int | None = None) ->
 
 
 def _check_bounds(role: _ShapedRole) -> None:
-    """Issue 26: ``minReplicas <= replicas <= maxReplicas``, each bound optional."""
+    """An elastic role's bounds: ``minReplicas <= replicas <= maxReplicas``, each bound optional."""
     low, high = role.bounds
     path = f"spec.roles[{role.index}]"
     if low is not None and role.replicas < low:
@@ -417,7 +417,7 @@ def _check_bounds(role: _ShapedRole) -> None:
 
 
 def _check_role(taskset_name: str, role: _ShapedRole) -> CompletionPolicy:
-    """Checks 2.1 to 2.5 of spec 2.4 for one role, on the D4-defaulted completion policy. Issue 26: with
+    """Checks 2.1 to 2.5 of spec 2.4 for one role, on the D4-defaulted completion policy. With
     ``maxReplicas`` an explicit threshold may reach it (clamped to the current count), and the longest Pod
     name is that of the highest index the role may scale to."""
     min_succeeded = role.replicas if role.min_succeeded is None else role.min_succeeded
@@ -476,8 +476,8 @@ def _parse(obj: object) -> ParsedTaskSet:
         raise _shape_error("spec.suspend", "must be a boolean")
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
     failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
-    run_bounds = parse_run_bounds(spec)  # issue 25
-    raw_roles = _optional_list(scaled_roles(spec), "spec.roles")  # spec.scale's count first (issue 26)
+    run_bounds = parse_run_bounds(spec)  # deadlines, TTL, cleanPodPolicy
+    raw_roles = _optional_list(scaled_roles(spec), "spec.roles")  # spec.scale's count first
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
     shaped = [_shape_role(raw, i, run_bounds.start_deadline_seconds) for i, raw in enumerate(raw_roles)]

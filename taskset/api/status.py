@@ -8,7 +8,7 @@ defaults, so a damaged status never crashes the controller.
 Controller-made timestamps are rounded **up** to the second (``stamp``): the wire format has second
 precision, and rounding up means a delay measured from a stored ``transitionTime`` is never cut short.
 
-Content bounds (issue 30). Every string that others write and nobody checks (a container's termination
+Content bounds. Every string that others write and nobody checks (a container's termination
 message, a Pod's message and reasons, the runtime's container ID, an API server's refusal) is clipped,
 visibly, to the lengths below when the status is serialized, whatever path brought it in: 400 replicas
 that each ended with a 4 KiB termination message once made a status of 1.27 MB that etcd refused for
@@ -16,7 +16,7 @@ good. The bounds are in characters (Python ``str``); a character is at most 4 by
 JSON escapes it. With them a replica's entry takes about 1 KB with a maximal termination message, and at
 most about 2.5 KB of ASCII (8 KB of 4-byte characters) with every field at its bound. So 400 such replicas
 fit well under etcd's 1.5 MiB, but a TaskSet with thousands of replicas needs the compact status of the
-scale issue (issue 22) on top: these bounds limit what content costs, not how many replicas there are.
+largest TaskSets on top: these bounds limit what content costs, not how many replicas there are.
 The user manual lists them ("Bounded texts", docs/user-manual.md).
 """
 
@@ -45,7 +45,7 @@ from taskset.api.lenient import as_count, as_enum, as_items, as_mapping, as_opt_
 
 Json = dict[str, Any]
 
-# ----- content bounds (issue 30), in characters ------------------------------------------------------------
+# ----- content bounds, in characters ------------------------------------------------------------
 # terminatedInfo.exitMessage: the kubelet allows 4 KiB per container; the first lines say what happened.
 EXIT_MESSAGE_MAX = 256
 # podReason, terminatedInfo.reason: Kubernetes reasons are one CamelCase word (Evicted, OOMKilled).
@@ -110,7 +110,7 @@ class TerminatedInfo:
 
 @dataclass
 class FailureRecord:
-    """Which failure rule matched the replica's failed attempt, its action and why (issue 25). Kept
+    """Which failure rule matched the replica's failed attempt, its action and why. Kept
     until the replica's next attempt starts; the event of the same reason says it for good."""
 
     rule: str
@@ -138,7 +138,7 @@ class ReplicaStatus:
     phase: ReplicaPhase = ReplicaPhase.ATTEMPT_PENDING
     phase_message: str = ""
     stopped: bool = False
-    # Issue 24: the replica's Pod is going away because the TaskSet was suspended, so its end is neither
+    # The replica's Pod is going away because the TaskSet was suspended, so its end is neither
     # a failure nor a retry; the replica goes back to AttemptPending once the Pod is gone.
     suspended: bool = False
     transition_time: str | None = None
@@ -153,7 +153,7 @@ class ReplicaStatus:
     container_name: str = ""
     container_id: str = ""
     terminated_info: TerminatedInfo | None = None
-    # Issue 25: retries started that did not count against maxRetryCount (included in
+    # Retries started that did not count against maxRetryCount (included in
     # total_retried_count), and the failure rule that matched the current attempt's failure.
     uncounted_retries: int = 0
     failure: FailureRecord | None = None
@@ -167,7 +167,7 @@ class ReplicaStatus:
 
     @property
     def counted_retries(self) -> int:
-        """The retries the role's maxRetryCount limits (issue 25)."""
+        """The retries the role's maxRetryCount limits."""
         return max(0, self.total_retried_count - self.uncounted_retries)
 
     @property
@@ -256,7 +256,7 @@ class RoleStatus:
     transition_time: str | None = None
     state: State = State.WAITING
     state_message: str = ""
-    # Issue 26: the replicas this attempt runs the role with (None: as its spec snapshot says), and the
+    # The replicas this attempt runs the role with (None: as its spec snapshot says), and the
     # last scale: (from, to, when).
     target_replicas: int | None = None
     last_scale: ScaleRecord | None = None
@@ -352,8 +352,8 @@ class AttemptResult:
 
     succeeded: bool
     reason: str
-    final: bool = False  # issue 25: no TaskSet retry may follow (a FailTaskSet rule, a deadline)
-    # Issue 25: the replica (role, index) whose failure ended a failed attempt, for its history entry.
+    final: bool = False  # no TaskSet retry may follow (a FailTaskSet rule, a deadline)
+    # The replica (role, index) whose failure ended a failed attempt, for its history entry.
     replica: tuple[str, int] | None = None
 
     def to_json(self) -> Json:
@@ -384,7 +384,7 @@ class TaskSetStatus:
     state: State = State.WAITING
     state_message: str = ""
     control_unit_uid: str | None = None
-    # The digest of this attempt's ControlUnit snapshot, as the controller wrote it (issue 30): the
+    # The digest of this attempt's ControlUnit snapshot, as the controller wrote it: the
     # ControlUnit is writable by anyone with ConfigMap rights, the status only by the controller.
     spec_digest: str | None = None
     created_at: str | None = None
@@ -396,10 +396,10 @@ class TaskSetStatus:
     observed_generation: int = 0
     conditions: list[Condition] = field(default_factory=list)
     attempt_result: AttemptResult | None = None
-    next_retry_at: str | None = None  # issue 25: when the pending TaskSet retry is due
-    scale: ScaleStatus | None = None  # issue 26: the role spec.scale names, for /scale
-    membership: MembershipStatus | None = None  # issue 26: the live membership's generation
-    # Issue 25: when the current attempt began (it entered AttemptPending), and the past attempts.
+    next_retry_at: str | None = None  # when the pending TaskSet retry is due
+    scale: ScaleStatus | None = None  # the role spec.scale names, for /scale
+    membership: MembershipStatus | None = None  # the live membership's generation
+    # When the current attempt began (it entered AttemptPending), and the past attempts.
     attempt_start_at: str | None = None
     attempt_history: AttemptHistory = field(default_factory=AttemptHistory)
 
@@ -445,7 +445,7 @@ class TaskSetStatus:
 
     def to_json(self) -> Json:
         """The status to write: today's full shape when it fits in the status budget, else the compact
-        one (``taskset.api.compact``, issue 22)."""
+        one (``taskset.api.compact``)."""
         return shape(self.full_json())
 
     def full_json(self) -> Json:
@@ -479,7 +479,7 @@ class TaskSetStatus:
     def copy(self) -> TaskSetStatus:
         """A private copy for a pass to change: every record and list anew, the immutable leaves
         (strings, numbers, enums, tuples) shared. A JSON round trip cost a pass of 400 replicas 2.9 ms,
-        on every event (issue 30's bench). ``test_status_copy`` proves no mutable part is shared, so a
+        on every event (the bench's strangers). ``test_status_copy`` proves no mutable part is shared, so a
         field added later cannot be forgotten here unnoticed."""
         fresh = _with_records_copied(self)
         fresh.roles = [role.copy() for role in self.roles]

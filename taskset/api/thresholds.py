@@ -1,4 +1,4 @@
-"""Completion thresholds as counts or percentages of a role's replicas (issue 25).
+"""Completion thresholds as counts or percentages of a role's replicas.
 
 ``completionPolicy.minSucceeded`` and ``maxFailed`` take an integer, as in the spec, or a string
 ``"<p>%"`` with ``p`` a whole number from 1 to 100. A percentage is turned into a count of replicas by
@@ -27,12 +27,12 @@ def percent_of(percent: int, replicas: int) -> int:
 
 def percentage(value: object) -> int | None:
     """``p`` of a threshold given as ``"<p>%"``, else None: a scaled role re-reads it at its new count
-    (issue 26), where a count is clamped instead."""
+    instead of being clamped as a count is."""
     return int(value[:-1]) if isinstance(value, str) and _PERCENT.fullmatch(value) else None
 
 
 def at_count(declared: int | None, percent: int | None, count: int) -> int | None:
-    """A threshold at a scaled role's ``count`` (issue 26): a percentage re-read against it, else the
+    """A threshold at a scaled role's ``count``: a percentage re-read against it, else the
     declared count (which the completion policy then clamps to ``count``)."""
     return declared if percent is None else percent_of(percent, count)
 

@@ -38,7 +38,7 @@ POD_PHASE_UNKNOWN = "Unknown"  # the kubelet lost track of the Pod (node lost); 
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed", POD_PHASE_UNKNOWN})
 # Container waiting reasons of a Pod that is simply starting: every other one (ErrImagePull,
 # ImagePullBackOff, CreateContainerConfigError, CrashLoopBackOff of an init container, ...) means the
-# Pod will not start until someone acts, which is worth telling the user (issue 8).
+# Pod will not start until someone acts, which is worth telling the user.
 STARTING_WAITING_REASONS = frozenset({"ContainerCreating", "PodInitializing"})
 
 
@@ -53,7 +53,7 @@ class Terminated:
 
 @dataclass(frozen=True)
 class ContainerExit:
-    """How one container (init containers too) of a Pod ended: what failure rules match (issue 25)."""
+    """How one container (init containers too) of a Pod ended: what failure rules match."""
 
     container: str
     exit_code: int
@@ -92,16 +92,16 @@ class PodView:
     unschedulable_message: str = ""
     waiting: ContainerWaiting | None = None  # only for a Pending Pod
     proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
-    # Since when the Pod is being deleted, and the finalizers holding it (issue 30, item 6: a Pod held
+    # Since when the Pod is being deleted, and the finalizers holding it (a Pod held
     # in Terminating is named with them).
     deletion_timestamp: str | None = None
     finalizers: tuple[str, ...] = ()
-    # Issue 25: every container's exit and the conditions the cache keeps (DisruptionTarget), as
+    # Every container's exit and the conditions the cache keeps (DisruptionTarget), as
     # (type, status), for the failure rules.
     exits: tuple[ContainerExit, ...] = ()
     conditions: tuple[tuple[str, str], ...] = ()
-    ready: bool = False  # the Pod's Ready condition is True (a dependsOn ``until: Ready``, issue 23)
-    created_at: str | None = None  # metadata.creationTimestamp: a start deadline counts from it (issue 25)
+    ready: bool = False  # the Pod's Ready condition is True (a dependsOn ``until: Ready``)
+    created_at: str | None = None  # metadata.creationTimestamp: a start deadline counts from it
 
     @property
     def terminal(self) -> bool:
@@ -120,7 +120,7 @@ def _terminated(container: Mapping[str, Any]) -> Terminated | None:
     state = get_path(container, "state", "terminated")
     if not isinstance(state, dict) or not isinstance(state.get("exitCode"), int):
         return None
-    return Terminated(  # texts bounded as the status keeps them, so logs of the exit are too (issue 30)
+    return Terminated(  # texts bounded as the status keeps them, so logs of the exit are too
         exit_code=state["exitCode"],
         message=clip(text(state.get("message")), EXIT_MESSAGE_MAX),
         signal=state["signal"] if isinstance(state.get("signal"), int) else 0,
@@ -202,7 +202,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         replica_attempt_id=count(attempt),
         host_ip=text(get_path(pod, "status", "hostIP")),
         pod_ip=text(get_path(pod, "status", "podIP")),
-        # Quoted in the replica's phaseMessage (P5): bounded so that the words after them fit (issue 30).
+        # Quoted in the replica's phaseMessage (P5): bounded so that the words after them fit.
         reason=clip(text(get_path(pod, "status", "reason")), REASON_MAX),
         message=clip(text(get_path(pod, "status", "message")), QUOTED_MAX),
         start_time=get_path(pod, "status", "startTime")
@@ -281,11 +281,11 @@ class OwnedView:
     deleting: bool
     controller_uid: str | None
     proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
-    # The types of its status.conditions that are "True" (a Kueue Workload's Admitted, Evicted; issue 24).
+    # The types of its status.conditions that are "True" (a Kueue Workload's Admitted, Evicted).
     true_conditions: frozenset[str] = frozenset()
     # The rest of its status as its cache keeps it (``ObjectKind.kept``: a Workload's admission).
     status: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    # The digest of its data (issue 26: an owned object the controller keeps up to date is compared by it).
+    # The digest of its data (an owned object the controller keeps up to date is compared by it).
     data_digest: str = ""
 
 
@@ -345,7 +345,7 @@ def classify_pod(
     Pod that is already being deleted is waited for, not adopted only to be lost again.
 
     A Pod that claims this attempt or a later one (controlled by the ControlUnit, the attempt id in its
-    annotation) is believed only with its creation proof (``taskset.api.proof``, issue 30): the claim is
+    annotation) is believed only with its creation proof (``taskset.api.proof``): the claim is
     two fields any Pod writer in the namespace can copy; without the proof the Pod is a squatter."""
     if pod is None:
         return PodClass.ABSENT
@@ -376,7 +376,7 @@ class Observed:
     other_control_units: tuple[ControlUnitView, ...] = ()
     # Objects integrations own, controlled by this TaskSet or its current ControlUnit: by (kind key, name).
     owned: Mapping[tuple[str, str], OwnedView] = field(default_factory=dict)
-    # Issue 25: the last view of this TaskSet's Pods deleted while disrupted, by name (runtime/disruptions).
+    # The last view of this TaskSet's Pods deleted while disrupted, by name (runtime/disruptions).
     gone: Mapping[str, PodView] = field(default_factory=dict)
     # Cluster-scoped objects integrations read and do not own (a Kueue ResourceFlavor), by (kind key,
     # name), as their caches keep them (``taskset.api.slim.slim_owned`` with the kind's ``kept``).

@@ -90,10 +90,10 @@ class Config:
     """Seconds a just-created ControlUnit or Pod may take to appear in the cache (spec 8.6)."""
 
     gang_scheduling: tuple[str, ...] = ()
-    """Gang schedulers served for ``spec.gang`` (issue 24; ``taskset.integrations.gang``)."""
+    """Gang schedulers served for ``spec.gang`` (``taskset.integrations.gang``)."""
 
     kueue: bool = False
-    """Queue labelled TaskSets through Kueue (issue 24; ``taskset.integrations.kueue``)."""
+    """Queue labelled TaskSets through Kueue (``taskset.integrations.kueue``)."""
 
     stuck_terminating_after: float = 300.0
     """Seconds a Pod of a TaskSet may stay after its deletion time (grace period included) before the
@@ -104,7 +104,7 @@ class Config:
 
     qps: float = 0.0
     """Client-side limit on the reconciler's requests per second to the API server; 0 = unlimited, the
-    default (issue 22): the API server's priority and fairness protects it, as SIG API Machinery
+    default: the API server's priority and fairness protects it, as SIG API Machinery
     recommends and controller-runtime does by default; a limit of 50 halved the Pods created per second
     (bench/README.md). The informers' lists and watches are never limited (a handful of long-lived
     requests)."""

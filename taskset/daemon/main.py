@@ -55,7 +55,7 @@ from taskset.runtime.kube import ApiClient, KubeClient, build_api_client
 __all__ = ["CRD_MANIFEST", "EXIT_CONFIG", "EXIT_FAILURE", "EXIT_LEADERSHIP_LOST", "EXIT_OK", "main"]
 
 # The collector's thresholds once the heap is frozen (Python's defaults: 700, 10, 10): bench/README.md,
-# "Issue 30's cost", has the informer path at 10,100 events/s with the defaults and 24,300 with these.
+# "The strangers' cost", has the informer path at 10,100 events/s with the defaults and 24,300 with these.
 GC_THRESHOLDS: Final = (50_000, 20, 20)
 EXIT_OK: Final = 0
 EXIT_FAILURE: Final = 1
@@ -66,7 +66,7 @@ CRD_MANIFEST: Final = Path(__file__).resolve().parents[2] / "manifests" / "crd" 
 # Connections beyond one per worker and one per pod-action thread (``config.pod_action_threads``):
 # three informer watches, the event senders, the leader elector and two spares. Fewer
 # than the threads using the client and urllib3 discards connections and opens new ones (a TLS handshake
-# each): with one per worker plus 8 a burst logged "Connection pool is full" (issue 7).
+# each): with one per worker plus 8 a burst logged "Connection pool is full".
 EXTRA_CONNECTIONS: Final = 3 + events.SENDERS + 1 + 2
 # Seconds beyond the grace period that the controller's stop() may take before we give up on it.
 STOP_SLACK: Final = 5.0

@@ -6,7 +6,7 @@ year. ``cryptography`` makes them: Python's ``ssl`` cannot, and the image has no
 ``python -m taskset.daemon.tls_mint DIR`` writes the pair into ``DIR`` (``tls.crt``, and ``tls.key``
 readable by its owner only) and exits. ``taskset.daemon.tls`` runs it so, instead of importing this
 module: ``cryptography``'s bindings are 8 MiB of resident memory that the daemon would carry for the
-rest of its life to make one certificate at start (issue 30's bench measured the daemon's RSS at rest).
+rest of its life to make one certificate at start (the bench measured the daemon's RSS at rest).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def run_taskset(ctx: PassContext) -> None:
         if transition is None:  # terminal
             _remove_stray_units(ctx)
             remove_orphaned_pods(ctx, kept_unit(ctx))
-            clean_finished(ctx)  # issue 25: what cleanPodPolicy keeps
+            clean_finished(ctx)  # what cleanPodPolicy keeps
             expire_finished(ctx)
             return
         row = TASKSET_ROWS[transition.label]
@@ -164,7 +164,7 @@ def _retry_delay(ctx: PassContext) -> int:
 
 
 def _final(ctx: PassContext) -> bool:
-    """Whether no retry may follow this attempt, whatever the retry policy (issue 25)."""
+    """Whether no retry may follow this attempt, whatever the retry policy."""
     if ctx.status.attempt_result is not None:
         return ctx.status.attempt_result.final
     outcome = _outcome(ctx)
@@ -198,7 +198,7 @@ def _create_unit(ctx: PassContext, facts: TaskSetFacts) -> bool:
     ref = ctx.ref
     taskset = {"metadata": {"name": ref.name, "namespace": ref.namespace, "uid": ref.uid}}
     body = build_control_unit({**taskset, "spec": spec.raw if spec is not None else {}}, name)
-    # Recorded before the create goes out (issue 30): a create whose response is lost is verified too.
+    # Recorded before the create goes out: a create whose response is lost is verified too.
     ctx.status.spec_digest = snapshot_digest(body["data"].get(SNAPSHOT_KEY))
     ctx.plan.intents.append(CreateOwned(name, manifest=body))
     return False
@@ -259,7 +259,7 @@ def _start_retry(ctx: PassContext, facts: TaskSetFacts) -> bool:
 
 def _unit_deleted(ctx: PassContext, facts: TaskSetFacts) -> bool:
     """Record the ControlUnit's deletion by someone else as why the attempt failed, unless the policies
-    decided it already: the final message then names it rather than only the retry decision (issue 30)."""
+    decided it already: the final message then names it rather than only the retry decision."""
     if _attempt_reason(ctx) is None:
         ctx.status.attempt_result = AttemptResult(
             False, MSG_CONTROL_UNIT_DELETED.format(name=_unit_name(ctx))
@@ -276,7 +276,7 @@ def _decide_attempt(ctx: PassContext, facts: TaskSetFacts) -> bool:
     kept = ctx.status.attempt_result
     reason = _attempt_reason(ctx)
     succeeded = reason is not None and facts.attempt_succeeded
-    # Issue 25: the replica that failed the attempt, for its history entry once it ends.
+    # The replica that failed the attempt, for its history entry once it ends.
     outcome = _outcome(ctx) if kept is None and not succeeded else None
     replica = None if outcome is None else outcome.replica
     ctx.status.attempt_result = AttemptResult(
@@ -286,7 +286,7 @@ def _decide_attempt(ctx: PassContext, facts: TaskSetFacts) -> bool:
 
 
 def _deadline(ctx: PassContext, facts: TaskSetFacts) -> bool:
-    """T6-deadline, T14-deadline: the deadline is the attempt's final outcome (issue 25)."""
+    """T6-deadline, T14-deadline: the deadline is the attempt's final outcome."""
     end_at_deadline(ctx)
     ctx.status.next_retry_at = None
     return True
@@ -298,7 +298,7 @@ def _deadline_row_message(ctx: PassContext, facts: TaskSetFacts) -> str:
 
 
 def _schedule_retry(ctx: PassContext, facts: TaskSetFacts) -> bool:
-    """T13-retry: write when the next attempt is due (issue 25)."""
+    """T13-retry: write when the next attempt is due."""
     ctx.status.next_retry_at = next_retry_at(ctx.stamp, _retry_delay(ctx))
     return True
 
@@ -317,7 +317,7 @@ def _outcome_message(ctx: PassContext, facts: TaskSetFacts) -> str:
 
 
 def _unusable(ctx: PassContext) -> str:
-    """Why the attempt has no usable spec: its refused snapshot (issue 30), or the spec itself."""
+    """Why the attempt has no usable spec: its refused snapshot, or the spec itself."""
     return ctx.snapshot_refused or _UNUSABLE_SPEC
 
 
@@ -374,7 +374,7 @@ TASKSET_ROWS: dict[str, Row[TaskSetFacts]] = {
     "T3-adopt": Row(effect=_adopt_unit, message=_GOING_TO_START),
     "T3-hold": Row(wait=_look_again_later),
     "T3-deadline": Row(effect=_deadline, message=_deadline_row_message),
-    "T3-suspended": Row(),  # the resume's own update event brings the pass that goes on (issue 24)
+    "T3-suspended": Row(),  # the resume's own update event brings the pass that goes on
     "T3": Row(effect=_create_unit, message=_GOING_TO_START),
     "T3-rejected": Row(
         message=FromResult("the name conflict, or the API server's reason for refusing the create")
@@ -413,7 +413,7 @@ def _move_taskset(ctx: PassContext, target: TaskSetPhase, message: str, label: s
     source = status.phase
     TASKSET_MACHINE.check(source, target)
     ctx.plan.moves.append(str(target))
-    note_move(status, target, label, ctx.stamp)  # issue 25: the attempt history, in this same write
+    note_move(status, target, label, ctx.stamp)  # the attempt history, in this same write
     status.phase = target
     status.phase_message = message
     status.state_message = message
@@ -494,7 +494,7 @@ def _set_state(ctx: PassContext, state: State) -> None:
 
 
 def _remove_stray_units(ctx: PassContext) -> None:
-    """T15 (W-3d): a completed TaskSet owns no ControlUnit but the one cleanPodPolicy keeps (issue 25);
+    """T15 (W-3d): a completed TaskSet owns no ControlUnit but the one cleanPodPolicy keeps;
     delete any other that is still around."""
     units = list(ctx.observed.other_control_units)
     if ctx.observed.control_unit is not None:

@@ -1,4 +1,4 @@
-"""What a finished TaskSet keeps of its Pods: ``spec.cleanPodPolicy`` (issue 25, Kubeflow's name).
+"""What a finished TaskSet keeps of its Pods: ``spec.cleanPodPolicy`` (Kubeflow's name).
 
 The spec keeps none: a replica's Pod is deleted as soon as it exited (P9), and the attempt's end deletes
 its ControlUnit, whose foreground deletion takes every Pod left (T10). That is ``All``, the default.

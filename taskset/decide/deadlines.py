@@ -1,4 +1,4 @@
-"""Run bounds of issue 25 as pure reads of the pass: ``spec.activeDeadlineSeconds`` and
+"""Run bounds as pure reads of the pass: ``spec.activeDeadlineSeconds`` and
 ``spec.ttlSecondsAfterFinished``.
 
 The deadline is measured from ``status.createdAt``, the first time the controller saw the TaskSet, so it

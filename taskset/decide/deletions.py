@@ -1,4 +1,4 @@
-"""Pods that will not go away, and Pods left behind (issue 30, item 6).
+"""Pods that will not go away, and Pods left behind.
 
 Two things a TaskSet used to be silent about. A Pod held in ``Terminating`` (by a finalizer nobody
 removes, or a node that never confirms) blocks its replica's next attempt and the attempt's end, and
@@ -110,7 +110,7 @@ def remove_orphaned_pods(ctx: PassContext, kept: str | None = None) -> None:
     that is still there was orphaned (its ControlUnit deleted with orphan propagation, which strips
     the owner reference from the Pod and would leave it running for ever): delete it, UID precondition,
     once (a Pod already being deleted is only waited for). A Pod still controlled by ``kept``, the
-    ControlUnit a ``cleanPodPolicy`` keeps (issue 25), is no orphan (``taskset.decide.cleanup``)."""
+    ControlUnit a ``cleanPodPolicy`` keeps, is no orphan (``taskset.decide.cleanup``)."""
     if not ctx.observed.pods:
         return
     recorded = recorded_uids(ctx.status)

@@ -1,4 +1,4 @@
-"""Telling failures apart (issue 25): which failure rule a replica's failed attempt matches, and why.
+"""Telling failures apart: which failure rule a replica's failed attempt matches, and why.
 
 ``match_failure`` is the pure matcher, first match wins over the role's rules, then the TaskSet's
 default rules, then ``BUILTIN_RULES`` (disruption, eviction, node loss and preemption are platform

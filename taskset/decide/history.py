@@ -1,4 +1,4 @@
-"""Recording the attempt history (issue 25, item 5) as the TaskSet machine moves.
+"""Recording the attempt history as the TaskSet machine moves.
 
 An attempt begins when the TaskSet enters ``AttemptPending`` (T2, T14): its start is kept in
 ``status.attemptStartAt``. It ends when the machine leaves its ending phases (T13-succeeded, T13-retry,

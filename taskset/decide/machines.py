@@ -41,12 +41,12 @@ class ReplicaFacts:
     # W-11: a Pod of an earlier TaskSet attempt still holds one of the replica names (its ControlUnit was
     # deleted externally without foreground propagation, 8.3), this replica's or another's.
     earlier_attempt_alive: bool = False
-    # Issue 24: the TaskSet is suspended; and this replica's Pod is going away because it was.
+    # The TaskSet is suspended; and this replica's Pod is going away because it was.
     suspended: bool = False
     suspend_deleted: bool = False
-    # Issue 25: the replica's Pod is still Pending past its role's startDeadlineSeconds.
+    # The replica's Pod is still Pending past its role's startDeadlineSeconds.
     start_deadline_passed: bool = False
-    # Issue 25: spec.cleanPodPolicy keeps finished Pods (None, Running), and the TaskSet is not deleted.
+    # spec.cleanPodPolicy keeps finished Pods (None, Running), and the TaskSet is not deleted.
     keeps_finished: bool = False
 
     @property
@@ -118,7 +118,7 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             (P.ATTEMPT_PENDING,),
             None,
             lambda f: f.suspended,
-            "the TaskSet is suspended: create nothing until it resumes (issue 24)",
+            "the TaskSet is suspended: create nothing until it resumes",
         ),
         Transition(
             "P1-hold",
@@ -207,14 +207,14 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED),
             P.ATTEMPT_DELETION_PENDING,
             lambda f: f.ours and f.start_deadline_passed,
-            "the Pod did not run within startDeadlineSeconds (issue 25): replace this replica alone, "
+            "the Pod did not run within startDeadlineSeconds: replace this replica alone, "
             "a platform failure by default (never one that ran: Running is past these phases)",
         ),
         Transition(
             "P-wait",
             (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING),
             None,
-            doc="nothing new about the Pod (a Pending Pod that will not start says why: issue 8)",
+            doc="nothing new about the Pod (a Pending Pod that will not start says why)",
         ),
         # --- ending the attempt ---
         Transition(
@@ -222,7 +222,7 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
             (P.ATTEMPT_DELETION_PENDING,),
             P.COMPLETED,
             lambda f: f.keeps_finished and f.ours_terminal and not f.may_retry and not f.stopped,
-            "cleanPodPolicy None or Running (issue 25): the exited Pod of a replica whose outcome is final "
+            "cleanPodPolicy None or Running: the exited Pod of a replica whose outcome is final "
             "stays for the user (a retry needs its name, and so deletes it)",
         ),
         Transition(
@@ -319,9 +319,9 @@ class TaskSetFacts:
     role_started: bool = False
     may_retry: bool = False
     retry_due: bool = False
-    suspended: bool = False  # issue 24: spec.suspend is true
-    deadline_exceeded: bool = False  # issue 25: spec.activeDeadlineSeconds passed since createdAt
-    # Issue 25: spec.cleanPodPolicy keeps Pods (None, Running), and the TaskSet is not being deleted.
+    suspended: bool = False  # spec.suspend is true
+    deadline_exceeded: bool = False  # spec.activeDeadlineSeconds passed since createdAt
+    # spec.cleanPodPolicy keeps Pods (None, Running), and the TaskSet is not being deleted.
     keeps_pods: bool = False
 
     @property
@@ -373,7 +373,7 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             (T.ATTEMPT_PENDING,),
             T.COMPLETED,
             lambda f: f.deadline_exceeded,
-            "activeDeadlineSeconds passed before the attempt started (issue 24: it runs on while "
+            "activeDeadlineSeconds passed before the attempt started (it runs on while "
             "suspended, as it does through retry delays): no attempt",
         ),
         Transition(
@@ -381,7 +381,7 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             (T.ATTEMPT_PENDING,),
             None,
             lambda f: f.suspended,
-            "the TaskSet is suspended: no ControlUnit until it resumes (issue 24)",
+            "the TaskSet is suspended: no ControlUnit until it resumes",
         ),
         Transition("T3", (T.ATTEMPT_PENDING,), T.ATTEMPT_CREATION_REQUESTED, doc="create the ControlUnit"),
         Transition(
@@ -426,7 +426,7 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             _ACTIVE,
             T.ATTEMPT_DELETION_PENDING,
             lambda f: f.deadline_exceeded,
-            "activeDeadlineSeconds passed (issue 25): end the attempt for good, its Pods removed",
+            "activeDeadlineSeconds passed: end the attempt for good, its Pods removed",
         ),
         Transition(
             "T6",
@@ -446,7 +446,7 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             T.ATTEMPT_DELETION_REQUESTED,
             lambda f: f.control_unit == _CU.OURS and not f.keeps_unit,
             "delete the ControlUnit (foreground, UID precondition); not when the TaskSet ends here and "
-            "cleanPodPolicy keeps its Pods (issue 25: the ControlUnit stays as their owner, and T13 follows)",
+            "cleanPodPolicy keeps its Pods (the ControlUnit stays as their owner, and T13 follows)",
         ),
         Transition(
             "T12b",
@@ -478,7 +478,7 @@ TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
             (T.ATTEMPT_RETRY_PENDING,),
             T.COMPLETED,
             lambda f: f.deadline_exceeded,
-            "activeDeadlineSeconds passed during the retry delay (issue 25): no retry",
+            "activeDeadlineSeconds passed during the retry delay: no retry",
         ),
         Transition(
             "T14-illegal",

@@ -1,4 +1,4 @@
-"""The live membership's generation (issue 26, item 3; ``taskset.integrations.membership``).
+"""The live membership's generation (``taskset.integrations.membership``).
 
 The status records the generation and the digest of the content it stands for. Twice a pass (once the
 attempt's spec, scaled, is known, and once the machines moved), while the attempt is Preparing or

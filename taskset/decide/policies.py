@@ -27,15 +27,15 @@ class Outcome:
 
     succeeded: bool
     reason: str
-    final: bool = False  # issue 25: a FailTaskSet rule ended the attempt; no TaskSet retry follows
-    replica: tuple[str, int] | None = None  # issue 25: (role, index) of the replica that failed it
+    final: bool = False  # a FailTaskSet rule ended the attempt; no TaskSet retry follows
+    replica: tuple[str, int] | None = None  # (role, index) of the replica that failed it
 
 
 def role_completion(role: Role, replicas: Sequence[ReplicaStatus]) -> Outcome | None:
     """Spec 6.1: count only completed replicas; success is checked before failure; R adds rule 3 (W-7)."""
     completed = [r for r in replicas if r.phase == ReplicaPhase.COMPLETED]
     ruled = next((r for r in completed if fails_role(r)), None)
-    if ruled is not None:  # issue 25: a failure rule's order comes before the thresholds
+    if ruled is not None:  # a failure rule's order comes before the thresholds
         return Outcome(False, f"Failure {failure_text(ruled)} on replica {ruled.index}")
     succeeded = sum(1 for r in completed if r.succeeded)
     failed = len(completed) - succeeded
@@ -81,7 +81,7 @@ def role_verdict(role: Role, status: RoleStatus) -> bool | None:
 
 def attempt_outcome(roles: Sequence[Role], statuses: Sequence[RoleStatus]) -> Outcome | None:
     """Spec 6.3: the first completed role (spec order) whose event policy triggers decides; else, once
-    every role is completed, all-succeeded means success. None while the attempt goes on. Issue 25: a
+    every role is completed, all-succeeded means success. None while the attempt goes on. A
     completed role whose replica matched a FailTaskSet or RestartTaskSet rule ends it first."""
     for role, status in zip(roles, statuses, strict=True):
         if status.phase != RolePhase.COMPLETED:
@@ -107,7 +107,7 @@ def attempt_outcome(roles: Sequence[Role], statuses: Sequence[RoleStatus]) -> Ou
 
 
 def failed_replica(status: RoleStatus) -> tuple[str, int] | None:
-    """The replica whose failure failed a failed role, for the attempt history (issue 25): one whose
+    """The replica whose failure failed a failed role, for the attempt history: one whose
     failure rule failed the role, else the last one to fail (it reached ``maxFailed``), the lowest index
     among those that failed in the same second. None for a role that did not fail by a replica."""
     if status.state != State.FAILED:
@@ -142,7 +142,7 @@ def retry_due(delay_seconds: int, waited: float) -> bool:
 
 def replica_may_retry(policy: RetryPolicy, replica: ReplicaStatus, *, taskset_deleting: bool) -> bool:
     """Spec 7.2: never a stopped or succeeded replica, never while the TaskSet is being deleted (W-10).
-    Issue 25: the failure rule that matched decides first; only counted retries use up maxRetryCount."""
+    The failure rule that matched decides first; only counted retries use up maxRetryCount."""
     if replica.stopped or replica.succeeded or taskset_deleting:
         return False
     action = failure_action(replica)
@@ -153,7 +153,7 @@ def replica_may_retry(policy: RetryPolicy, replica: ReplicaStatus, *, taskset_de
 
 def replica_retry_decision(policy: RetryPolicy, replica: ReplicaStatus) -> str:
     """Why the replica is or is not retried: the failure rule that matched, then the retry policy's
-    decision on the counted retries (spec 7.2, issue 25)."""
+    decision on the counted retries (spec 7.2)."""
     action = failure_action(replica)
     if action == FailureAction.RETRY_NOT_COUNTED:
         decision = f"retry not counted ({replica.uncounted_retries + 1} so far)"
@@ -169,7 +169,7 @@ def replica_retry_decision(policy: RetryPolicy, replica: ReplicaStatus) -> str:
 
 def retry_delay(policy: RetryPolicy, retries: int, seed: str) -> int:
     """Seconds before the retry that follows ``retries`` retries: the fixed ``delay``, or with a backoff
-    (issue 25) ``initial * factor**retries`` capped at ``maxDelay``, plus a jitter of up to
+    ``initial * factor**retries`` capped at ``maxDelay``, plus a jitter of up to
     ``jitterPercent`` percent drawn from ``seed`` and ``retries``, so a restarted controller computes the
     same time again (the status is its only memory)."""
     backoff = policy.backoff

@@ -298,7 +298,7 @@ def _start_retry(ctx: PassContext, at: ReplicaAt) -> bool:
 
 
 def _schedule(ctx: PassContext, at: ReplicaAt) -> bool:
-    """P13-retry: write when the retry is due (issue 25)."""
+    """P13-retry: write when the retry is due."""
     schedule_retry(ctx, at.role, at.replica)
     return True
 
@@ -328,7 +328,7 @@ def _ended_unknown(replica: ReplicaStatus) -> bool:
 def _deletion_message(replica: ReplicaStatus) -> str:
     """P9's message. O overwrites the exit text with its own (W-23); for a Pod lost to phase Unknown that
     text is the only record of why the attempt failed (no container exit, often no Pod reason), so R
-    keeps it, and P13 puts it in front of the retry decision (issue 8)."""
+    keeps it, and P13 puts it in front of the retry decision."""
     return replica.phase_message if _ended_unknown(replica) else _DELETION_REQUESTED
 
 
@@ -358,7 +358,7 @@ def _retry_decision(role: Role, replica: ReplicaStatus) -> str:
     """P13's message: the retry decision, after the reason the attempt failed when nothing else in the
     status keeps that reason: a rejected create or a name conflict (no Pod ran), a Pod whose phase
     became Unknown (no container exit was ever reported), or a Pod someone else deleted before it
-    exited ("Pod x-w-0 was deleted", issue 30)."""
+    exited ("Pod x-w-0 was deleted")."""
     decision = replica_retry_decision(role.retry_policy, replica)
     creation = replica.pod_reason in (POD_REASON_CREATION_FAILED, POD_REASON_NAME_CONFLICT)
     if creation or _ended_unknown(replica):
@@ -402,7 +402,7 @@ def _wait_for_cache(ctx: PassContext, at: ReplicaAt) -> None:
 
 def _wait_for_deletion(ctx: PassContext, at: ReplicaAt) -> None:
     """Look again while the Pod goes away (its delete event usually comes first), and say so when
-    finalizers hold it in Terminating (issue 30: a TaskSet never waits on it silently)."""
+    finalizers hold it in Terminating (a TaskSet never waits on it silently)."""
     held = terminating_message(at.pod) if at.pod is not None else None
     if held is not None and at.replica.phase == P.ATTEMPT_DELETION_REQUESTED:
         at.replica.phase_message = held
@@ -462,15 +462,15 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P6": Row(message="Pod is assigned to a node"),
     "P11": Row(message=_pod_deleted_message),
     "P-wait": Row(wait=_report_wait),
-    "P9-keep": Row(message=_final_message),  # issue 25: cleanPodPolicy keeps the exited Pod
+    "P9-keep": Row(message=_final_message),  # cleanPodPolicy keeps the exited Pod
     "P9": Row(effect=_delete_pod, message=_deletion_requested),
     "P12": Row(wait=_wait_for_deletion),
     "P13-retry": Row(effect=_schedule, message=_retry_message),
     "P13": Row(message=_final_message),
     "P14": Row(effect=_start_retry, message="TaskRole replica is going to retry"),
     "P14b": Row(wait=_wait_for_retry_delay),
-    **replica_rows(ReplicaAt),  # issue 24
-    **start_deadline_rows(ReplicaAt),  # issue 25
+    **replica_rows(ReplicaAt),  # suspension
+    **start_deadline_rows(ReplicaAt),  # the start deadline
 }
 check_rows(REPLICA_MACHINE, REPLICA_ROWS)
 

@@ -1,4 +1,4 @@
-"""A replica's failed attempt between its end and its next attempt (issue 25): the failure rule it
+"""A replica's failed attempt between its end and its next attempt: the failure rule it
 matched, the delay before the retry (fixed or exponential, with deterministic jitter), when that retry
 is due, and which retries count. The replica rows of ``taskset.decide.replicas`` call these."""
 

@@ -1,4 +1,4 @@
-"""Whether this attempt may use its ControlUnit's spec snapshot (W-18, issue 30).
+"""Whether this attempt may use its ControlUnit's spec snapshot (W-18).
 
 The snapshot lives in a ConfigMap, which anyone with ConfigMap write in the namespace may edit; the
 Pods the controller creates are built from it. So the controller records the snapshot's digest where
@@ -18,7 +18,7 @@ refusal as its reason, and fails or retries it per its policy. The refusal is re
 event and the ``ControlUnitTampered`` condition, both naming the ControlUnit; a pass that finds the
 condition already saying so stays quiet. T14 clears the digest with the ControlUnit's UID.
 
-The ConfigMap cache keeps a snapshot's digest, not its text (issue 30, a bounded cache), so the verdict
+The ConfigMap cache keeps a snapshot's digest, not its text (a bounded cache), so the verdict
 never waits for the text: it is the digest's. Only a snapshot to be *used* (trusted, its text not yet
 known) needs the text; then the pass decides nothing and asks the reconciler for it
 (``Plan.snapshot_wanted``), which fetches it once per ControlUnit and decides again. So a ControlUnit is

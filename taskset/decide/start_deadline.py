@@ -1,4 +1,4 @@
-"""The per-replica start deadline (issue 25): ``startDeadlineSeconds`` of a role, or the TaskSet's
+"""The per-replica start deadline: ``startDeadlineSeconds`` of a role, or the TaskSet's
 default ``spec.startDeadlineSeconds``.
 
 A replica whose Pod has not run within that many seconds of the Pod's creation is replaced, alone: row
@@ -10,7 +10,7 @@ moment, and a pass is requeued for it (no watch event would come when a Pod mere
 
 Only a replica whose Pod is Pending is watched (``AttemptPreparing``, ``AttemptAssigned``): one that was
 seen Running once is past its start and is never replaced by it. A suspended TaskSet deletes its live
-Pods (issue 24), so the deadline pauses with it: the resumed attempt's new Pod has its own creation
+Pods, so the deadline pauses with it: the resumed attempt's new Pod has its own creation
 time. Which deadline applies is the attempt's role, as every other role policy.
 """
 

@@ -1,4 +1,4 @@
-"""Why a replica waits (issue 8), in words a user reads.
+"""Why a replica waits, in words a user reads.
 
 A Pod that was created and observed but never starts has no timeout (spec S53: it waits, since a
 scheduler or a node may yet come). So the waiting must at least be visible: the replica's
@@ -49,9 +49,9 @@ WAITING_PHASES = (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED)
 # The start of the phaseMessage of a replica whose Pod an integration holds back (taskset.decide.owned).
 HELD_PREFIX = WAIT_HELD_PREFIX
 # The start of the phaseMessage of a replica whose Pod create admission denies for now (a quota, a
-# missing service account: kube.TRANSIENT_DENIALS); the create is retried with backoff (issue 30).
+# missing service account: kube.TRANSIENT_DENIALS); the create is retried with backoff.
 CREATE_REFUSED_PREFIX = "Waiting to create Pod "
-# The phaseMessage of a replica whose Pod is held in Terminating by finalizers (issue 30, item 6), and
+# The phaseMessage of a replica whose Pod is held in Terminating by finalizers, and
 # of one whose Pod someone else deleted (P10, P11); group 1 is the Pod's name.
 _TERMINATING = re.compile(r"^Pod (\S+) is terminating, held by finalizers: ")
 _DELETED = re.compile(r"^Pod (\S+) (?:was deleted$|is terminating, held by finalizers: )")
@@ -155,7 +155,7 @@ def report_waiting(ctx: PassContext) -> None:
     goes back to the state message once none waits.
 
     Departs from spec 2.5.1 (conditions "carry no information of their own" and are added when first
-    True) because issue 8 asks that a TaskSet never hang silently: a TaskSet that never ran gets a
+    True) because a TaskSet must never hang silently: a TaskSet that never ran gets a
     ``Running`` condition that is False with reason ``Waiting`` and says why. Status and reason still
     restate ``state``, so ``kubectl wait --for=condition=Running`` is unaffected, and the
     lastTransitionTime moves only with the status, as before."""
@@ -190,7 +190,7 @@ CREATION_ACCEPTED = "Created"
 def creation_denied_for_now(ctx: PassContext, name: str, replica: ReplicaStatus, refusal: str) -> None:
     """Admission denies the Pod for now (a quota, a missing service account): the replica stays where
     it is and says why in its phaseMessage (so in the Running condition too), a Warning event says it
-    once per distinct refusal, and the create is retried with backoff (issue 30)."""
+    once per distinct refusal, and the create is retried with backoff."""
     message = create_refused_message(name, refusal)
     if replica.phase_message != message:
         ctx.plan.events.append(
@@ -203,7 +203,7 @@ def creation_denied_for_now(ctx: PassContext, name: str, replica: ReplicaStatus,
 def creation_refused(ctx: PassContext, name: str, refusal: str) -> None:
     """The API server refused the Pod for good (PodSecurity admission, an invalid Pod, a policy): the
     PodCreationRefused condition names it with the API server's words, where ``kubectl describe``
-    shows it first; the replica's own message and the Warning event say it too (issue 30)."""
+    shows it first; the replica's own message and the Warning event say it too."""
     ctx.status.set_condition(
         ConditionType.POD_CREATION_REFUSED,
         ConditionStatus.TRUE,

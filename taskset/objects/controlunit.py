@@ -5,7 +5,7 @@ the replicas or policies of the running attempt; the next attempt picks the edit
 
 Anyone who may write ConfigMaps in the namespace may also write the snapshot, so the controller records
 its digest (``taskset.api.views.snapshot_digest``) in the TaskSet's status, which only it writes, and
-uses a snapshot only while the two agree (issue 30; ``taskset.decide.snapshot``). The ConfigMap cache
+uses a snapshot only while the two agree (``taskset.decide.snapshot``). The ConfigMap cache
 keeps that digest instead of the data; the text is fetched once per ControlUnit, when it is to be used
 (``taskset.runtime.snapshots``).
 """

@@ -93,7 +93,7 @@ class OwnedObject:
     # Whether the roles' Pods wait until it is there and ours. False for what only names or describes
     # the Pods (a headless Service): they start with it, and one in a stranger's hands still holds them.
     holds: bool = True
-    # Whether its ``data`` follows the TaskSet (issue 26: the live membership): once it exists and is
+    # Whether its ``data`` follows the TaskSet (the live membership): once it exists and is
     # ours, a pass that wants other data than the cache shows (by digest) writes it over.
     updates: bool = False
 

@@ -8,7 +8,7 @@ seed's six environment variables are the first, ``taskset.integrations.identity_
 
 The cached TaskSet is never touched: what differs from the template (the metadata, the spec's top level,
 each container) is a new object, and the rest is shared with the template, since the Pod is only
-serialised. A deep copy per Pod cost more than the rest of building it (issue 7: 2,000 Pods in a pass).
+serialised. A deep copy per Pod cost more than the rest of building it (2,000 Pods in a pass).
 """
 
 from __future__ import annotations

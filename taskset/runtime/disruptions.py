@@ -1,4 +1,4 @@
-"""The last view of Pods deleted while they carried ``DisruptionTarget=True`` (issue 25).
+"""The last view of Pods deleted while they carried ``DisruptionTarget=True``.
 
 An eviction through the Eviction API, a preemption or a drain first writes the ``DisruptionTarget``
 condition on the Pod, then deletes it, and a kubelet (or kwok) removes a terminating Pod within its grace

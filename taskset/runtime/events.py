@@ -7,7 +7,7 @@ cheap half of client-go's aggregation, enough to keep a retrying Warning from fl
 ``SENDERS`` threads send them, each TaskSet's in order through one of them. One thread, as client-go
 has, posted about 37 events/s on a loaded API server, while a burst of 200 TaskSets records some 2,400
 (12 each) within 30 s: users saw events tens of seconds late, and the benchmark saw 40% of them still
-queued when it deleted the namespace (issue 7).
+queued when it deleted the namespace.
 """
 
 from __future__ import annotations

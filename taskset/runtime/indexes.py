@@ -1,5 +1,5 @@
 """The caches' indexes: how an object is related to a TaskSet, always within the object's own
-``metadata.namespace`` (issue 30: an annotation or an owner reference names whatever its writer wants,
+``metadata.namespace`` (an annotation or an owner reference names whatever its writer wants,
 a TaskSet or an owner UID of another namespace included).
 """
 
@@ -18,7 +18,7 @@ OWNER_INDEX: Final = "controller-uid"  # owned objects by "<metadata.namespace>/
 def taskset_index(obj: Mapping[str, Any]) -> list[str]:
     """``<metadata.namespace>/<TaskSet annotation>``: the key of the TaskSet an object of ours names,
     in the object's own namespace. The ``Namespace`` annotation is never read: anyone creating a Pod
-    writes it, so it would let a Pod in one namespace join a TaskSet of another (issue 30)."""
+    writes it, so it would let a Pod in one namespace join a TaskSet of another."""
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping):
         return []

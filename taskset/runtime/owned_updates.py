@@ -1,4 +1,4 @@
-"""Writing an owned object's data over (issue 26: the live membership ConfigMap).
+"""Writing an owned object's data over (the live membership ConfigMap).
 
 One JSON patch: a ``test`` of the object's UID (so a namesake made meanwhile is never written), then
 ``add /data`` (which replaces it whole). Nothing else of the object changes, so its creation proof

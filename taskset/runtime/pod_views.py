@@ -1,7 +1,7 @@
 """What a pass reads of each cached Pod (``PodView``), made once per version of the Pod.
 
 A pass of a TaskSet views all its Pods, and an event of any one of them brings a pass: a role of 400
-replicas made 400 views per event, a seventh of the controller's CPU on the bench's ``large`` (issue 30).
+replicas made 400 views per event, a seventh of the controller's CPU on the bench's ``large``.
 A Pod's content is fixed by its UID and resourceVersion, so a view made from one version serves every
 later pass until the Pod changes. The views are bounded (least recently used go first): a view no pass
 asks for again is a Pod that changed or went.

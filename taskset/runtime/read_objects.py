@@ -1,5 +1,5 @@
 """The cluster-scoped objects integrations read and never own (``Integration.reads``: Kueue's
-ResourceFlavors, issue 24), as a pass sees them: ``Observed.read``, a read-only mapping by (kind key,
+ResourceFlavors), as a pass sees them: ``Observed.read``, a read-only mapping by (kind key,
 name) over their caches. A lookup reads the cache when a hook asks, so a pass costs nothing for the
 objects it does not need, and the caches' transforms (``slim_owned`` with the kind's ``kept``) bound
 what each costs.

@@ -7,7 +7,7 @@ held (records.py), the *expectations* that hold off a pass until the caches show
 and deletes (expectations.py), and the *created ControlUnits* the cache has not shown yet
 (created_units.py). Each only spares a request or a wait; a fresh process rebuilds all from the objects.
 
-Namespace isolation (issue 30). Every index key starts with the object's own ``metadata.namespace``,
+Namespace isolation. Every index key starts with the object's own ``metadata.namespace``,
 which the API server sets from the request path and nobody can forge, never with an annotation, which
 whoever creates the object writes. So a Pod or ConfigMap in namespace B is filed under B only: a
 TaskSet in namespace A never sees it, neither among its Pods (looked up by name, where a stranger in
@@ -160,7 +160,7 @@ class Reconciler:
         self._checks = settings.framework.spec_checks()
         self._snapshots = Snapshots()
         self._pod_views = PodViews()
-        # The Pod cache's delete handler feeds it (issue 25).
+        # The Pod cache's delete handler feeds it.
         self.disruptions = Disruptions(view=self._pod_views.of)
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
@@ -342,12 +342,12 @@ class Reconciler:
                     propagation="Foreground" if intent.control_unit else None,
                 )
                 result = ActionResult(ResultKind.OK)
-            elif isinstance(intent, ApplyOwnedStatus):  # issue 24: a Workload marked Finished
+            elif isinstance(intent, ApplyOwnedStatus):  # a Workload marked Finished
                 self._client.apply_status(intent.kind, ns, intent.name, intent.body)
                 result = ActionResult(ResultKind.OK)
-            elif isinstance(intent, UpdateOwned):  # issue 26: the live membership
+            elif isinstance(intent, UpdateOwned):  # the live membership
                 result = update_owned_data(self._client, ns, intent)
-            elif isinstance(intent, DeleteTaskSet):  # issue 25: ttlSecondsAfterFinished passed
+            elif isinstance(intent, DeleteTaskSet):  # ttlSecondsAfterFinished passed
                 name = obj["metadata"]["name"]
                 self._client.delete(taskset_path(ns, name), uid=intent.uid, resource="tasksets")
                 result = ActionResult(ResultKind.OK)
@@ -500,7 +500,7 @@ class Reconciler:
     ) -> None:
         """A status write refused for good (too large, invalid) would leave the TaskSet silently stuck
         at its last written status, since the status itself can no longer say so: say it in a Warning
-        event with the status's size, once per distinct refusal (issue 30). The pass still fails, so the
+        event with the status's size, once per distinct refusal. The pass still fails, so the
         work queue's per-key backoff spaces the retries out; a transient failure is only retried."""
         if not (err.too_large or err.invalid) or record.refused == str(err):
             return

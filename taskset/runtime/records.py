@@ -32,7 +32,7 @@ class Record:
     held: dict[str, Any] | None = None
     held_since: float = 0.0
     # The API server's last refusal of a status write for good (too large, invalid), once reported in a
-    # Warning event: each distinct one is said once (issue 30). A write it accepts makes a new record.
+    # Warning event: each distinct one is said once. A write it accepts makes a new record.
     refused: str | None = None
     # ``latest`` and its parse; held by reference, so ``is`` tells whether ``latest`` is still that one.
     _parsed: tuple[dict[str, Any] | None, TaskSetStatus | None] | None = field(
@@ -51,7 +51,7 @@ class Record:
     def recorded_status(self) -> TaskSetStatus | None:
         """``latest`` parsed, once per version of it: a pass never changes what this returns (it
         changes its own copy), and parsing the status of thousands of replicas on every event was a
-        tenth of a large TaskSet's pass (issue 30's bench)."""
+        tenth of a large TaskSet's pass (the bench's ``large``)."""
         latest = self.latest
         if self._parsed is None or self._parsed[0] is not latest:
             previous = self._parsed or self._lent

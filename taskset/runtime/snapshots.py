@@ -2,7 +2,7 @@
 
 The ConfigMap informer keeps a ControlUnit's metadata and the digest of its snapshot, not its data
 (``taskset.api.views.slim_config_map``), so that a stranger's labelled ConfigMap of 1 MB costs what an
-empty one costs (issue 30). The snapshot's verdict needs only the digest (``taskset.decide.snapshot``);
+empty one costs. The snapshot's verdict needs only the digest (``taskset.decide.snapshot``);
 its text is needed to run the attempt, and comes from here:
 
 - a ControlUnit this process created or read whole (a create's response, a live read after a name

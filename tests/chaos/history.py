@@ -226,7 +226,7 @@ class History:
         self._track("Pod", event, obj, revision, exact)
 
     def _on_configmap(self, event: str, obj: dict[str, Any], revision: int, exact: bool) -> None:
-        """ControlUnits only: a TaskSet's other ConfigMaps (issue 26's live membership, which lives as long
+        """ControlUnits only: a TaskSet's other ConfigMaps (the live membership, which lives as long
         as the TaskSet) are no attempts."""
         meta = obj.get("metadata") or {}
         labels = meta.get("labels") or {}

@@ -20,7 +20,7 @@ from typing import Any
 from taskset.api.constants import MAX_UNCOUNTED_RETRIES
 
 FINAL_STATES = frozenset({"Succeeded", "Failed"})
-# Issue 25's failure-rule actions, as the status writes them.
+# The failure-rule actions, as the status writes them.
 NOT_COUNTED = "RetryNotCounted"
 ENDING_ACTIONS = frozenset({"FailRole", "FailTaskSet", "RestartTaskSet"})
 
@@ -266,7 +266,7 @@ def _retry_as_matched(what: str, before: Mapping[str, Any], after: Mapping[str, 
 def retries_as_matched(name: str, statuses: Sequence[Mapping[str, Any]]) -> Verdict:
     """A not-counted failure never increments the counted retries (``totalRetriedCount -
     uncountedRetries``), a counted one always does, and a failure whose rule fails the role or ends the
-    attempt is never retried (issue 25's failure rules), as consecutive statuses of an attempt show."""
+    attempt is never retried (by the failure rules), as consecutive statuses of an attempt show."""
     verdict = Verdict()
     for before, after in itertools.pairwise(statuses):
         if int(before.get("totalRetriedCount", 0)) != int(after.get("totalRetriedCount", 0)):
@@ -328,7 +328,7 @@ def _listed(status: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], int]:
 
 
 def attempts_recorded_once(name: str, statuses: Sequence[Mapping[str, Any]]) -> Verdict:
-    """Issue 25's attempt history: attempts are listed in order, an entry once written never changes and
+    """The attempt history: attempts are listed in order, an entry once written never changes and
     is never written again (it only leaves past the bound, counted in ``dropped``), and a finished TaskSet
     lists every attempt it ran up to its last, each once."""
     verdict = Verdict()

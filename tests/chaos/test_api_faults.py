@@ -1,4 +1,4 @@
-"""Fault 5 of issue 8: API errors and latency between the controller and the API server.
+"""API errors and latency between the controller and the API server.
 
 The real controller process reaches kube-apiserver only through ``tests.chaos.proxy.FaultProxy``, a
 loopback proxy that answers 429 (with Retry-After) and 500, drops connections without a reply, delays

@@ -1,4 +1,4 @@
-"""Issue 25's timed bounds pass while the controller is down: it is SIGKILLed a few seconds into a small
+"""The timed run bounds pass while the controller is down: it is SIGKILLed a few seconds into a small
 workload and kept down while deadlines pass (over running Pods, a retrying replica and a TaskSet retry
 wait), a TTL passes and backoff waits run out; then it starts again. The status is its only memory of
 those moments: every TaskSet must end as the fault-free run of the same shapes ends (DeadlineExceeded,

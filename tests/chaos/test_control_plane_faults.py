@@ -1,4 +1,4 @@
-"""Faults 2 and 3 of issue 8: the control plane fails under the controller while a workload runs.
+"""The control plane fails under the controller while a workload runs.
 
 * kube-apiserver is restarted twice, at different moments, against the same etcd;
 * etcd is stopped for a few seconds and started again (the API server stays up; requests that need etcd

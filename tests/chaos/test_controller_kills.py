@@ -1,9 +1,9 @@
-"""Fault 1 of issue 8: the controller process is SIGKILLed at random moments and restarted, while a
+"""The controller process is SIGKILLed at random moments and restarted, while a
 workload with replica- and TaskSet-level retries runs. Nothing may be lost or done twice: every TaskSet
 ends as the fault-free run of the same workload ends, with the same retry counts, and the history shows
 at most one Pod per replica and one attempt per TaskSet alive at any revision.
 
-Issue 25's shapes are in the mix (``workload.MIXED``): failure rules of every action, exponential backoff
+Failure rules are in the mix (``workload.MIXED``): failure rules of every action, exponential backoff
 at both retry levels, deadlines that pass while Pods run, retry or wait, TTLs and percentage thresholds.
 The kills then land inside backoff waits and around deadlines, and the record shows that no wait was cut
 short, no not-counted failure was counted, and nothing was created after a deadline or an end.

@@ -1,4 +1,4 @@
-"""Fault 4 of issue 8: external deletion of Pods, of the ControlUnit ConfigMap and of the TaskSet itself,
+"""External deletion of Pods, of the ControlUnit ConfigMap and of the TaskSet itself,
 with each propagation policy, at each phase that can be held still.
 
 Every case of the tables below runs at once, in one namespace, against the real controller process, with
@@ -12,10 +12,10 @@ to a phase, a deletion is injected, and what follows is checked against the spec
   and the TaskSet ends ``Failed`` with ``TaskSet completed beacause taskrole(r) is failed``;
 * the ControlUnit with each propagation policy, section 8.3: the attempt ends failed and the TaskSet retry
   policy applies (``c-<ts>-1``, and the TaskSet succeeds), else the TaskSet ends ``Failed`` with the retry
-  deletion as its message (``ControlUnit c-<ts>-0 was deleted``, issue 30). The controller's log tells
+  deletion as its message (``ControlUnit c-<ts>-0 was deleted``). The controller's log tells
   how: T11 (the ConfigMap seen gone, message ``ControlUnit c-<ts>-0 was deleted``) or T12 (seen lingering
   with a deletionTimestamp, which Foreground and Orphan deletion allow but Background never does). With
-  Orphan and no retry the Pods the status recorded are deleted once the TaskSet has completed (issue 30:
+  Orphan and no retry the Pods the status recorded are deleted once the TaskSet has completed (
   nothing else would ever end them); a retry deletes them first (row P0) and, since
   the fix this suite found (W-11, ``taskset.decide.replicas._earlier_attempt_alive``), starts no Pod of
   the next attempt until every Pod of the previous one is gone: the slow-termination cases hold one old
@@ -310,8 +310,8 @@ ROLE_FAILED = "TaskSet completed beacause taskrole(r) is failed"  # spec 6.3, O'
 
 def check_failed_by_the_replica(status: dict[str, Any], observed: str) -> None:
     """The deleted Pod's attempt counted as failed (no exit code captured) and nothing retried it: the
-    replica ends with the retry decision, after "Pod <name> was deleted" when no exit was captured
-    (issue 30), the role fails, and the TaskSet with it (default policy)."""
+    replica ends with the retry decision, after "Pod <name> was deleted" when no exit was captured;
+    the role fails, and the TaskSet with it (default policy)."""
     replica = first_replica(status)
     check(status["state"] == "Failed", f"expected Failed: {observed}")
     check(status["stateMessage"] == ROLE_FAILED, f"expected {ROLE_FAILED!r}: {observed}")
@@ -435,7 +435,7 @@ class ControlUnitDeleted:
             check(status["totalRetriedCount"] == 1, f"expected one TaskSet retry: {ctx.observed}")
             check(api.configmap(f"c-{name}-1") is None, "the retry's ControlUnit is gone at the end")
         else:
-            # not complete, so no completion reason: the deletion is why the attempt failed (issue 30)
+            # not complete, so no completion reason: the deletion is why the attempt failed
             check(status["state"] == "Failed", f"expected Failed: {ctx.observed}")
             deleted = c.MSG_CONTROL_UNIT_DELETED.format(name=f"c-{name}-0")
             check(status["stateMessage"] == deleted, f"expected {deleted!r}: {ctx.observed}")
@@ -443,7 +443,7 @@ class ControlUnitDeleted:
         check(
             units == ({f"c-{name}-0", f"c-{name}-1"} if self.taskset_retry else {f"c-{name}-0"}), str(units)
         )
-        # with Orphan and no retry, the completed TaskSet deletes the Pods its status recorded (issue 30)
+        # with Orphan and no retry, the completed TaskSet deletes the Pods its status recorded
         wait_for(lambda: not set(ctx.pod_uids(name)) & set(before), "the attempt-0 Pods gone")
 
     def check_log(self, transitions: list[Transition]) -> str:

@@ -1,4 +1,4 @@
-"""Issue 24 under faults: the real Kueue preempts running low-priority TaskSets for higher-priority ones
+"""Preemption under faults: the real Kueue preempts running low-priority TaskSets for higher-priority ones
 while the controller process is SIGKILLed and restarted at random moments (between an eviction and the
 Pods' deletion, between the deletion and the evicted Workload's, around a re-admission). A preemption
 counts nothing, so every TaskSet must still succeed with no retry counted, as the fault-free run does,

@@ -1,4 +1,4 @@
-"""Issue 26 under faults: elastic TaskSets scaled up and down at random moments while the controller
+"""Elastic scaling under faults: elastic TaskSets scaled up and down at random moments while the controller
 process is SIGKILLed and restarted. No scale may be lost (each TaskSet settles at the count last asked
 for, in its status, its Pods and its live membership), no scaled-down replica may be retried (no retry is
 ever counted: the workload's Pods fail nothing), and the history must show at most one Pod per replica

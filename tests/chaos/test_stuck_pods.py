@@ -1,4 +1,4 @@
-"""Fault 6 of issue 8: a Pod stuck Pending forever (unschedulable) and a Pod whose phase becomes Unknown.
+"""A Pod stuck Pending forever (unschedulable) and a Pod whose phase becomes Unknown.
 
 Against the real control plane (kube-scheduler and kwok's nodes are running):
 
@@ -11,7 +11,7 @@ Against the real control plane (kube-scheduler and kwok's nodes are running):
 * a Pod driven to phase ``Unknown`` (the ``sim.octopus.openi.pcl.cn/phase`` annotation; kwok's stage also
   sets ``reason: NodeLost``) ends its replica attempt as failed; the role's retry policy applies, the
   TaskSet ends as declared, and the replica's ``phaseMessage`` names Unknown. Spec 8.2 says tests MUST
-  NOT cover ``Unknown``; issue 8 asks for exactly that, and the issue wins.
+  NOT cover ``Unknown``; a TaskSet that never hangs silently needs exactly that, and that wins.
 """
 
 from __future__ import annotations
@@ -173,8 +173,8 @@ def unknown_in(attempts: set[int], ts: TaskSets) -> Any:
     return script
 
 
-# Issue 25: a lost node is a platform failure by default, retried without counting; this rule counts it
-# again, as before issue 25, so that the retry policy decides.
+# A lost node is a platform failure by default, retried without counting; this rule counts it
+# again, as before failure rules existed, so that the retry policy decides.
 COUNT_NODE_LOSS: Final = [{"name": "count-node-loss", "action": "RetryCounted", "onPodReasons": ["NodeLost"]}]
 
 

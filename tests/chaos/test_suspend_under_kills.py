@@ -1,4 +1,4 @@
-"""Issue 24 under faults: TaskSets suspended and resumed at random moments while the controller process
+"""Suspension under faults: TaskSets suspended and resumed at random moments while the controller process
 is SIGKILLed and restarted. Suspension counts nothing, so every TaskSet must still end exactly as the
 fault-free run of the same workload ends, with the same retry counts, and the history must show at most
 one Pod per replica and one attempt per TaskSet alive at any revision: no duplicate or stray Pod from a

@@ -1,4 +1,4 @@
-"""The chaos suite's checks that need clocks (issue 25): retry delays and backoff, ``activeDeadlineSeconds``
+"""The chaos suite's checks that need clocks: retry delays and backoff, ``activeDeadlineSeconds``
 and ``ttlSecondsAfterFinished``, as pure functions over the record.
 
 Revisions order writes but say nothing of seconds, so these read the times the servers wrote: a Pod's

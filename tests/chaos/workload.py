@@ -5,7 +5,7 @@ Every failing attempt is chosen by a ``sim.attempt_exit_code`` annotation (TaskS
 replica attempt) in the role's template, so the workload is fixed at creation: no test thread has to patch
 live Pods at the right moment, and a controller restart cannot make a Pod fail that was meant to succeed.
 The expected outcome of each shape follows from the spec's defaults (minSucceeded = replicas, maxFailed = 1)
-and is checked by the fault-free test of the suite. ``MIXED`` adds issue 25's shapes (failure rules,
+and is checked by the fault-free test of the suite. ``MIXED`` adds more shapes (failure rules,
 backoff at both levels, deadlines, TTL, percentage thresholds) to the churn of the controller-kill test.
 """
 
@@ -114,7 +114,7 @@ SHAPES: tuple[Callable[[str, random.Random], Planned], ...] = (
     exhausted,
 )
 
-# ----- issue 25: failure rules, backoff, run bounds, percentages ------------------------------------------
+# ----- failure rules, backoff, run bounds, percentages ----------------------------------------------------
 
 PLATFORM, FATAL, RESTART, ROLE_FATAL = "75", "137", "143", "2"  # exit codes the rules below match
 RULES = [

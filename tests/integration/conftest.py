@@ -124,7 +124,7 @@ def controller(cluster: Cluster, namespace: str, crd_installed: None) -> Iterato
 
 @pytest.fixture(scope="module")
 def kueue(cluster: Cluster) -> Iterator[Kueue]:
-    """Kueue beside the control plane, for the tests of one module (issue 24); a failure to start fails
+    """Kueue beside the control plane, for the tests of one module; a failure to start fails
     them, never a skip."""
     running = Kueue(cluster).start()
     try:
@@ -135,7 +135,7 @@ def kueue(cluster: Cluster) -> Iterator[Kueue]:
 
 @pytest.fixture(scope="module")
 def coscheduler(cluster: Cluster) -> Iterator[Coscheduler]:
-    """scheduler-plugins' coscheduling scheduler, for the tests of one module (issue 24); a failure to
+    """scheduler-plugins' coscheduling scheduler, for the tests of one module; a failure to
     start fails them, never a skip."""
     running = Coscheduler(cluster).start()
     try:

@@ -277,7 +277,7 @@ class TaskSets:
         )
 
     def set_replicas(self, name: str, replicas: int, role: int = 0) -> None:
-        """Scale a role (issue 26) as ``kubectl edit`` does: read, change the count, replace (the read's
+        """Scale a role as ``kubectl edit`` does: read, change the count, replace (the read's
         resourceVersion held), again on a conflict with the controller's status writes."""
         for _ in range(10):
             obj = self.get(name)

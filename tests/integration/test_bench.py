@@ -1,4 +1,4 @@
-"""``python -m bench`` end to end at small scale (issue 7), so that the benchmark cannot break unnoticed
+"""``python -m bench`` end to end at small scale, so that the benchmark cannot break unnoticed
 between full runs: its own control plane, the controller as a separate process, the raw references, the
 burst scenario twice (each after its own raw reference) and churn, each judged correct by the bench's
 own verdict. Only counts are asserted, never speed: figures belong to the benchmark's report, not to a
@@ -68,7 +68,7 @@ def test_the_benchmark_runs_and_judges_every_scenario_correct(tmp_path: Path) ->
 def test_the_strangers_scenario_reports_the_controller_s_rss_with_against_without_them(
     tmp_path: Path,
 ) -> None:
-    """Issue 30's bench figure: a stranger's labelled 1 MB ConfigMaps and 250 KB-annotated Pods in the
+    """The ``strangers`` bench figure: a stranger's labelled 1 MB ConfigMaps and 250 KB-annotated Pods in the
     controller's caches, and its RSS after a burst with them against the same burst before them. Only
     that the figure is there and both bursts are correct is asserted; the figure is the report's."""
     run = bench(tmp_path, "--scenario", "strangers")

@@ -1,4 +1,4 @@
-"""Issue 30, item 4: a stranger's Pods and ConfigMaps labelled ``TaskSet`` reach the controller's caches
+"""A stranger's Pods and ConfigMaps labelled ``TaskSet`` reach the controller's caches
 (the label is the informers' selector, and anyone may set it), but the caches keep none of their
 foreign labels or annotations, nor any ConfigMap's data: a Pod with 250 KB of annotations costs what an
 ordinary Pod costs, a ConfigMap of 1 MB what an empty one costs. The attempt's snapshot, which the

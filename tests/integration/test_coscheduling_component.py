@@ -1,7 +1,7 @@
-"""The coscheduling devcluster component (issue 24, item 3): scheduler-plugins' kube-scheduler, built
+"""The coscheduling devcluster component: scheduler-plugins' kube-scheduler, built
 from its pinned module and started only by the tests that ask for it, placing gangs all or nothing on
 simulated nodes of limited capacity. Here with hand-made PodGroups and Pods; the TaskSet's own gang is
-the gang-scheduling integration's (item 5)."""
+the gang-scheduling integration's."""
 
 from __future__ import annotations
 

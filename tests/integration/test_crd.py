@@ -270,7 +270,7 @@ REJECTED = [
     pytest.param(
         _edit(one_role(), lambda o: _role(o).update(completionPolicy={"minSucceeded": "all"})),
         ["spec.roles[0].completionPolicy.minSucceeded", "should match '^(100|[1-9][0-9]?)%$'"],
-        id="minSucceeded as a string that is no percentage (issue 25)",
+        id="minSucceeded as a string that is no percentage",
     ),
     pytest.param(
         TaskSetBuilder("ts").queue("Default").role("r").obj(),
@@ -290,12 +290,12 @@ REJECTED = [
             "spec": {"roles": [{"name": f"r{i}", "replicas": 1} for i in range(c.MAX_ROLES + 1)]},
         },
         [f"spec.roles: Too many: {c.MAX_ROLES + 1}"],
-        id=f"more than {c.MAX_ROLES} roles (issue 22)",
+        id=f"more than {c.MAX_ROLES} roles",
     ),
     pytest.param(
         TaskSetBuilder("big").role("a", replicas=6000).role("b", replicas=4001).obj(),
         ["spec.roles", f"the replicas of all roles must total at most {c.MAX_TOTAL_REPLICAS}"],
-        id="more than 10,000 replicas in total (issue 22)",
+        id="more than 10,000 replicas in total",
     ),
     pytest.param(
         _edit(one_role(), lambda o: _role(o)["template"]["spec"].update(contaners=[])),
@@ -381,7 +381,7 @@ def test_at_least_25_rejections_are_covered() -> None:
         ),
         pytest.param(
             TaskSetBuilder("ts").role("a", replicas=5000).role("b", replicas=5000).obj(),
-            id="10,000 replicas in total, the largest supported TaskSet (issue 22)",
+            id="10,000 replicas in total, the largest supported TaskSet",
         ),
         pytest.param(
             {
@@ -553,7 +553,7 @@ def test_status_is_a_subresource_that_keeps_the_full_shape(
 def test_a_compact_status_is_kept_whole_by_the_schema(
     cluster: Cluster, crd_installed: None, namespace: str
 ) -> None:
-    """The compact shape (issue 22) passes the status schema without a field pruned: a pruned row would be
+    """The compact shape passes the status schema without a field pruned: a pruned row would be
     a replica forgotten."""
     assert create(cluster, namespace, one_role(replicas=2)).returncode == 0
     status = full_status()

@@ -156,7 +156,7 @@ def test_the_daemon_serves_probes_and_metrics_logs_json_and_stops_cleanly(
 
 
 def test_the_default_metrics_are_https_and_refuse_strangers(start_daemon: Callable[..., Daemon]) -> None:
-    """Secure by default (issue 27, item 3): a self-signed certificate for 127.0.0.1 made at start, and no
+    """Secure by default: a self-signed certificate for 127.0.0.1 made at start, and no
     answer without a bearer token; plain HTTP on that port gets nothing. The probes stay plain HTTP.
     Tokens with and without the reader role: tests/integration/test_rbac.py."""
     daemon = start_daemon("--metrics-secure=true")  # after the fixture's =false: the last flag wins
@@ -330,7 +330,7 @@ def test_ensure_crd_fails_clearly_on_an_unreadable_manifest(cluster: Cluster, tm
         api_client.close()
 
 
-# ----- the key of the Pods' creation proofs (issue 30, item 2) ----------------------------------------------
+# ----- the key of the Pods' creation proofs ----------------------------------------------
 
 
 def _secret(cluster: Cluster, namespace: str) -> dict[str, Any] | None:

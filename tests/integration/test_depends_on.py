@@ -1,4 +1,4 @@
-"""Start order on the real control plane (issue 23, item 4): a role that depends on another has no Pod
+"""Start order on the real control plane: a role that depends on another has no Pod
 until that role's replicas run, says what it waits for, and waits again in the TaskSet's next attempt.
 
 kwok's ``hold`` annotation keeps the learner's Pod Pending until the test releases it, so the order is

@@ -174,7 +174,7 @@ def test_a_client_side_apply_of_the_crd_is_accepted(cluster: Cluster, crd_instal
 
 
 def test_the_kueue_overlay_adds_the_flag_and_only_the_workloads_it_needs(cluster: Cluster) -> None:
-    """Issue 24: --kueue, and on Kueue's objects only what it sends (Workloads: get, list, watch, create,
+    """--kueue, and on Kueue's objects only what it sends (Workloads: get, list, watch, create,
     delete; their status: patch; ResourceFlavors: list, watch), bound to the controller's
     ServiceAccount; nothing else of the base changes."""
     objects = render(cluster, MANIFESTS / "overlays" / "kueue")
@@ -207,7 +207,7 @@ def test_the_kueue_overlay_adds_the_flag_and_only_the_workloads_it_needs(cluster
 def test_a_gang_overlay_adds_its_flag_and_only_its_podgroups(
     cluster: Cluster, overlay: str, group: str
 ) -> None:
-    """Issue 24: --gang-scheduling=<scheduler>, and get/list/watch/create on that scheduler's PodGroups
+    """--gang-scheduling=<scheduler>, and get/list/watch/create on that scheduler's PodGroups
     bound to the controller's ServiceAccount; nothing else of the base changes."""
     objects = render(cluster, MANIFESTS / "overlays" / overlay)
     container = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]

@@ -1,4 +1,4 @@
-"""Issue 26: a running role scaled on the embedded control plane, by its spec and by ``kubectl scale``.
+"""A running role scaled on the embedded control plane, by its spec and by ``kubectl scale``.
 
 The API server's CEL rules refuse a count outside ``minReplicas``/``maxReplicas``; within them, a patch
 of ``replicas`` while the attempt runs creates the new indices in the same attempt, and removes the
@@ -97,7 +97,7 @@ def test_a_scale_outside_the_bounds_is_refused_by_the_api_server(ts: TaskSets, r
     assert refused.value.status == 422
 
 
-# ----- /scale (issue 26, item 2) ----------------------------------------------------------------------
+# ----- /scale ----------------------------------------------------------------------
 
 
 def scaled_workers(name: str, replicas: int) -> dict[str, Any]:
@@ -218,7 +218,7 @@ def test_scaling_a_finished_taskset_is_refused(ts: TaskSets) -> None:
     assert "finished TaskSet" in body
 
 
-# ----- live membership (issue 26, item 3) --------------------------------------------------------------
+# ----- live membership --------------------------------------------------------------
 # Its content (what the mounted file shows) is read after each change: a scale up and down while Running,
 # a replica retry, a scale during a replica's retry delay (the scaled-down replica is never retried), and
 # a scale during a TaskSet retry (the next attempt runs at the new count, and says so with a new

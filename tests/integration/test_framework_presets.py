@@ -1,4 +1,4 @@
-"""Framework presets on the real control plane (issue 23, item 3): MPI's hostfile is a ConfigMap of the
+"""Framework presets on the real control plane: MPI's hostfile is a ConfigMap of the
 attempt that the launcher and the workers mount, the launcher starting after its workers run
 (``dependsOn``); PyTorch's variables reach every container."""
 

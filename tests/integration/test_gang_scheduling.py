@@ -1,4 +1,4 @@
-"""Gang scheduling of TaskSets (issue 24, item 5): with the real coscheduling scheduler on simulated
+"""Gang scheduling of TaskSets: with the real coscheduling scheduler on simulated
 nodes of limited capacity, a TaskSet whose gang does not fit gets no Pod bound at all, one that fits
 runs, and the waiting gang is placed whole once capacity frees; Volcano's PodGroup against a CRD
 written from Volcano's API reference (unproven against the real Volcano scheduler)."""

@@ -1,4 +1,4 @@
-"""The controller image, run as the Deployment runs it (issue 27, item 4): podman with runc, non-root,
+"""The controller image, run as the Deployment runs it: podman with runc, non-root,
 read-only root filesystem, no capabilities, no new privileges, ``--network host``, a ServiceAccount token,
 its CA and namespace mounted where a kubelet projects them, ``KUBERNETES_SERVICE_HOST``/``PORT`` set, so
 the controller takes its in-cluster path. It registers the CRD and reconciles a TaskSet to Succeeded on

@@ -145,7 +145,7 @@ def test_describe_shows_attempts_conditions_and_events(cluster: Cluster, namespa
 
 
 def test_describe_lists_why_the_taskset_retried(cluster: Cluster, namespace: str, kubectl) -> None:
-    """Issue 25: the attempt history names the replica, its exit code and the rule of the failed
+    """The attempt history names the replica, its exit code and the rule of the failed
     attempt, and that a TaskSet retry was charged for it."""
     client = Client(kubeconfig=cluster.kubeconfig, namespace=namespace)
     ends = {sim.DURATION: "300ms", sim.EXIT_CODE: "0", sim.attempt_exit_code(0, 0, 0): "3"}

@@ -1,4 +1,4 @@
-"""Kueue admission of TaskSets (issue 24, item 4) against the real Kueue: a queued TaskSet's Pods wait
+"""Kueue admission of TaskSets against the real Kueue: a queued TaskSet's Pods wait
 for its Workload's admission, and a ClusterQueue with quota for two runs two of three at once."""
 
 from __future__ import annotations

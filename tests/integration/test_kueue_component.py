@@ -1,6 +1,6 @@
-"""The Kueue devcluster component (issue 24, item 3): built from its pinned module, started only by the
+"""The Kueue devcluster component: built from its pinned module, started only by the
 tests that ask for it, and really admitting by quota on the embedded control plane. Here with
-hand-made Workloads; the TaskSet's own Workload is the Kueue integration's (item 4)."""
+hand-made Workloads; the TaskSet's own Workload is the Kueue integration's."""
 
 from __future__ import annotations
 

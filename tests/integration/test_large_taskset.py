@@ -1,4 +1,4 @@
-"""Issue 22's reproduction: a TaskSet of 3,000 replicas completes on the embedded control plane.
+"""The large TaskSet reproduced: a TaskSet of 3,000 replicas completes on the embedded control plane.
 
 Before the status budget, every status write of this TaskSet failed with ``etcdserver: request is too
 large`` once about 2,400 replicas were recorded; Pods were left uncreated and uncollected, and ``kubectl

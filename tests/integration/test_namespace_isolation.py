@@ -1,4 +1,4 @@
-"""Issue 30, hole 1: a Pod in another namespace never affects a TaskSet, whatever its name, labels and
+"""A Pod in another namespace never affects a TaskSet, whatever its name, labels and
 annotations claim. A stranger in namespace ``evil`` plants a Pod named like the victim's replica,
 labelled and annotated as the controller labels and annotates its own (``TaskSet: <victim>``,
 ``Namespace: <victim's namespace>``), before the victim starts and while it runs; the victim runs

@@ -1,4 +1,4 @@
-"""Stable network identity on the real control plane (issue 23, item 1): the TaskSet's headless Service,
+"""Stable network identity on the real control plane: the TaskSet's headless Service,
 the Pods' hostnames under it, the EndpointSlices that list every replica, and a stranger's Service
 under the name, never taken over."""
 

@@ -188,7 +188,7 @@ def test_what_the_controller_must_not_do_is_forbidden(
 ALLOWED = [
     pytest.param(("create", "pods", "--all-namespaces"), id="create Pods in any namespace"),
     pytest.param(("watch", "configmaps", "--all-namespaces"), id="watch ConfigMaps everywhere"),
-    pytest.param(("patch", "configmaps", "--all-namespaces"), id="patch the live membership (issue 26)"),
+    pytest.param(("patch", "configmaps", "--all-namespaces"), id="patch the live membership"),
     pytest.param(("create", "services", "--all-namespaces"), id="create headless Services"),
     pytest.param(("update", "tasksets.octopus.openi.pcl.cn", "--subresource=status"), id="update status"),
     pytest.param(
@@ -241,7 +241,7 @@ def test_can_i_list_equals_the_documented_rules(cluster: Cluster, namespace: str
     assert elsewhere == {rule for rule in ours if not rule[0].startswith(("leases.", "secrets"))}
 
 
-# ----- who may read /metrics (issue 27, item 3) ----------------------------------------------------------
+# ----- who may read /metrics ----------------------------------------------------------
 
 
 def test_metrics_are_served_to_a_token_with_the_reader_role_only(

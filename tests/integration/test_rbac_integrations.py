@@ -1,4 +1,4 @@
-"""Least privilege with the integrations (issue 24), proven on the real API server with the real Kueue:
+"""Least privilege with the integrations, proven on the real API server with the real Kueue:
 the base's RBAC plus the rules of the ``kueue`` and ``coscheduling`` overlays, applied in the test's
 namespace, and the controller process running AS that ServiceAccount with ``--kueue`` and
 ``--gang-scheduling=coscheduling`` through a queued TaskSet (admitted with a flavor's node label and

@@ -1,4 +1,4 @@
-"""Issue 30: a status that never wedges on content, on the embedded control plane.
+"""A status that never wedges on content, on the embedded control plane.
 
 400 replicas that each end with a 4 KiB termination message (the kubelet's maximum) once made a status of
 1.27 MB that etcd refused on every later write, while the TaskSet stayed Running with nothing said. Now

@@ -1,4 +1,4 @@
-"""Issue 30, item 6: every wait says why in the TaskSet, not only in an event.
+"""Every wait says why in the TaskSet, not only in an event.
 
 On the embedded control plane (its API server runs ServiceAccount, ResourceQuota and PodSecurity
 admission; kube-controller-manager computes quota usage and collects garbage), each case asserts what

@@ -1,4 +1,4 @@
-"""The bench's pinned layout (issue 22): every thread of a process goes to the chosen core, including
+"""The bench's pinned layout: every thread of a process goes to the chosen core, including
 threads started before the pin, and a machine without both cores is refused rather than measured
 unpinned under the pinned label."""
 

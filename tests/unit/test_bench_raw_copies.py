@@ -1,4 +1,4 @@
-"""The raw reference makes what the controller makes (issue 30's bench): the same Pods, byte for byte but
+"""The raw reference makes what the controller makes (the strangers bench): the same Pods, byte for byte but
 for the label key the controller selects by, and the same headless Service, selecting the raw Pods."""
 
 from __future__ import annotations
@@ -38,4 +38,4 @@ def test_a_raw_pod_is_as_large_as_the_controllers() -> None:
     """Same bytes but for the label key's length: the API server stores and sends as much."""
     pods, _ = raw_copies([taskset("large", 400, ps=False)], "bench-raw", UNIT)
     size = len(json.dumps(pods[0]))
-    assert size > 15_000  # 400 peers' DNS names: what made the controller's Pods heavy (issue 23)
+    assert size > 15_000  # 400 peers' DNS names: what made the controller's Pods heavy

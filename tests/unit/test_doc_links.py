@@ -1,5 +1,5 @@
 """Every relative link in the repository's Markdown resolves inside the repository, anchors included: a
-user who clones it has nothing else (issue 27, item 5)."""
+user who clones it has nothing else."""
 
 from __future__ import annotations
 

@@ -1,6 +1,10 @@
 """Every identifier the code cites (a spec departure ``W-11``, a decision ``D1``, a scenario ``S57``, a
-machine row ``P14b``, a section ``spec 5.3.1``, an ``issue 8``) has an entry in ``docs/glossary.md``, so
-that a reader of the repository can resolve it without the spec, which lives outside it.
+machine row ``P14b``, a section ``spec 5.3.1``) has an entry in ``docs/glossary.md``, so that a reader of
+the repository can resolve it without the spec, which lives outside it.
+
+The project's tracker is not vocabulary: a line says what it is for, not which issue, work session
+("stop") or item of an issue asked for it. Those numbers live in the commit messages and in one place
+of the glossary, its history section, and nowhere else in the code or the documents.
 
 Only comments and string literals (docstrings included) are read, through the tokenizer: a Python name
 that happens to look like a row label (a test's constant for ``spec.roles[0]``) is not a citation. The
@@ -66,7 +70,6 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], Callable[[str], str]], ...] = (
         _section,
     ),  # a bare "(6.3)"; "(6.0)" is a time
     ("check", re.compile(r"\b[Cc]hecks? (\d(?:\.\d)?)(?!\.?\d)"), lambda n: f"check {n}"),
-    ("issue", re.compile(r"\b[Ii]ssues? #?(\d+)\b"), lambda n: f"issue {n}"),
 )
 
 _FSTRING_FIELD = re.compile(r"\{[^{}]*\}")
@@ -131,7 +134,7 @@ def test_every_row_label_of_a_machine_has_a_glossary_entry(
             '"""rows P14b, T3-adopt, P-wait and S2"""', {"P14b", "T3-adopt", "P-wait", "S2"}, id="rows"
         ),
         pytest.param("# S30b is a variant of S30", {"S30"}, id="a scenario variant resolves to its scenario"),
-        pytest.param("# spec section 2.4, check 2.2; issue 8", {"§2.4", "check 2.2", "issue 8"}, id="checks"),
+        pytest.param("# spec section 2.4, check 2.2", {"§2.4", "check 2.2"}, id="checks"),
         pytest.param("# the outcome (6.3), not the queue.ShutDown of (3.13)", {"§6.3"}, id="bare numbers"),
         pytest.param("# urllib3 2.3, 0.82-0.84x, R2D2-W, SP1", set(), id="versions and words are not cited"),
         pytest.param("# the spec's 60 s; a time of (6.0) s", set(), id="durations are not sections"),
@@ -154,4 +157,145 @@ def test_a_deleted_entry_is_reported(entries: set[str]) -> None:
 def test_the_production_packages_cite_the_vocabulary() -> None:
     """The scan reads the production packages at all: they cite rows, departures and sections."""
     names = set(citations(("taskset", "informers", "workqueue", "statemachine", "clock")))
-    assert {"P0", "T14", "W-11", "D1", "§5.3.1", "issue 8"} <= names
+    assert {"P0", "T14", "W-11", "D1", "§5.3.1"} <= names
+
+
+# ----- no process citations --------------------------------------------------------------------------------
+
+# An issue, a work session ("stop") or an item of an issue, cited by its number, in any case, plural too.
+PROCESS_CITATION = re.compile(r"\b(?:issues?|stops?|items?) #?\d+\b", re.IGNORECASE)
+# Every Python file of the project, and its documents.
+PYTHON_FOLDERS = (*SCANNED, "taskset_sdk", "cmd")
+DOCUMENTS = ("README*.md", "docs/*.md", "bench/README.md")
+# The one section that may name the tracker's issues: what each of them added.
+HISTORY = (GLOSSARY.relative_to(ROOT).as_posix(), "## History: what each issue added")
+
+# Not yet cleared: files that concurrent changes are rewriting, whose citations go when those changes are
+# merged. A path ending in "/" covers a folder; a (path, heading) pair one "## " section of a document.
+# Empty this list once they are in.
+NOT_YET_CLEARED: tuple[str | tuple[str, str], ...] = (
+    "taskset/integrations/",
+    "taskset/decide/__init__.py",
+    "taskset/decide/owned.py",
+    "taskset/decide/suspension.py",
+    "taskset/decide/elastic.py",
+    "taskset/decide/after_attempt.py",
+    "taskset/decide/passes.py",
+    "taskset/decide/plan.py",
+    "taskset/runtime/controller.py",
+    "hack/gen_crd.py",
+    "tests/chaos/test_bad_input.py",
+    "tests/integration/scenarios/",
+    ("docs/design.md", "## 3. The rooms of `taskset/`"),
+    ("docs/design.md", "## 6. Integrations: the seam beside the core"),
+)
+
+
+def project_files(root: Path) -> Iterator[Path]:
+    """The project's Python files (``cmd/`` holds scripts without the suffix) and its documents."""
+    for folder in PYTHON_FOLDERS:
+        base = root / folder
+        yield from sorted(base.rglob("*.py"))
+        if folder == "cmd" and base.is_dir():
+            yield from sorted(path for path in base.iterdir() if path.is_file() and path.suffix == "")
+    for pattern in DOCUMENTS:
+        yield from sorted(root.glob(pattern))
+
+
+def process_citations(
+    root: Path = ROOT, exempt: tuple[str | tuple[str, str], ...] = (HISTORY, *NOT_YET_CLEARED)
+) -> list[str]:
+    """Each process citation outside ``exempt``, as ``path:line: citation``."""
+    found: list[str] = []
+    for path in project_files(root):
+        name = path.relative_to(root).as_posix()
+        if any(
+            isinstance(e, str) and (name == e or (e.endswith("/") and name.startswith(e))) for e in exempt
+        ):
+            continue
+        sections = {heading for e in exempt if isinstance(e, tuple) and e[0] == name for heading in e[1:]}
+        heading = ""
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.startswith("## "):
+                heading = line.strip()
+            if heading in sections:
+                continue
+            found += [f"{name}:{number}: {match.group(0)}" for match in PROCESS_CITATION.finditer(line)]
+    return found
+
+
+def _cite(word: str, number: int) -> str:
+    """A citation, spelt at run time so that this file holds none."""
+    return f"{word} {number}"
+
+
+def test_no_code_or_document_cites_the_tracker() -> None:
+    assert process_citations() == [], (
+        "say what the line is for; the history section of the glossary keeps the numbers"
+    )
+
+
+def test_every_exemption_still_names_a_file_or_section() -> None:
+    """An exemption outlives its file only by mistake: each names something that exists."""
+    for entry in (HISTORY, *NOT_YET_CLEARED):
+        path, heading = (entry, None) if isinstance(entry, str) else entry
+        assert (ROOT / path).exists(), path
+        if heading is not None:
+            assert heading in (ROOT / path).read_text().splitlines(), entry
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        pytest.param(f"# {_cite('issue', 25)}: matched first", True, id="a comment"),
+        pytest.param(f"{_cite('Issues', 22)} and 25", True, id="plural, capitalised"),
+        pytest.param(f"({_cite('stop', 24)}'s bench)", True, id="a session"),
+        pytest.param(f"({_cite('ITEM', 5)})", True, id="an item, any case"),
+        pytest.param(f"{_cite('issue', '#30')}", True, id="a number sign"),
+        pytest.param("tissue 5, stopped 3 times, items: 4", False, id="other words"),
+        pytest.param(
+            "the issue's numbers; a stop; test_issue25; item_3", False, id="no number after the word"
+        ),
+    ],
+)
+def test_the_citation_pattern(text: str, found: bool) -> None:
+    assert bool(PROCESS_CITATION.search(text)) is found
+
+
+def test_a_citation_added_anywhere_is_reported(tmp_path: Path) -> None:
+    """The check is not vacuous: a citation in a module, a test, the cmd script, a document or a glossary
+    section other than the history is reported; in the history, or an exempt file or section, it is not."""
+    citation = _cite("issue", 25)
+    files = {
+        "taskset/api/spec.py": f"x = 1  # {citation}: matched first\n",
+        "tests/unit/test_x.py": f'"""{citation.title()}: a docstring."""\n',
+        "cmd/taskset-controller": f"# {citation}\n",
+        "README.zh.md": f"{citation}\n",
+        "bench/README.md": f"measured in {_cite('stop', 23)}\n",
+        "docs/glossary.md": f"## Scenarios\n{citation}\n## History: what each issue added\n{citation}\n",
+        "docs/design.md": f"## 3. Rooms\n{citation}\n## 4. Rules\n{citation}\n",
+        "taskset/integrations/kueue.py": f"# {citation}\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    exempt = (HISTORY, "taskset/integrations/", ("docs/design.md", "## 3. Rooms"))
+    assert sorted(process_citations(tmp_path, exempt)) == sorted(
+        [
+            f"taskset/api/spec.py:1: {citation}",
+            f"tests/unit/test_x.py:1: {citation.title()}",
+            f"cmd/taskset-controller:1: {citation}",
+            f"README.zh.md:1: {citation}",
+            f"bench/README.md:1: {_cite('stop', 23)}",
+            f"docs/glossary.md:2: {citation}",
+            f"docs/design.md:4: {citation}",
+        ]
+    )
+
+
+def test_the_history_section_keeps_the_numbers() -> None:
+    """The glossary's history section is where the numbers went: it exists, and it cites issues."""
+    text = GLOSSARY.read_text()
+    assert HISTORY[1] in text.splitlines()
+    history = text.split(HISTORY[1], 1)[1].split("\n## ", 1)[0]
+    assert len(PROCESS_CITATION.findall(history)) >= 10

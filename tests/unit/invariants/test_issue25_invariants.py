@@ -1,4 +1,4 @@
-"""The chaos suite's checks for issue 25 (failure rules, backoff, deadlines, TTL), on hand-made histories:
+"""The chaos suite's checks of failure rules, backoff, deadlines and TTL, on hand-made histories:
 each catches the violation it exists for and passes the run that keeps the promise."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fuzzing of the input side (issue 8, item 8): arbitrary raw JSON, never an exception.
+"""Fuzzing of the input side: arbitrary raw JSON, never an exception.
 
 Everything the controller reads from the API server is JSON that the schema may not have checked (an
 object stored under an older CRD, a hand-edited status, someone else's Pod or ConfigMap under our name).
@@ -282,7 +282,7 @@ def test_views_of_arbitrary_pods_and_configmaps_never_raise(
         JSON_OBJECTS, mutated({"metadata": {"labels": {"a": "b"}}, "spec": valid_pod()["spec"]})
     )
 )
-@example(template={"metadata": {"ownerReferences": 1.5}})  # found by this test in stop 24: a crash
+@example(template={"metadata": {"ownerReferences": 1.5}})  # found by this test: a crash
 def test_build_pod_from_an_arbitrary_template_keeps_the_identity(template: dict[str, Any]) -> None:
     pod = build_pod(template, IDENTITY, (identity_decoration(IDENTITY),))
     assert pod["metadata"]["name"] == IDENTITY.name

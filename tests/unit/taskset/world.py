@@ -71,7 +71,7 @@ class World:
     events: list[str] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
     deleting: bool = False
-    taskset_deletes: list[str] = field(default_factory=list)  # UIDs the TTL's deletes named (issue 25)
+    taskset_deletes: list[str] = field(default_factory=list)  # UIDs the TTL's deletes named
     pods_refused: bool = False  # Pod creates answer 503, as an overloaded API server does
     # When set, what every Pod create answers instead (an admission denial, for now or for good).
     pod_refusal: ActionResult | None = None
@@ -79,7 +79,7 @@ class World:
     # message with which the API server refuses to create any more of them (a 422).
     owned: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     owned_refused: str | None = None
-    # Issue 25: Pods deleted while disrupted, as the Pod cache's delete handler last saw them, by name.
+    # Pods deleted while disrupted, as the Pod cache's delete handler last saw them, by name.
     gone: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Cluster-scoped objects integrations read (Kueue's ResourceFlavors), by (kind key, name).
     read: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
@@ -150,7 +150,7 @@ class World:
 
     # ----- the API server's side -----------------------------------------------------------
     def _execute(self, intent: Any, plan: Plan) -> ActionResult:
-        if isinstance(intent, DeleteTaskSet):  # issue 25's TTL: the TaskSet goes, as the API server does it
+        if isinstance(intent, DeleteTaskSet):  # the TTL: the TaskSet goes, as the API server does it
             self.deleting = True
             self.taskset_deletes.append(intent.uid)
             return ActionResult(ResultKind.OK)

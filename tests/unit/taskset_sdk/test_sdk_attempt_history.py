@@ -1,4 +1,4 @@
-"""The attempt history (issue 25) as the SDK reads it, ``kubectl taskset describe`` prints it and
+"""The attempt history as the SDK reads it, ``kubectl taskset describe`` prints it and
 ``kubectl taskset get -o json`` gives it."""
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def test_resource_identity() -> None:
                 "PodsStuckTerminating",
                 "Suspended",
             ],
-            id="condition types (2.5.1), and issues 30's and 24's",
+            id="condition types (2.5.1), and those of tenancy and suspension",
         ),
         pytest.param(
             c.ConditionReason,
@@ -91,7 +91,7 @@ def test_resource_identity() -> None:
                 "Resumed",
                 "DeadlineExceeded",
             ],
-            id="condition reasons (2.5.1), and issues 24's and 25's",
+            id="condition reasons (2.5.1), and those of suspension and run bounds",
         ),
         pytest.param(
             c.EventReason,
@@ -178,14 +178,14 @@ def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
         "ControlUnitCreationFailed",
         "PodNameConflict",
         "ControlUnitNameConflict",
-        "PodUnschedulable",  # issue 8: a Pod that will not start by itself
+        "PodUnschedulable",  # a Pod that will not start by itself
         "PodContainerWaiting",
-        "OwnedObjectCreationFailed",  # issue 29: an integration's object refused for good
-        "ControlUnitTampered",  # issue 30: a ControlUnit snapshot someone else changed
-        "StatusWriteRefused",  # issue 30: a status the API server will never take
-        "PodStuckTerminating",  # issue 30: a Pod held in Terminating past the documented bound
-        "OrphanedPodDeleted",  # issue 30: a Pod left running by an orphaning delete of its ControlUnit
-        "ReplicaFailure",  # issue 25: a replica attempt failed, with the failure rule it matched
+        "OwnedObjectCreationFailed",  # an integration's object refused for good
+        "ControlUnitTampered",  # a ControlUnit snapshot someone else changed
+        "StatusWriteRefused",  # a status the API server will never take
+        "PodStuckTerminating",  # a Pod held in Terminating past the documented bound
+        "OrphanedPodDeleted",  # a Pod left running by an orphaning delete of its ControlUnit
+        "ReplicaFailure",  # a replica attempt failed, with the failure rule it matched
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 

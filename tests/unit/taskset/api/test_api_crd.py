@@ -97,7 +97,7 @@ def test_identity(crd: dict[str, Any]) -> None:
     }
     [version] = spec["versions"]
     assert (version["name"], version["served"], version["storage"]) == (c.VERSION, True, True)
-    # Issue 26: /scale on a plain field path (a list index there is read as a field's name).
+    # /scale on a plain field path (a list index there is read as a field's name).
     assert version["subresources"] == {
         "status": {},
         "scale": {
@@ -174,7 +174,7 @@ def test_taskset_bounds_match_the_controller(root: dict[str, Any]) -> None:
     for policy in (
         role["properties"]["completionPolicy"]["properties"][k] for k in ("minSucceeded", "maxFailed")
     ):
-        assert policy["x-kubernetes-int-or-string"] is True  # a count or a percentage (issue 25)
+        assert policy["x-kubernetes-int-or-string"] is True  # a count or a percentage
         assert (policy["minimum"], policy["maxLength"]) == (1, 4)
     for retry in (spec["retryPolicy"], role["properties"]["retryPolicy"]):
         assert retry["properties"]["retry"] == {
@@ -192,13 +192,15 @@ def test_taskset_bounds_match_the_controller(root: dict[str, Any]) -> None:
 
 def test_cel_messages_are_the_controllers_messages(root: dict[str, Any]) -> None:
     pod_name_rule, finished_rule = root["x-kubernetes-validations"]
-    assert finished_rule["message"].startswith("spec.roles[].replicas and spec.scale.replicas")  # issue 26
+    assert finished_rule["message"].startswith(
+        "spec.roles[].replicas and spec.scale.replicas"
+    )  # a role's count
     assert pod_name_rule["messageExpression"].startswith(
         "'Pod name cannot be longer than 63 characters for TaskRole:'"
     )
     assert pod_name_rule["fieldPath"] == ".spec.roles"
     min_rule, max_rule, _self_rule, *bounds = role_schema(root)["x-kubernetes-validations"]
-    assert [rule["message"] for rule in bounds] == [  # issue 26
+    assert [rule["message"] for rule in bounds] == [  # minReplicas, maxReplicas
         "replicas must be at least minReplicas",
         "replicas must be at most maxReplicas",
     ]

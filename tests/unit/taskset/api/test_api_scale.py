@@ -1,4 +1,4 @@
-"""``spec.scale`` and who asked for a scale (issue 26, ``taskset.api.scale``)."""
+"""``spec.scale`` and who asked for a scale (``taskset.api.scale``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The attempt history's record and bound (issue 25, item 5): listed once per attempt, the last
+"""The attempt history's record and bound: listed once per attempt, the last
 ``HISTORY_MAX_ATTEMPTS`` kept with a count of the older ones, every entry of bounded bytes, and a stored
 history read back whatever it holds."""
 

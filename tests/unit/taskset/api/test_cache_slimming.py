@@ -1,4 +1,4 @@
-"""Issue 30, a bounded cache: a cached Pod or ConfigMap keeps only the controller's own labels and
+"""A bounded cache: a cached Pod or ConfigMap keeps only the controller's own labels and
 annotations, its controlling owner reference and a few finalizers, each value bounded, so that a
 stranger's object labelled ``TaskSet`` costs a small, bounded amount of memory whatever it carries."""
 

@@ -1,4 +1,4 @@
-"""The creation proof (issue 30, item 2): a keyed digest that binds a Pod's namespace, name,
+"""The creation proof: a keyed digest that binds a Pod's namespace, name,
 controlling ControlUnit and replica attempt, and that ``classify_pod`` requires before it believes an
 unrecorded Pod's claim to be the controller's."""
 

@@ -1,4 +1,4 @@
-"""Parsing failure rules and backoff (issue 25): what is accepted, and hostile input rejected with a
+"""Parsing failure rules and backoff: what is accepted, and hostile input rejected with a
 message naming the field."""
 
 from __future__ import annotations

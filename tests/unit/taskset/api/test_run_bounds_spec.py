@@ -1,4 +1,4 @@
-"""Parsing the run bounds of issue 25: accepted values, and hostile input rejected naming the field."""
+"""Parsing the run bounds: accepted values, and hostile input rejected naming the field."""
 
 from __future__ import annotations
 

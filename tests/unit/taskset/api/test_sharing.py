@@ -1,4 +1,4 @@
-"""spec.suspend and spec.managedBy as the controller reads them (issue 24): total over any input, and
+"""spec.suspend and spec.managedBy as the controller reads them: total over any input, and
 left out of, or kept in, the attempt's snapshot as they should be."""
 
 from __future__ import annotations

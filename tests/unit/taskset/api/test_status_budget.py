@@ -1,4 +1,4 @@
-"""The status budget (issue 22): every supported TaskSet's status fits, and the compact shape loses nothing
+"""The status budget: every supported TaskSet's status fits, and the compact shape loses nothing
 the controller decides on."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def worst_replica(index: int, role: str) -> ReplicaStatus:
 
 
 def worst_history() -> AttemptHistory:
-    """Issue 25: the attempt history at its bound, every text of every entry long and of six-byte
+    """The attempt history at its bound, every text of every entry long and of six-byte
     characters, every number at its widest."""
     records = tuple(
         AttemptRecord(
@@ -272,7 +272,7 @@ def test_texts_past_their_budget_read_as_stand_ins_that_keep_the_outcome() -> No
 
 def test_a_status_that_fits_keeps_the_full_shape() -> None:
     """Small TaskSets keep today's shape, as do large ones whose replicas say little: 400 replicas
-    each with a maximal termination message (issue 30's case) take about 400 KB."""
+    each with a maximal termination message (a stranger's worst case) take about 400 KB."""
     done = [
         replica(P.COMPLETED, terminated_info=TerminatedInfo(0, "m" * bounds.EXIT_MESSAGE_MAX, 0, "Completed"))
         for _ in range(400)
@@ -376,7 +376,7 @@ def test_the_total_of_replicas_is_bounded(roles: list[int], fails: bool) -> None
 
 
 def test_a_compact_row_keeps_the_failure_action_and_the_uncounted_retries() -> None:
-    """Issue 25: both are decisions (the retry, the role's and the attempt's outcome)."""
+    """Both are decisions (the retry, the role's and the attempt's outcome)."""
     failed = replica(
         P.ATTEMPT_DELETION_REQUESTED,
         terminated_info=FAILURE,

@@ -1,4 +1,4 @@
-"""Issue 30: what others write into the status is clipped to documented lengths, so that content alone
+"""What others write into the status is clipped to documented lengths, so that content alone
 can never make the status too large for etcd (a 4 KiB termination message per replica once did)."""
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def test_texts_within_their_bounds_are_written_as_they_are() -> None:
 def test_the_controllers_own_bounds_fit_in_the_status_bound_so_nothing_is_clipped_twice() -> None:
     assert WAIT_MESSAGE_MAX <= MESSAGE_MAX
     assert WAITING_SUMMARY_MAX <= MESSAGE_MAX
-    # P5's text for a Pod lost to phase Unknown, with the retry decision after it (issue 8), still fits.
+    # P5's text for a Pod lost to phase Unknown, with the retry decision after it, still fits.
     exit_text = f"PodPhase:{'P' * REASON_MAX} ,PodMessage:{'m' * QUOTED_MAX} ,PodReason: {'r' * REASON_MAX}"
     decision = "; Policy.Retry is true,and current retry time is smaller than MaxRetryCount"
     assert len(exit_text + decision) <= MESSAGE_MAX
@@ -180,11 +180,11 @@ def test_400_replicas_with_maximal_termination_messages_are_well_under_the_etcd_
     status = big_status(400)
     for replica in status.roles[0].replicas:
         assert replica.terminated_info is not None
-        replica.terminated_info.exit_message = "x" * 4096  # the kubelet's maximum, as issue 30 had it
+        replica.terminated_info.exit_message = "x" * 4096  # the kubelet's maximum
     size = len(orjson.dumps(status.to_json()))
     worst = worst_replica_bytes()
     print(f"400 replicas x 4 KiB termination messages: {size} bytes; worst replica entry: {worst} bytes")
-    print(f"10,000 replicas at the worst: {10_000 * worst} bytes, which needs the compact status (issue 22)")
+    print(f"10,000 replicas at the worst: {10_000 * worst} bytes, which needs the compact status")
     assert size < ETCD_REQUEST_LIMIT // 3
     # Every field at its bound, in 4-byte characters: 1,792 characters of outside text and our own fields.
     assert worst < 8 * 1024

@@ -1,6 +1,6 @@
 """Every key the controller writes into a status is declared by the CRD's status schema, in both shapes
-of issue 22: a structural schema makes the API server prune an undeclared key silently, so a field the
-schema forgot is lost at the first write (the compact texts' failure rule of issue 25 was, until the
+(full, compact): a structural schema makes the API server prune an undeclared key silently, so a field the
+schema forgot is lost at the first write (the compact texts' failure rule was, until the
 attempt history's change declared it)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The status of a 1,000-replica TaskSet stays well under etcd's 1.5 MiB request limit (issue 5)."""
+"""The status of a 1,000-replica TaskSet stays well under etcd's 1.5 MiB request limit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Completion thresholds as percentages (issue 25): rounding up, and bad values rejected naming the field."""
+"""Completion thresholds as percentages: rounding up, and bad values rejected naming the field."""
 
 from __future__ import annotations
 

@@ -421,5 +421,5 @@ def test_defaults_match_the_documented_values() -> None:
 
 @pytest.mark.parametrize(("workers", "threads"), [(1, 40), (10, 40), (40, 40), (64, 64)])
 def test_pod_requests_in_flight_are_forty_or_one_per_worker(workers: int, threads: int) -> None:
-    """Not one per worker: with 10 the large benchmark's 2,000 creates trailed the raw client (issue 7)."""
+    """Not one per worker: with 10 the large benchmark's 2,000 creates trailed the raw client."""
     assert pod_action_threads(workers) == threads

@@ -1,4 +1,4 @@
-"""The flags of issue 24: --gang-scheduling and --kueue, and the integrations they turn on."""
+"""The flags of shared clusters: --gang-scheduling and --kueue, and the integrations they turn on."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Who may read /metrics (issue 27, item 3), the pure parts: the Authorization header, the reviews sent,
+"""Who may read /metrics, the pure parts: the Authorization header, the reviews sent,
 the decisions cached. The reviews themselves are answered by the real API server in
 ``tests/integration/test_rbac.py``."""
 

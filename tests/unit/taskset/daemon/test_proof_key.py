@@ -1,4 +1,4 @@
-"""The proof key's Secret (issue 30, item 2): what counts as a usable key, and the Secret made when
+"""The proof key's Secret: what counts as a usable key, and the Secret made when
 there is none. Loading it from the API server is tested with the real daemon
 (``tests/integration/test_daemon.py``)."""
 

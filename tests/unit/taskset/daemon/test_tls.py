@@ -1,6 +1,6 @@
-"""The TLS context of /metrics (issue 27, item 3): the self-signed certificate made at start, and a
+"""The TLS context of /metrics: the self-signed certificate made at start, and a
 mounted one. A handshake over a socket pair proves the context serves what it was given. The certificate
-is made by a child process, so the daemon never loads ``cryptography`` (issue 30's memory at rest)."""
+is made by a child process, so the daemon never loads ``cryptography`` (its memory at rest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The attempt history as the TaskSet machine writes it (issue 25, item 5): one record per ended attempt,
+"""The attempt history as the TaskSet machine writes it: one record per ended attempt,
 in the pass that ends it, naming the replica and failure rule that ended a failed one; never twice,
 whether a pass runs again or its status write was lost."""
 

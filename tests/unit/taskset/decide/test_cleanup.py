@@ -1,4 +1,4 @@
-"""``spec.cleanPodPolicy`` (issue 25): what a finished TaskSet keeps of its Pods. Role ``w`` exits 0 and
+"""``spec.cleanPodPolicy``: what a finished TaskSet keeps of its Pods. Role ``w`` exits 0 and
 its success ends the TaskSet while ``ps`` still runs: ``All`` (the default, the spec's behaviour) keeps
 nothing, ``Running`` keeps the exited Pod and deletes the running one, ``None`` keeps both; the
 ControlUnit stays as the owner of whatever is kept, so deleting the TaskSet still takes everything."""

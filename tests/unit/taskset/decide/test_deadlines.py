@@ -1,4 +1,4 @@
-"""``activeDeadlineSeconds`` (issue 25) one pass at a time: the deadline counts from ``status.createdAt``
+"""``activeDeadlineSeconds`` one pass at a time: the deadline counts from ``status.createdAt``
 (so a restarted controller, which knows only the status, keeps it), the pass that finds it passed ends
 the attempt for good, and a waiting TaskSet is requeued for the moment it passes."""
 

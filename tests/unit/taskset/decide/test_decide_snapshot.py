@@ -1,4 +1,4 @@
-"""The ControlUnit's spec snapshot is used only while its digest matches the status (issue 30): the
+"""The ControlUnit's spec snapshot is used only while its digest matches the status: the
 verdict table, and whole passes in the in-memory World where someone else edits the snapshot."""
 
 from __future__ import annotations

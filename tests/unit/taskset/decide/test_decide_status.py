@@ -157,7 +157,7 @@ def test_the_running_event_fires_once_per_attempt_and_start_at_is_kept() -> None
 
 
 def keys(typed: Any) -> set[str]:
-    """The keys the full shape always carries: all but the compact shape's (issue 22)."""
+    """The keys the full shape always carries: all but the compact shape's."""
     return set(typed.__annotations__) - {ROWS}
 
 

@@ -1,4 +1,4 @@
-"""Issue 30, item 6: every wait says why in the TaskSet. The pure texts (table-driven), then passes over
+"""Every wait says why in the TaskSet. The pure texts (table-driven), then passes over
 a World: admission denials for now and for good, a Pod held in Terminating (named at once, the
 PodsStuckTerminating condition after the bound), a ControlUnit or Pod deleted by someone else, and the
 Pods an orphaning delete of the ControlUnit left running."""

@@ -1,4 +1,4 @@
-"""Elastic roles (issue 26): a running attempt takes a change of ``roles[].replicas`` through its status,
+"""Elastic roles: a running attempt takes a change of ``roles[].replicas`` through its status,
 never by rewriting its snapshot; whole passes in the in-memory World, and the pure resize rule."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Failure rules (issue 25): the pure matcher, table-tested like the Job controller's podFailurePolicy
+"""Failure rules: the pure matcher, table-tested like the Job controller's podFailurePolicy
 matcher, and what each action does to a replica, its role and the TaskSet in decide passes."""
 
 from __future__ import annotations

@@ -473,7 +473,7 @@ TASKSET_ROWS = [
             phase,
             "T6-deadline",
             T.ATTEMPT_DELETION_PENDING,
-            f"issue 25 the deadline ends the {phase.removeprefix('TaskSetAttempt')} attempt",
+            f"the deadline ends the {phase.removeprefix('TaskSetAttempt')} attempt",
             control_unit=CU.OURS,
             deadline_exceeded=True,
         )
@@ -483,7 +483,7 @@ TASKSET_ROWS = [
         T.ATTEMPT_RETRY_PENDING,
         "T14-deadline",
         T.COMPLETED,
-        "issue 25 the deadline passed during the retry delay: no retry",
+        "the deadline passed during the retry delay: no retry",
         deadline_exceeded=True,
         retry_due=True,
     ),
@@ -496,7 +496,7 @@ TASKSET_ROWS = [
 _LIVE = (P.ATTEMPT_CREATION_REQUESTED, P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING)
 _RUNNING = (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING)
 
-# ----- suspension (issue 24): one case per (row, source) ---------------------------------------------------
+# ----- suspension: one case per (row, source) ---------------------------------------------------
 SUSPENSION_ROWS = [
     replica(
         P.ATTEMPT_PENDING,
@@ -557,7 +557,7 @@ SUSPENSION_ROWS = [
     ),
 ]
 
-# ----- the start deadline (issue 25): one case per (row, source) -------------------------------------------
+# ----- the start deadline: one case per (row, source) -------------------------------------------
 LATE: dict[str, Any] = {"pod": CURRENT, "start_deadline_passed": True}  # Pending past its start deadline
 START_DEADLINE_ROWS = [
     replica(
@@ -610,7 +610,7 @@ START_DEADLINE_PRECEDENCE = [
     ),
 ]
 
-# ----- cleanPodPolicy (issue 25) ---------------------------------------------------------------------------
+# ----- cleanPodPolicy ---------------------------------------------------------------------------
 CLEANUP_ROWS = [
     replica(
         P.ATTEMPT_DELETION_PENDING,
@@ -922,7 +922,7 @@ PRECEDENCE = [
         T.ATTEMPT_RUNNING,
         "T6-deadline",
         T.ATTEMPT_DELETION_PENDING,
-        "issue 25 the deadline beats the policies' decision",
+        "the deadline beats the policies' decision",
         control_unit=CU.OURS,
         deadline_exceeded=True,
         attempt_complete=True,
@@ -932,21 +932,21 @@ PRECEDENCE = [
         T.ATTEMPT_RUNNING,
         "T11",
         T.ATTEMPT_COMPLETED,
-        "issue 25 a ControlUnit deleted externally beats the deadline",
+        "a ControlUnit deleted externally beats the deadline",
         deadline_exceeded=True,
     ),
     taskset(
         T.ATTEMPT_RETRY_PENDING,
         "T14-deadline",
         T.COMPLETED,
-        "issue 25 the deadline beats an illegal spec",
+        "the deadline beats an illegal spec",
         deadline_exceeded=True,
         legal=False,
     ),
 ]
 
 
-# What suspension must not override, and what it does (issue 24).
+# What suspension must not override, and what it does.
 SUSPENSION_PRECEDENCE = [
     replica(
         P.ATTEMPT_RUNNING,

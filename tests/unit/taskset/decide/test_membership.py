@@ -1,4 +1,4 @@
-"""The live membership (issue 26, item 3): whole passes in the in-memory World. An elastic TaskSet owns a
+"""The live membership: whole passes in the in-memory World. An elastic TaskSet owns a
 ConfigMap whose content follows every scale, replica retry and new attempt, with a generation that moves
 exactly then; the Pods mount it; a TaskSet with no elastic role has none."""
 

@@ -1,4 +1,4 @@
-"""The per-replica start deadline (issue 25): a replica whose Pod is still Pending past its role's
+"""The per-replica start deadline: a replica whose Pod is still Pending past its role's
 ``startDeadlineSeconds`` (from the Pod's creation) is replaced alone, as a failure not counted, with why
 the Pod waited in its failure record; a replica seen Running is never replaced by it."""
 

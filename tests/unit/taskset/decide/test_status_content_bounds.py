@@ -1,4 +1,4 @@
-"""Issue 30, in the in-memory world: whole lifecycles whose Pods say far too much still leave a status
+"""Content bounds, in the in-memory world: whole lifecycles whose Pods say far too much still leave a status
 of bounded size, with the controller's own words intact."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Suspend and resume through the pure decisions (issue 24): a suspension deletes the running Pods and
+"""Suspend and resume through the pure decisions: a suspension deletes the running Pods and
 counts nothing, keeps the rest of the status, creates nothing while it lasts, and a resume recreates what
 the attempt still needs; which timers run on while suspended."""
 
@@ -211,7 +211,7 @@ def test_a_completed_taskset_keeps_its_conditions_when_suspended_afterwards() ->
     ],
 )
 def test_the_active_deadline_runs_on_while_suspended(started: bool) -> None:
-    """issue 25's activeDeadlineSeconds bounds the TaskSet's life from its creation, suspended or not."""
+    """``activeDeadlineSeconds`` bounds the TaskSet's life from its creation, suspended or not."""
     obj = TaskSetBuilder("job").role("r", replicas=1).obj()
     obj["spec"]["activeDeadlineSeconds"] = 60
     obj["spec"]["suspend"] = not started

@@ -1,4 +1,4 @@
-"""Issue 30, a bounded cache: the ConfigMap cache keeps a ControlUnit's snapshot digest, not its text. A
+"""A bounded cache: the ConfigMap cache keeps a ControlUnit's snapshot digest, not its text. A
 pass judges the snapshot by the digest, so a ControlUnit is never judged changed, adopted or passed over
 for want of its data; only a trusted snapshot to be used needs its text, and then the pass decides
 nothing and asks for it (``Plan.snapshot_wanted``)."""

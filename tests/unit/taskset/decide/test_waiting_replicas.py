@@ -1,4 +1,4 @@
-"""Stuck Pods (issue 8, fault 6): a replica whose Pod will not start by itself, and a Pod in phase Unknown.
+"""Stuck Pods: a replica whose Pod will not start by itself, and a Pod in phase Unknown.
 
 A Pod that was created and observed but never starts has no timeout (spec S53), so decide() makes the
 wait visible instead: the replica's phaseMessage says why, one Warning event per Pod and cause, and the
@@ -6,7 +6,7 @@ Running condition names the waiting replicas, all derived from the observed Pod 
 on a resync). A Pod whose phase becomes Unknown ends the attempt as failed (spec 8.2) and the text that
 says so survives to the retry decision.
 
-Spec 8.2 says tests MUST NOT cover ``Unknown``; issue 8 explicitly asks for it, and the issue wins.
+Spec 8.2 says tests MUST NOT cover ``Unknown``; a TaskSet that never waits silently needs it, and that wins.
 """
 
 from __future__ import annotations
@@ -365,7 +365,7 @@ def test_waiting_summary_counts_only_replicas_whose_pods_wait() -> None:
     assert waiting_summary(status_of(world)) == "1 replica waiting: r-1: Pod is unschedulable: no"
 
 
-# ----- a Pod in phase Unknown (spec 8.2; issue 8 overrides 8.2's "tests MUST NOT cover Unknown") -----------
+# ----- a Pod in phase Unknown (never waiting silently overrides spec 8.2's "tests MUST NOT cover Unknown") --
 
 
 def unknown(reason: str, message: str) -> dict[str, Any]:
@@ -410,7 +410,7 @@ COUNTED = "Failure rule count-node-loss (Pod reason NodeLost): RetryCounted"
 def test_a_pod_in_phase_unknown_is_a_failed_attempt_and_the_retry_policy_applies(
     retry: tuple[bool, int, int] | None, reason: str, message: str, decisions: list[str]
 ) -> None:
-    # Issue 25: node loss is a platform failure by default (not counted); this rule counts it again.
+    # Node loss is a platform failure by default (not counted); this rule counts it again.
     counted = [{"name": "count-node-loss", "action": "RetryCounted", "onPodReasons": ["NodeLost"]}]
     world = preparing(single(retry=retry, failureRules=counted))
     exit_text = f"PodPhase:Unknown ,PodMessage:{message} ,PodReason: {reason}"

@@ -1,4 +1,4 @@
-"""Framework presets (issue 23, item 3): TensorFlow's TF_CONFIG, exactly as TFConfigClusterResolver
+"""Framework presets: TensorFlow's TF_CONFIG, exactly as TFConfigClusterResolver
 parses it; PyTorch's and torchrun's variables; JAX's coordinator; MPI's hostfiles; and the checks of
 spec.framework and spec.frameworkOptions."""
 
@@ -237,7 +237,7 @@ def test_pytorch_variables(role: str, index: int, options: dict[str, Any], expec
 def test_pytorch_nnodes_is_a_range_for_an_elastic_role(
     bounds: dict[str, int], scale: int | None, nnodes: str
 ) -> None:
-    """torchrun reads ``--nnodes`` as ``N`` or ``MIN:MAX`` (issue 26): an elastic role's bounds make it a
+    """torchrun reads ``--nnodes`` as ``N`` or ``MIN:MAX``: an elastic role's bounds make it a
     range, as they bound how many nodes may join its rendezvous."""
     builder = (
         TaskSetBuilder("pt").role("worker", 2, **bounds).role("master", 1).spec_field("framework", "pytorch")

@@ -1,4 +1,4 @@
-"""Gang scheduling's pure hooks (issue 24, item 5): the check of spec.gang, a PodGroup per attempt for
+"""Gang scheduling's pure hooks: the check of spec.gang, a PodGroup per attempt for
 the scheduler asked for, and the Pods joining it; a TaskSet without spec.gang is untouched."""
 
 from __future__ import annotations

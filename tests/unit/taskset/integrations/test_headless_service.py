@@ -1,4 +1,4 @@
-"""The headless Service integration (issue 23, item 1): which Service, its body, the Pods' names, the
+"""The headless Service integration: which Service, its body, the Pods' names, the
 spec's ``network`` field, and a stranger's Service under the name."""
 
 from __future__ import annotations

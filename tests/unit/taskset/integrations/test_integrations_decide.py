@@ -178,7 +178,7 @@ def test_a_taskset_scoped_object_is_owned_by_the_taskset_and_outlives_the_attemp
 def test_an_object_claiming_the_taskset_as_its_owner_is_ours_only_with_its_proof(
     proof_for: str | None, taken: bool
 ) -> None:
-    """Issue 30, item 2: the controlling owner reference is anyone's to write (the TaskSet's UID is
+    """The controlling owner reference is anyone's to write (the TaskSet's UID is
     readable), so an object under the wanted name is the wanted one only with its creation proof."""
     world = world_with(Example(scope=Scope.TASKSET))
     meta: dict[str, object] = {

@@ -1,4 +1,4 @@
-"""What Kueue's admission gives a queued TaskSet's Pods (issue 24, item 4): per role, its flavors' node
+"""What Kueue's admission gives a queued TaskSet's Pods: per role, its flavors' node
 labels and tolerations and its admission checks' pod set updates, as Kueue's jobframework injects them;
 an admission that contradicts the Pod template ends the attempt, naming the key; and what the caches
 keep of a Workload and a ResourceFlavor to decide it."""

@@ -1,4 +1,4 @@
-"""A queued TaskSet's Workload once its attempt ends (issue 24, item 4): marked ``Finished`` as Kueue's
+"""A queued TaskSet's Workload once its attempt ends: marked ``Finished`` as Kueue's
 jobframework marks a job's (reason Succeeded or Failed, the outcome's words), kept until the TaskSet
 is deleted (the TaskSet owns it, not the attempt's ControlUnit), never applied twice; a retried
 attempt's finished Workload is deleted once the next attempt is there."""

@@ -1,4 +1,4 @@
-"""Kueue's partial admission (issue 24, item 4): a role that declares ``minReplicas`` below its replicas
+"""Kueue's partial admission: a role that declares ``minReplicas`` below its replicas
 asks for that ``minCount``; admitted with fewer, it runs with the admitted count as if scaled to it
 (its completion threshold follows), and a live scale cannot take it past what Kueue admitted."""
 

@@ -1,4 +1,4 @@
-"""Peer lists in the environment (issue 23, item 3): the exact variables, the role-name mapping, ranks
+"""Peer lists in the environment: the exact variables, the role-name mapping, ranks
 in declared role order, the bound on the hosts lists, and the user's own variables winning."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Start order (issue 23, item 4): dependsOn's checks name the field, and its gate holds a role's Pods
+"""Start order: dependsOn's checks name the field, and its gate holds a role's Pods
 until the roles it depends on have reached the point, saying what it waits for, in every attempt."""
 
 from __future__ import annotations

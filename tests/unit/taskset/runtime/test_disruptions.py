@@ -1,5 +1,5 @@
 """The Pod cache's delete handler keeps the last state of a Pod deleted while it carried
-``DisruptionTarget=True`` (issue 25), by TaskSet and Pod name, bounded: the Eviction API's Pod is often
+``DisruptionTarget=True``, by TaskSet and Pod name, bounded: the Eviction API's Pod is often
 gone before a pass sees it, and its last state is what the failure rules must match."""
 
 from __future__ import annotations

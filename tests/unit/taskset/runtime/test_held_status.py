@@ -1,5 +1,5 @@
 """A status whose only news is "a create or delete was requested" waits for the pass that the request's
-watch event brings, and goes out with what that pass learns (issue 7: TaskSet status writes are the API
+watch event brings, and goes out with what that pass learns (TaskSet status writes are the API
 server's costliest requests, and a burst TaskSet made 8-9 of them). One status at a time is held, for at
 most ``HOLD_LIMIT`` seconds; lost with the process, it is redone without a second create."""
 

@@ -41,9 +41,7 @@ def test_a_create_gives_up_only_on_errors_that_a_retry_cannot_mend(
 @pytest.mark.parametrize(
     ("code", "reason", "message", "too_large"),
     [
-        pytest.param(
-            500, "", "etcdserver: request is too large", True, id="etcd's limit, reported as a 500 (issue 30)"
-        ),
+        pytest.param(500, "", "etcdserver: request is too large", True, id="etcd's limit, reported as a 500"),
         pytest.param(
             413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728", True, id="413"
         ),

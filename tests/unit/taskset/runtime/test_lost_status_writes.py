@@ -1,4 +1,4 @@
-"""A status write that fails after the pass acted (issue 8, fault 5: API errors between the controller and
+"""A status write that fails after the pass acted (API errors between the controller and
 the API server). Two bugs the fault-injecting proxy of ``tests/chaos/test_api_faults.py`` found:
 
 * a pass that deleted a finished Pod (or the ControlUnit) and then lost its status write left a status

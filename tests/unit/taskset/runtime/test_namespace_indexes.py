@@ -1,4 +1,4 @@
-"""Issue 30, hole 1: the informers' indexes and the event routing relate an object to a TaskSet of its
+"""The informers' indexes and the event routing relate an object to a TaskSet of its
 own ``metadata.namespace`` only. Annotations (``TaskSet``, ``Namespace``) and owner references are
 written by whoever creates the object, so an object whose annotations or owner name another namespace
 is filed under its own namespace, or not at all. Pure: the index functions, a Store with the

@@ -1,4 +1,4 @@
-"""``Observed.read`` over the caches of the kinds integrations read (issue 24: Kueue's ResourceFlavors):
+"""``Observed.read`` over the caches of the kinds integrations read (Kueue's ResourceFlavors):
 a lookup by (kind key, name) reads the cluster-scoped cache, as its transform left the object."""
 
 from __future__ import annotations

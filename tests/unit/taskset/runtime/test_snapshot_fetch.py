@@ -1,4 +1,4 @@
-"""Issue 30, a bounded cache: the ConfigMap cache keeps no data, so the reconciler gets a ControlUnit's
+"""A bounded cache: the ConfigMap cache keeps no data, so the reconciler gets a ControlUnit's
 snapshot text when a pass needs it, once per ControlUnit: from its own create, from the TaskSet's spec
 when that builds the same digest, else by one read of the ControlUnit. A failed or mismatching read is a
 transient error (backoff) that decides nothing; texts are bounded in number and dropped with their

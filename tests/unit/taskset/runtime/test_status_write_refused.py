@@ -1,4 +1,4 @@
-"""Issue 30: a status write the API server refuses for good says so in a Warning event on the TaskSet,
+"""A status write the API server refuses for good says so in a Warning event on the TaskSet,
 naming the refusal and the status's size, once per distinct refusal; a transient failure is only
 retried. Either way the pass fails, so the work queue's per-key backoff spaces the retries out.
 
