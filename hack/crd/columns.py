@@ -26,7 +26,7 @@ def printer_columns() -> list[Schema]:
         column("Failed", "integer", ".status.summary.failed", "Replicas failed", wide=True),
         column("Retrying", "integer", ".status.summary.retrying", "Replicas waiting to retry", wide=True),
         column("Message", "string", ".status.stateMessage", "Why the state is what it is", wide=True),
-        column("Suspended", "boolean", ".spec.suspend", "spec.suspend (issue 24)", wide=True),
+        column("Suspended", "boolean", ".spec.suspend", "spec.suspend", wide=True),
         column(
             "Queue", "string", r".metadata.labels.kueue\.x-k8s\.io/queue-name", "Kueue's queue", wide=True
         ),

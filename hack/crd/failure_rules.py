@@ -21,7 +21,7 @@ def schema(scope: str) -> Schema:
     """The list of rules ``scope`` names (the role's own, or the TaskSet's for every role)."""
     return {
         "type": "array",
-        "description": f"Issue 25: failure rules {scope}, first match wins; then the built-in rules "
+        "description": f"Failure rules {scope}, first match wins; then the built-in rules "
         "(disruption, eviction, node loss, preemption: RetryNotCounted); no match: RetryCounted.",
         "maxItems": c.MAX_FAILURE_RULES,
         "items": _rule(),

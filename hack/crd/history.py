@@ -11,7 +11,7 @@ from taskset.api.history import FAILED, HISTORY_MAX_ATTEMPTS, SUCCEEDED
 def schema() -> Schema:
     return {
         "type": "object",
-        "description": f"Issue 25: the last {HISTORY_MAX_ATTEMPTS} ended attempts, oldest first, and how "
+        "description": f"The last {HISTORY_MAX_ATTEMPTS} ended attempts, oldest first, and how "
         "many older ones are no longer listed.",
         "properties": {
             "attempts": {

@@ -9,7 +9,7 @@ from hack.crd.fields import Schema, seconds_bound
 from taskset.api import constants as c
 
 _START_DEADLINE = (
-    "Issue 25: a replica whose Pod has not run this many seconds after its creation is replaced, alone, "
+    "A replica whose Pod has not run this many seconds after its creation is replaced, alone, "
     "as a failure not counted against maxRetryCount (the Pod reason StartDeadlineExceeded)."
 )
 
@@ -18,7 +18,7 @@ def properties() -> Schema:
     """The spec's lifetime fields, in the order the CRD lists them."""
     return {
         "activeDeadlineSeconds": seconds_bound(
-            "Issue 25: the TaskSet fails with reason DeadlineExceeded, its Pods removed and no retry, "
+            "The TaskSet fails with reason DeadlineExceeded, its Pods removed and no retry, "
             "once this many seconds passed since it was created (status.createdAt)."
         ),
         "startDeadlineSeconds": seconds_bound(
@@ -27,12 +27,12 @@ def properties() -> Schema:
         "cleanPodPolicy": {
             "type": "string",
             "enum": [str(p) for p in c.CleanPodPolicy],
-            "description": "Issue 25: what the finished TaskSet keeps of its Pods. All (absent): "
+            "description": "What the finished TaskSet keeps of its Pods. All (absent): "
             "none, as the spec does; Running: the exited ones, those still running are deleted; None: "
             "every Pod, running ones too, until the TaskSet is deleted.",
         },
         "ttlSecondsAfterFinished": seconds_bound(
-            "Issue 25: the controller deletes the TaskSet, and with it everything it owns, this many "
+            "The controller deletes the TaskSet, and with it everything it owns, this many "
             "seconds after it finished (status.finishAt); 0 deletes it at once. Absent: kept.",
             low=0,
         ),

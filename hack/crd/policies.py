@@ -54,7 +54,7 @@ def _backoff_schema() -> Schema:
 
     return {
         "type": "object",
-        "description": "Issue 25: exponential delays, initialDelay * factor^n seconds before retry n + 1, "
+        "description": "Exponential delays, initialDelay * factor^n seconds before retry n + 1, "
         "at most maxDelay, lengthened by up to jitterPercent percent (deterministic per TaskSet UID, "
         "replica and retry). Replaces delay when given.",
         "required": ["initialDelay"],
@@ -103,7 +103,7 @@ def _threshold(description: str) -> Schema:
     rounded up."""
     return {
         "x-kubernetes-int-or-string": True,
-        "description": f'{description} Or a percentage of replicas, "1%" to "100%", rounded up (issue 25).',
+        "description": f'{description} Or a percentage of replicas, "1%" to "100%", rounded up.',
         # Plain value validations, not CEL (a regex over an int-or-string is priced beyond the API server's
         # budget) nor a typed anyOf (not structural): minimum applies to integers only, pattern to strings.
         "minimum": 1,

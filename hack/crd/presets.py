@@ -15,7 +15,7 @@ def properties() -> Schema:
         "framework": {
             "type": "string",
             "enum": list(fw.FRAMEWORKS),
-            "description": "A framework preset (issue 23), built from the replicas' DNS names: "
+            "description": "A framework preset, built from the replicas' DNS names: "
             "tensorflow gives every container TF_CONFIG; pytorch MASTER_ADDR, MASTER_PORT, WORLD_SIZE, "
             "RANK and torchrun's PET_*; jax JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID; "
             "mpi a hostfile mounted at /etc/mpi.",

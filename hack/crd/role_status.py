@@ -22,7 +22,7 @@ def schema() -> Schema:
             "transitionTime": time(nullable=True),
             "state": enum(c.State),
             "stateMessage": string(),
-            "replicaCounts": _replica_counts("The role's replicas by what they do (issue 22)."),
+            "replicaCounts": _replica_counts("The role's replicas by what they do."),
             # Atomic, not a list-map: one entry per spec.roles entry, whatever the names.
             "replicaStatus": {
                 "type": "array",
@@ -34,7 +34,7 @@ def schema() -> Schema:
             "replicaRows": _replica_rows(),
             "targetReplicas": {
                 **count(),
-                "description": "Issue 26: the replicas this attempt runs the role with, once it was scaled.",
+                "description": "The replicas this attempt runs the role with, once it was scaled.",
             },
             "lastScale": _last_scale(),
         },
@@ -53,7 +53,7 @@ def _replica_counts(description: str) -> Schema:
 def _last_scale() -> Schema:
     return {
         "type": "object",
-        "description": "Issue 26: the role's last scale in this attempt: from, to, at, who asked "
+        "description": "The role's last scale in this attempt: from, to, at, who asked "
         "(the manager that last wrote the count, best effort) and the membership generation.",
         "properties": {
             "from": count(),
@@ -122,17 +122,17 @@ def _replica_failure() -> Schema:
     return {
         "uncountedRetries": {
             **count(),
-            "description": "Issue 25: retries not counted (platform failures).",
+            "description": "Retries not counted (platform failures).",
         },
         "failure": {
             "type": "object",
             "nullable": True,
-            "description": "Issue 25: the failure rule the current attempt's failure matched, and why.",
+            "description": "The failure rule the current attempt's failure matched, and why.",
             "properties": {"rule": string(), "action": enum(c.FailureAction), "message": string()},
         },
         "nextRetryAt": {
             **time(nullable=True),
-            "description": "Issue 25: when the pending retry is due.",
+            "description": "When the pending retry is due.",
         },
     }
 
@@ -157,7 +157,7 @@ def _replica_rows() -> Schema:
     }
     return {
         "type": "object",
-        "description": "Compact shape of a large status (issue 22): one row per replica, "
+        "description": "Compact shape of a large status: one row per replica, "
         "'<phase letter><flags> <retries> <transition epoch> <podUID> <texts index>'. See docs/status.md.",
         "properties": {
             "podNamePrefix": string(),

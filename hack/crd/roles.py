@@ -61,7 +61,7 @@ def _counted_name() -> Schema:
             "minimum": c.MIN_REPLICAS,
             "maximum": c.MAX_REPLICAS,
             "description": "Number of replicas, one Pod each. Changing it while the TaskSet runs "
-            "scales the running attempt (issue 26), within minReplicas..maxReplicas.",
+            "scales the running attempt, within minReplicas..maxReplicas.",
         },
         "minReplicas": replica_bound("The fewest replicas the role may be scaled to (default 1)."),
         "maxReplicas": replica_bound(

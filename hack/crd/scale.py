@@ -20,7 +20,7 @@ def _scale_schema() -> Schema:
     return {
         "type": "object",
         "required": [sc.SCALE_ROLE, sc.SCALE_REPLICAS],
-        "description": "Issue 26: the role kubectl scale and an HPA drive (the scale subresource's "
+        "description": "The role kubectl scale and an HPA drive (the scale subresource's "
         "specReplicasPath is .spec.scale.replicas). For that role, scale.replicas is the count and its "
         "roles[].replicas is ignored; the role must declare maxReplicas.",
         "properties": {
@@ -108,13 +108,13 @@ def status_properties() -> Schema:
     return {
         "scale": {
             "type": "object",
-            "description": "Issue 26: the role spec.scale names, for the scale subresource: its current "
+            "description": "The role spec.scale names, for the scale subresource: its current "
             "replicas and its Pods' label selector (an HPA's).",
             "properties": {"replicas": count(), "selector": string()},
         },
         "membership": {
             "type": "object",
-            "description": "Issue 26: the live membership ConfigMap and its generation, which every "
+            "description": "The live membership ConfigMap and its generation, which every "
             "change of the peers (a scale, a replica retry, a new attempt) increments.",
             "properties": {"configMap": string(), "generation": count(), "digest": string()},
         },

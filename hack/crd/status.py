@@ -60,7 +60,7 @@ def _attempt() -> Schema:
         "attemptSpecDigest": {
             **string(nullable=True),
             "description": "R only: sha256 of the current attempt's ControlUnit spec snapshot, as the "
-            "controller wrote it; a snapshot that does not match is never used (issue 30).",
+            "controller wrote it; a snapshot that does not match is never used.",
         },
         "createdAt": time(nullable=True),
         "startAt": time(nullable=True),
@@ -80,10 +80,10 @@ def _attempt_result() -> Schema:
         "properties": {
             "succeeded": {"type": "boolean"},
             "reason": string(),
-            "final": {"type": "boolean", "description": "Issue 25: no TaskSet retry may follow."},
+            "final": {"type": "boolean", "description": "No TaskSet retry may follow."},
             "replica": {
                 "type": "object",
-                "description": "Issue 25: the replica whose failure ended the attempt.",
+                "description": "The replica whose failure ended the attempt.",
                 "properties": {"role": string(), "index": count()},
             },
         },
@@ -94,11 +94,11 @@ def _retry_times() -> Schema:
     return {
         "nextRetryAt": {
             **time(nullable=True),
-            "description": "Issue 25: when the pending retry is due.",
+            "description": "When the pending retry is due.",
         },
         "attemptStartAt": {
             **time(nullable=True),
-            "description": "Issue 25: when the current attempt began (entered AttemptPending).",
+            "description": "When the current attempt began (entered AttemptPending).",
         },
     }
 
