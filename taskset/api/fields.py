@@ -1,6 +1,6 @@
 """Reading fields of raw API objects that may be malformed: what a stranger wrote is read defensively,
-never trusted to have the shape its type promises. Shared by the cache transforms (``taskset.api.slim``)
-and the views a pass reads (``taskset.api.views``)."""
+never trusted to have the shape its type promises. Shared by the cache transforms (``taskset.observed.slim``)
+and the views a pass reads (``taskset.observed.views``)."""
 
 from __future__ import annotations
 

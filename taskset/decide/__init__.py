@@ -20,7 +20,6 @@ from typing import Any
 
 from taskset.api.spec import ParseResult, TaskSetSpec
 from taskset.api.status import TaskSetStatus, clip, stamp
-from taskset.api.views import Observed
 from taskset.decide.after_attempt import settle_after_attempt, status_applied
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
 from taskset.decide.deadlines import taskset_deleted
@@ -64,6 +63,7 @@ from taskset.decide.waiting import (
     report_waiting,
     waiting_summary,
 )
+from taskset.observed.views import Observed
 
 __all__ = [
     "CONTROL_UNIT",

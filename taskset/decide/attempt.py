@@ -26,10 +26,8 @@ from taskset.api.constants import (
 )
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.names import control_unit_name
-from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure
 from taskset.api.status import AttemptResult, seconds_since
-from taskset.api.views import ControlUnitView
 from taskset.decide.cleanup import clean_finished, keeps_pods, kept_unit
 from taskset.decide.deadlines import (
     deadline_exceeded,
@@ -63,6 +61,8 @@ from taskset.decide.retrying import next_retry_at
 from taskset.decide.roles import sync_roles
 from taskset.decide.waiting import report_waiting
 from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
+from taskset.observed.slim import snapshot_digest
+from taskset.observed.views import ControlUnitView
 
 _RUNNING_PHASES = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
 _ENDING_PHASES = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)

@@ -19,9 +19,9 @@ from statemachine import Machine
 from taskset.api.constants import EventReason, QueryKey
 from taskset.api.spec import ParseResult, TaskSetSpec, ValidationFailure
 from taskset.api.status import RoleStatus, TaskSetStatus, stamp
-from taskset.api.views import Observed
 from taskset.decide.plan import Event, LogRecord, Plan, Settings, TaskSetRef
 from taskset.integrations.base import Attempt
+from taskset.observed.views import Observed
 
 
 @dataclass

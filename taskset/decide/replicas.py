@@ -21,10 +21,8 @@ from taskset.api.constants import (
 )
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.names import control_unit_name, pod_name
-from taskset.api.proof import ProofSubject, creation_proof
 from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, clip, seconds_since
-from taskset.api.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
 from taskset.decide.capture import capture_pod, pod_history
 from taskset.decide.cleanup import keeps_pods
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
@@ -60,6 +58,8 @@ from taskset.decide.waiting import (
 from taskset.integrations import pod_decorations
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
+from taskset.observed.proof import ProofSubject, creation_proof
+from taskset.observed.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
 
 # Seconds between deletes of a Pod the cache never showed, until the API server answers NotFound.
 UNSEEN_DELETE_POLL = 2.0

@@ -28,9 +28,9 @@ from taskset.api.constants import (
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import ReplicaStatus, TaskSetStatus, clip
-from taskset.api.views import PodView
 from taskset.decide.passes import PassContext
 from taskset.decide.plan import Event
+from taskset.observed.views import PodView
 
 # Bounds: the scheduler's message grows with the cluster's variety of nodes, and a status or an event
 # is no place for kilobytes of it (the CRD allows 32 KiB per condition message). Both are within the

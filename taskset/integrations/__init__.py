@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from taskset.api.spec import Role, SpecCheck
-from taskset.api.views import Observed
 from taskset.integrations.base import Attempt, CheckFailure, Integration
 from taskset.integrations.framework_env import FrameworkEnv
 from taskset.integrations.headless_service import HeadlessService
@@ -20,6 +19,7 @@ from taskset.integrations.peer_env import PeerEnv
 from taskset.integrations.start_order import StartOrder
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
+from taskset.observed.views import Observed
 
 BUILT_IN: tuple[Integration, ...] = (
     IdentityEnv(),

@@ -36,10 +36,10 @@ from typing import Any, ClassVar, Final
 
 from taskset.api.spec import Role
 from taskset.api.status import AttemptResult, TaskSetStatus, clip
-from taskset.api.views import Observed, OwnedView
 from taskset.integrations.base import AfterAttempt, Attempt, Integration
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import ObjectKind, OwnedObject, OwnedStatus, Scope
+from taskset.observed.views import Observed, OwnedView
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"

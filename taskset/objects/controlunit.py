@@ -4,7 +4,7 @@ The snapshot is the TaskSet's spec as the attempt started (W-18): an edit while 
 the replicas or policies of the running attempt; the next attempt picks the edit up (and validates it).
 
 Anyone who may write ConfigMaps in the namespace may also write the snapshot, so the controller records
-its digest (``taskset.api.views.snapshot_digest``) in the TaskSet's status, which only it writes, and
+its digest (``taskset.observed.views.snapshot_digest``) in the TaskSet's status, which only it writes, and
 uses a snapshot only while the two agree (issue 30; ``taskset.decide.snapshot``). The ConfigMap cache
 keeps that digest instead of the data; the text is fetched once per ControlUnit, when it is to be used
 (``taskset.runtime.snapshots``).

@@ -39,17 +39,8 @@ from taskset.api.constants import LOGGER_NAME, EventReason
 from taskset.api.names import control_unit_name, is_control_unit_name
 from taskset.api.scale import scale_requesters
 from taskset.api.sharing import managed_here, suspended
-from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParseResult, parse_taskset
 from taskset.api.status import QUOTED_MAX, TaskSetStatus, clip
-from taskset.api.views import (
-    ControlUnitView,
-    Observed,
-    OwnedView,
-    control_unit_view,
-    owned_view,
-    pod_view,
-)
 from taskset.decide import (
     ActionResult,
     ApplyOwnedStatus,
@@ -71,6 +62,15 @@ from taskset.integrations import spec_checks
 from taskset.objects.controlunit import SNAPSHOT_KEY, snapshot_of
 from taskset.objects.owned import CONFIGMAPS
 from taskset.objects.pods import build_pod
+from taskset.observed.slim import snapshot_digest
+from taskset.observed.views import (
+    ControlUnitView,
+    Observed,
+    OwnedView,
+    control_unit_view,
+    owned_view,
+    pod_view,
+)
 from taskset.runtime.created_units import CreatedUnits
 from taskset.runtime.disruptions import Disruptions
 from taskset.runtime.events import EventRecorder, EventTarget

@@ -90,10 +90,19 @@ def test_cmd_is_not_an_importable_package() -> None:
     assert (ROOT / "cmd" / "taskset-controller").exists()
 
 
-# The rooms of ``taskset``, lowest first: a room imports only rooms at or below its own. Integrations sit
-# above the objects they build with and below the decisions that ask them; the runtime carries decisions
-# out; the daemon wires the runtime into a process.
-TASKSET_LAYERS: tuple[str, ...] = ("api", "objects", "integrations", "decide", "runtime", "daemon")
+# The rooms of ``taskset``, lowest first: a room imports only rooms at or below its own. The observed world
+# (the caches' transforms, the views a pass reads, the creation proof) is read through the API's shapes;
+# integrations sit above what they observe and the objects they build with, and below the decisions that
+# ask them; the runtime carries decisions out; the daemon wires the runtime into a process.
+TASKSET_LAYERS: tuple[str, ...] = (
+    "api",
+    "observed",
+    "objects",
+    "integrations",
+    "decide",
+    "runtime",
+    "daemon",
+)
 # What every integration may share: the seam's own types. The registry (the package's __init__) names
 # them all, by design, and no integration imports it.
 INTEGRATION_SEAM = "taskset.integrations.base"

@@ -20,8 +20,9 @@ from taskset.api.constants import (
     CONTROL_UNIT_SNAPSHOT_KEY,
 )
 from taskset.api.fields import controller_ref, controller_uid, count, get_path, items, main_container, text
-from taskset.api.proof import ProofSubject, proves
-from taskset.api.slim import (
+from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
+from taskset.observed.proof import ProofSubject, proves
+from taskset.observed.slim import (
     CONDITIONS_KEPT,
     FINALIZER_MAX,
     FINALIZERS_KEPT,
@@ -31,7 +32,6 @@ from taskset.api.slim import (
     config_data_digest,
     snapshot_digest,
 )
-from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
 
 POD_PHASE_PENDING = "Pending"
 POD_PHASE_UNKNOWN = "Unknown"  # the kubelet lost track of the Pod (node lost); O treats it as exited (8.2)
@@ -91,7 +91,7 @@ class PodView:
     terminated: Terminated | None = None
     unschedulable_message: str = ""
     waiting: ContainerWaiting | None = None  # only for a Pending Pod
-    proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
+    proof: str = ""  # the creation-proof annotation (taskset.observed.proof), "" if none
     # Since when the Pod is being deleted, and the finalizers holding it (issue 30, item 6: a Pod held
     # in Terminating is named with them).
     deletion_timestamp: str | None = None
@@ -280,7 +280,7 @@ class OwnedView:
     uid: str
     deleting: bool
     controller_uid: str | None
-    proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
+    proof: str = ""  # the creation-proof annotation (taskset.observed.proof), "" if none
     # The types of its status.conditions that are "True" (a Kueue Workload's Admitted, Evicted; issue 24).
     true_conditions: frozenset[str] = frozenset()
     # The rest of its status as its cache keeps it (``ObjectKind.kept``: a Workload's admission).
@@ -345,7 +345,7 @@ def classify_pod(
     Pod that is already being deleted is waited for, not adopted only to be lost again.
 
     A Pod that claims this attempt or a later one (controlled by the ControlUnit, the attempt id in its
-    annotation) is believed only with its creation proof (``taskset.api.proof``, issue 30): the claim is
+    annotation) is believed only with its creation proof (``taskset.observed.proof``, issue 30): the claim is
     two fields any Pod writer in the namespace can copy; without the proof the Pod is a squatter."""
     if pod is None:
         return PodClass.ABSENT
@@ -379,5 +379,5 @@ class Observed:
     # Issue 25: the last view of this TaskSet's Pods deleted while disrupted, by name (runtime/disruptions).
     gone: Mapping[str, PodView] = field(default_factory=dict)
     # Cluster-scoped objects integrations read and do not own (a Kueue ResourceFlavor), by (kind key,
-    # name), as their caches keep them (``taskset.api.slim.slim_owned`` with the kind's ``kept``).
+    # name), as their caches keep them (``taskset.observed.slim.slim_owned`` with the kind's ``kept``).
     read: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
