@@ -29,19 +29,7 @@ from taskset.api.names import control_unit_name
 from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure
 from taskset.api.status import AttemptResult, seconds_since
 from taskset.decide.cleanup import clean_finished, keeps_pods, kept_unit
-from taskset.decide.deadlines import (
-    deadline_exceeded,
-    deadline_message,
-    end_at_deadline,
-    ended_by_deadline,
-    expire_finished,
-    requeue_for_deadline,
-)
-from taskset.decide.deletions import remove_orphaned_pods
-from taskset.decide.history import note_move
-from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
-from taskset.decide.owned import sync_owned
-from taskset.decide.passes import (
+from taskset.decide.context import (
     FromResult,
     PassContext,
     Row,
@@ -55,6 +43,18 @@ from taskset.decide.passes import (
     transition_record,
     unhandled,
 )
+from taskset.decide.deadlines import (
+    deadline_exceeded,
+    deadline_message,
+    end_at_deadline,
+    ended_by_deadline,
+    expire_finished,
+    requeue_for_deadline,
+)
+from taskset.decide.deletions import remove_orphaned_pods
+from taskset.decide.history import note_move
+from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
+from taskset.decide.owned import sync_owned
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
 from taskset.decide.policies import Outcome, attempt_outcome, retry_delay, retry_due, taskset_retry_decision
 from taskset.decide.retrying import next_retry_at

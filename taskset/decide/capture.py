@@ -7,7 +7,7 @@ from typing import Any
 
 from taskset.api.constants import LOG_MSG_POD_ASSIGNED, QueryKey
 from taskset.api.status import ReplicaStatus, TerminatedInfo, parse_time
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import LogRecord
 from taskset.observed.views import PodView
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from taskset.api.constants import ConditionStatus, ConditionType, EventReason
 from taskset.api.status import TaskSetStatus, clip, seconds_since
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import DeletePod, Event
 from taskset.decide.waiting import WAITING_SUMMARY_MAX, WAITING_SUMMARY_NAMED
 from taskset.observed.views import PodView

@@ -46,7 +46,7 @@ from taskset.api.elastic_status import ScaleRecord, ScaleStatus
 from taskset.api.scale import SCALE_FIELD, scale_of, scale_selector
 from taskset.api.spec import ParsedTaskSet, Role, TaskSetSpec
 from taskset.api.status import ReplicaStatus, RoleStatus
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import DeletePod
 from taskset.integrations.base import Attempt
 from taskset.observed.proof import ProofSubject, proves

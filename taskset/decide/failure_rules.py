@@ -24,7 +24,7 @@ from taskset.api.constants import (
 from taskset.api.failures import FailureRule, PodCondition
 from taskset.api.spec import Role, TaskSetSpec
 from taskset.api.status import QUOTED_MAX, FailureRecord, ReplicaStatus, clip
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import Event
 from taskset.observed.views import POD_PHASE_UNKNOWN, ContainerExit, PodView
 

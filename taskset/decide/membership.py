@@ -15,8 +15,8 @@ from __future__ import annotations
 from taskset.api.constants import EventReason
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.elastic_status import MembershipStatus
+from taskset.decide.context import PassContext
 from taskset.decide.owned import attempt_of
-from taskset.decide.passes import PassContext
 from taskset.decide.plan import Event
 from taskset.integrations.membership import content_digest, is_elastic, membership_content, membership_name
 

@@ -23,7 +23,7 @@ from taskset.api.constants import KIND, EventReason
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.spec import Role
 from taskset.api.status import AttemptResult, clip
-from taskset.decide.passes import PassContext, next_pass_now, transient
+from taskset.decide.context import PassContext, next_pass_now, transient
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind, UpdateOwned
 from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX
 from taskset.integrations.base import Attempt

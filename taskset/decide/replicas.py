@@ -25,9 +25,7 @@ from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, clip, seconds_since
 from taskset.decide.capture import capture_pod, pod_history
 from taskset.decide.cleanup import keeps_pods
-from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
-from taskset.decide.owned import attempt_of, gate, report_hold
-from taskset.decide.passes import (
+from taskset.decide.context import (
     FromResult,
     PassContext,
     Row,
@@ -39,6 +37,8 @@ from taskset.decide.passes import (
     transition_record,
     unhandled,
 )
+from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
+from taskset.decide.owned import attempt_of, gate, report_hold
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind
 from taskset.decide.policies import replica_may_retry, replica_retry_decision, retry_due
 from taskset.decide.retrying import count_retry, observe_end, replica_delay, schedule_retry

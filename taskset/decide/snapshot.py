@@ -33,7 +33,7 @@ from typing import Final
 
 from taskset.api.constants import ConditionStatus, ConditionType, EventReason
 from taskset.api.spec import ParsedTaskSet, TaskSetSpec
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import Event
 from taskset.integrations import spec_checks
 from taskset.objects.controlunit import parse_snapshot, snapshot_of

@@ -28,7 +28,7 @@ from taskset.api.constants import (
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import ReplicaStatus, TaskSetStatus, clip
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import Event
 from taskset.observed.views import PodView
 
