@@ -78,7 +78,8 @@ class TaskSetRef:
     uid: str
     generation: int
     deleting: bool
-    # spec.suspend, read live (taskset.api.sharing): the attempt keeps no Pods and creates none (issue 24).
+    # spec.suspend, read live (taskset.api.live_fields): the attempt keeps no Pods and creates none
+    # (issue 24).
     suspended: bool = False
     # metadata.labels, for the integrations that read one (Kueue's queue name, issue 24).
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)

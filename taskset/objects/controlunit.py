@@ -25,7 +25,7 @@ from taskset.api.constants import (
     KIND,
     LABEL_TASKSET,
 )
-from taskset.api.sharing import without_live_fields
+from taskset.api.live_fields import without_live_fields
 from taskset.api.spec import ParsedTaskSet, SpecCheck, TaskSetSpec, parse_taskset
 
 SNAPSHOT_KEY: Final = CONTROL_UNIT_SNAPSHOT_KEY

@@ -36,9 +36,9 @@ import orjson
 from clock import Clock, RealClock
 from informers import DeletedFinalStateUnknown, Store
 from taskset.api.constants import LOGGER_NAME, EventReason
+from taskset.api.live_fields import managed_here, suspended
 from taskset.api.names import control_unit_name, is_control_unit_name
 from taskset.api.scale import scale_requesters
-from taskset.api.sharing import managed_here, suspended
 from taskset.api.spec import ParseResult, parse_taskset
 from taskset.api.status import QUOTED_MAX, TaskSetStatus, clip
 from taskset.decide import (

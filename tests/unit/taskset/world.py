@@ -20,8 +20,8 @@ import structlog
 from clock import Clock
 from informers import Store
 from taskset.api.constants import ANNOTATION_CREATION_PROOF, TaskSetPhase
+from taskset.api.live_fields import suspended
 from taskset.api.scale import scale_requesters
-from taskset.api.sharing import suspended
 from taskset.api.spec import parse_taskset
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
 from taskset.decide import (
