@@ -54,7 +54,7 @@ from taskset.decide.deadlines import (
 from taskset.decide.deletions import remove_orphaned_pods
 from taskset.decide.history import note_move
 from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
-from taskset.decide.owned import sync_owned
+from taskset.decide.owned_sync import sync_owned
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
 from taskset.decide.policies import Outcome, attempt_outcome, retry_delay, retry_due, taskset_retry_decision
 from taskset.decide.retrying import next_retry_at
@@ -129,7 +129,7 @@ def _taskset_facts(ctx: PassContext) -> TaskSetFacts:
         assert spec is not None
         outcome = attempt_outcome(spec.roles, status.roles)
     unusable_attempt = status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING) and not usable
-    # Kept at T6 for the ending phases; earlier only when an owned object was refused (decide.owned).
+    # Kept at T6 for the ending phases; earlier only when an owned object was refused (decide.owned_sync).
     if status.attempt_result is not None and status.phase in (*_RUNNING_PHASES, *_ENDING_PHASES):
         outcome = Outcome(status.attempt_result.succeeded, status.attempt_result.reason)
     may_retry, _ = taskset_retry_decision(_retry_policy(ctx), status.total_retried_count)

@@ -41,14 +41,14 @@ class PassContext:
     # ControlUnit UID -> whether a Pod of an earlier attempt is left (computed once per pass, W-11).
     earlier_attempt_pods: dict[str | None, bool] = field(default_factory=dict)
     # The integrations' owned objects were compared with the caches (once per pass), and why the roles
-    # wait for them (None: every one is there and ours). See taskset.decide.owned.
+    # wait for them (None: every one is there and ours). See taskset.decide.owned_sync.
     owned_synced: bool = False
     owned_hold: str | None = None
     # Role position -> why its Pods may not be created now (None: they may); asked once per pass.
     gates: dict[int, str | None] = field(default_factory=dict)
     # Role positions whose hold this pass already reported in an event.
     held_reported: set[int] = field(default_factory=set)
-    # What the integrations are told of the attempt (taskset.decide.owned.attempt_of), made once per
+    # What the integrations are told of the attempt (taskset.decide.owned_sync.attempt_of), made once per
     # attempt and spec rather than once per Pod created.
     attempt: Attempt | None = None
     # Why the attempt's ControlUnit snapshot is refused (None: it is not); see taskset.decide.snapshot.

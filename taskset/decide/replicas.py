@@ -38,7 +38,7 @@ from taskset.decide.context import (
     unhandled,
 )
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
-from taskset.decide.owned import attempt_of, gate, report_hold
+from taskset.decide.owned_sync import attempt_of, gate, report_hold
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind
 from taskset.decide.policies import replica_may_retry, replica_retry_decision, retry_due
 from taskset.decide.retrying import count_retry, observe_end, replica_delay, schedule_retry

@@ -25,7 +25,7 @@ from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import ReplicaStatus
 from taskset.decide.context import PassContext, Row
-from taskset.decide.owned import attempt_of
+from taskset.decide.owned_sync import attempt_of
 from taskset.decide.plan import DeleteOwned, Event
 
 _RUNNING = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)

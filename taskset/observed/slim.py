@@ -224,7 +224,7 @@ def slim_config_map(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 # What a cached ConfigMap keeps of its whole data (issue 26): its digest, which an owned object's wanted
-# content is compared with (``taskset.decide.owned.update_owned``), under a key no ConfigMap has.
+# content is compared with (``taskset.decide.owned_sync.update_owned``), under a key no ConfigMap has.
 DATA_DIGEST_FIELD: Final = "dataDigest"
 
 
