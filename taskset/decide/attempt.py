@@ -52,7 +52,7 @@ from taskset.decide.deadlines import (
     requeue_for_deadline,
 )
 from taskset.decide.deletions import remove_orphaned_pods
-from taskset.decide.history import note_move
+from taskset.decide.history_records import note_move
 from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
 from taskset.decide.owned_sync import sync_owned
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
