@@ -27,7 +27,7 @@ from taskset.decide.deadlines import taskset_deleted
 from taskset.decide.deletions import report_terminating
 from taskset.decide.elastic import remove_scaled_down_pods, report_scale, scaled_spec, settle_scale
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
-from taskset.decide.membership import announce_scales, note_membership
+from taskset.decide.membership_generation import announce_scales, note_membership
 from taskset.decide.owned_sync import owned_created, owned_deleted, owned_updated, recheck_gates, update_owned
 from taskset.decide.plan import (
     CONTROL_UNIT,

@@ -31,7 +31,7 @@ controller writes:
   past it.
 
 Each scale is said once: ``lastScale`` (from, to, when, who asked, the membership generation) on the
-role's status and a ``TaskRoleScaled`` event (``taskset.decide.membership.announce_scales``).
+role's status and a ``TaskRoleScaled`` event (``taskset.decide.membership_generation.announce_scales``).
 """
 
 from __future__ import annotations
