@@ -7,7 +7,7 @@ Anyone who may write ConfigMaps in the namespace may also write the snapshot, so
 its digest (``taskset.observed.views.snapshot_digest``) in the TaskSet's status, which only it writes, and
 uses a snapshot only while the two agree (issue 30; ``taskset.decide.snapshot``). The ConfigMap cache
 keeps that digest instead of the data; the text is fetched once per ControlUnit, when it is to be used
-(``taskset.runtime.snapshots``).
+(``taskset.runtime.snapshot_texts``).
 """
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ NO_SNAPSHOT_DIGEST: Final = snapshot_digest(None)
 # What a cached ConfigMap keeps instead of its data (issue 30): the digest of its ``spec.json``, under a
 # key no ConfigMap has (the API server drops unknown fields, so it never sends one): only
 # ``slim_config_map`` writes it. A snapshot is judged by this digest; its text is fetched only to be
-# used (``taskset.decide.snapshot``, ``taskset.runtime.snapshots``).
+# used (``taskset.decide.snapshot``, ``taskset.runtime.snapshot_texts``).
 SNAPSHOT_DIGEST_FIELD: Final = "snapshotDigest"
 
 
