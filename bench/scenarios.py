@@ -26,11 +26,11 @@ from devcluster import sim
 from taskset.api import constants as c
 from taskset.api.names import pod_name
 from taskset.api.spec import ParsedTaskSet, parse_taskset
-from taskset.api.views import Observed
 from taskset.integrations import BUILT_IN_FRAMEWORK, Attempt
 from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.owned import control_unit_owner, manifest
 from taskset.objects.pods import PodIdentity, build_pod
+from taskset.observed.views import Observed
 
 RUN_SECONDS = 5.0
 WORKERS_PER_TASKSET = 4

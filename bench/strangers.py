@@ -3,7 +3,7 @@ objects in its caches, against without them, in one run.
 
 Anyone may label a ConfigMap or a Pod ``TaskSet``, which is what the controller's informers select, so
 a stranger's objects reach its caches; the caches keep only the controller's own metadata of them and
-no ConfigMap data (``taskset.api.views``). The issue measured 20 ConfigMaps of 1 MB adding 21 MB of
+no ConfigMap data (``taskset.observed.views``). The issue measured 20 ConfigMaps of 1 MB adding 21 MB of
 RSS and 40 Pods with 250 KB annotations 12 MB. Here, in order:
 
 1. ``strangers-without``: a burst's TaskSets (the ``burst`` shape and count) run to their end, with no

@@ -47,7 +47,7 @@ from taskset.api.constants import (
     ConditionType,
     ReplicaPhase,
 )
-from taskset.api.lenient import as_items, as_text
+from taskset.api.readers import as_items, as_text
 
 Json = dict[str, Any]
 

@@ -74,10 +74,10 @@ ANNOTATION_TASKSET_UID: Final = "TSUID"
 ANNOTATION_CONTROL_UNIT_UID: Final = "CID"
 ANNOTATION_TASKSET_ATTEMPT_ID: Final = "TaskSetAttemptID"  # R only (D1)
 ANNOTATION_REPLICA_ATTEMPT_ID: Final = "ReplicaAttemptID"  # R only (D1)
-# The creation proof (taskset.api.proof): a keyed digest only the controller can write.
+# The creation proof (taskset.observed.proof): a keyed digest only the controller can write.
 ANNOTATION_CREATION_PROOF: Final = "octopus.openi.pcl.cn/creation-proof"
 # The label and annotation keys the controller writes (``build_pod``, ``control_unit``, owned objects),
-# the only ones the caches keep (``taskset.api.slim``). Read today: the TaskSet annotation (routing,
+# the only ones the caches keep (``taskset.observed.slim``). Read today: the TaskSet annotation (routing,
 # ``pod_view``), TSUID, ReplicaAttemptID and the creation proof (``pod_view``); the rest are kept
 # because they are ours and small, so that a reader added later finds them. A new key the controller
 # writes and reads from a cached object must be added here.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from taskset.api.lenient import as_int, as_text
+from taskset.api.readers import as_int, as_text
 
 Json = dict[str, Any]
 

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from taskset.api.compact import clip_bytes
 from taskset.api.constants import FailureAction
-from taskset.api.lenient import as_int, as_opt_text, as_text
+from taskset.api.readers import as_int, as_opt_text, as_text
 
 Json = dict[str, Any]
 

@@ -471,7 +471,7 @@ def _parse(obj: object) -> ParsedTaskSet:
     if queue is not None and (not isinstance(queue, str) or _QUEUE.fullmatch(queue) is None):
         raise _shape_error("spec.queue", f"must match {QUEUE_PATTERN}")
     priority = _optional_int(spec.get("priority"), "spec.priority")
-    suspend = spec.get("suspend")  # read live, apart from parsing (taskset.api.sharing)
+    suspend = spec.get("suspend")  # read live, apart from parsing (taskset.api.live_fields)
     if suspend is not None and not isinstance(suspend, bool):
         raise _shape_error("spec.suspend", "must be a boolean")
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")

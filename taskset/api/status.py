@@ -41,7 +41,7 @@ from taskset.api.constants import (
 )
 from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
 from taskset.api.history import AttemptHistory, ended_by_from_json, ended_by_json
-from taskset.api.lenient import as_count, as_enum, as_items, as_mapping, as_opt_count, as_opt_text, as_text
+from taskset.api.readers import as_count, as_enum, as_items, as_mapping, as_opt_count, as_opt_text, as_text
 
 Json = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""The key of the Pods' creation proofs (``taskset.api.proof``), kept in a Secret.
+"""The key of the Pods' creation proofs (``taskset.observed.proof``), kept in a Secret.
 
 Every replica of the controller, and every restart, must prove and check with the same key: a Pod
 created by one leader is adopted by the next after a lost status write (W-1). The key therefore lives

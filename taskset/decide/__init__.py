@@ -8,7 +8,7 @@ without I/O chain within the pass (bounded), so one pass goes as far as the obse
 
 The machines nest, and calls run strictly downward: the TaskSet attempt (``attempt``) syncs its roles
 (``roles``), each role its replicas (``replicas``). Each level says what its rows do in one table;
-``plan`` is the contract with the reconciler, ``passes`` what the levels share, ``waiting`` the words
+``plan`` is the contract with the reconciler, ``context`` what the levels share, ``waiting`` the words
 for a Pod that does not start.
 """
 
@@ -20,16 +20,15 @@ from typing import Any
 
 from taskset.api.spec import ParseResult, TaskSetSpec
 from taskset.api.status import TaskSetStatus, clip, stamp
-from taskset.api.views import Observed
 from taskset.decide.after_attempt import settle_after_attempt, status_applied
 from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
+from taskset.decide.context import FromResult, PassContext, Row, fresh_roles
 from taskset.decide.deadlines import taskset_deleted
 from taskset.decide.deletions import report_terminating
 from taskset.decide.elastic import remove_scaled_down_pods, report_scale, scaled_spec, settle_scale
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
-from taskset.decide.membership import announce_scales, note_membership
-from taskset.decide.owned import owned_created, owned_deleted, owned_updated, recheck_gates, update_owned
-from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
+from taskset.decide.membership_generation import announce_scales, note_membership
+from taskset.decide.owned_sync import owned_created, owned_deleted, owned_updated, recheck_gates, update_owned
 from taskset.decide.plan import (
     CONTROL_UNIT,
     IN_FLIGHT_PHASES,
@@ -64,6 +63,7 @@ from taskset.decide.waiting import (
     report_waiting,
     waiting_summary,
 )
+from taskset.observed.views import Observed
 
 __all__ = [
     "CONTROL_UNIT",

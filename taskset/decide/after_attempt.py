@@ -13,8 +13,8 @@ because the integration sees it in the cache.
 from __future__ import annotations
 
 from taskset.api.constants import TaskSetPhase as T
-from taskset.decide.owned import attempt_of
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
+from taskset.decide.owned_sync import attempt_of
 from taskset.decide.plan import ActionResult, ApplyOwnedStatus, DeleteOwned, ResultKind
 
 # Phases in which the attempt's outcome, once recorded, is final for this attempt.

@@ -26,24 +26,10 @@ from taskset.api.constants import (
 )
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.names import control_unit_name
-from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure
 from taskset.api.status import AttemptResult, seconds_since
-from taskset.api.views import ControlUnitView
 from taskset.decide.cleanup import clean_finished, keeps_pods, kept_unit
-from taskset.decide.deadlines import (
-    deadline_exceeded,
-    deadline_message,
-    end_at_deadline,
-    ended_by_deadline,
-    expire_finished,
-    requeue_for_deadline,
-)
-from taskset.decide.deletions import remove_orphaned_pods
-from taskset.decide.history import note_move
-from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
-from taskset.decide.owned import sync_owned
-from taskset.decide.passes import (
+from taskset.decide.context import (
     FromResult,
     PassContext,
     Row,
@@ -57,12 +43,26 @@ from taskset.decide.passes import (
     transition_record,
     unhandled,
 )
+from taskset.decide.deadlines import (
+    deadline_exceeded,
+    deadline_message,
+    end_at_deadline,
+    ended_by_deadline,
+    expire_finished,
+    requeue_for_deadline,
+)
+from taskset.decide.deletions import remove_orphaned_pods
+from taskset.decide.history_records import note_move
+from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
+from taskset.decide.owned_sync import sync_owned
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
 from taskset.decide.policies import Outcome, attempt_outcome, retry_delay, retry_due, taskset_retry_decision
 from taskset.decide.retrying import next_retry_at
 from taskset.decide.roles import sync_roles
 from taskset.decide.waiting import report_waiting
 from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
+from taskset.observed.slim import snapshot_digest
+from taskset.observed.views import ControlUnitView
 
 _RUNNING_PHASES = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
 _ENDING_PHASES = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)
@@ -129,7 +129,7 @@ def _taskset_facts(ctx: PassContext) -> TaskSetFacts:
         assert spec is not None
         outcome = attempt_outcome(spec.roles, status.roles)
     unusable_attempt = status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING) and not usable
-    # Kept at T6 for the ending phases; earlier only when an owned object was refused (decide.owned).
+    # Kept at T6 for the ending phases; earlier only when an owned object was refused (decide.owned_sync).
     if status.attempt_result is not None and status.phase in (*_RUNNING_PHASES, *_ENDING_PHASES):
         outcome = Outcome(status.attempt_result.succeeded, status.attempt_result.reason)
     may_retry, _ = taskset_retry_decision(_retry_policy(ctx), status.total_retried_count)

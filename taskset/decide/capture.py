@@ -7,9 +7,9 @@ from typing import Any
 
 from taskset.api.constants import LOG_MSG_POD_ASSIGNED, QueryKey
 from taskset.api.status import ReplicaStatus, TerminatedInfo, parse_time
-from taskset.api.views import PodView
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import LogRecord
+from taskset.observed.views import PodView
 
 
 def capture_pod(ctx: PassContext, replica: ReplicaStatus, pod: PodView) -> None:

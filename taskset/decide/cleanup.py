@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from taskset.api.constants import CleanPodPolicy
 from taskset.api.spec import ParsedTaskSet
+from taskset.decide.context import PassContext
 from taskset.decide.deadlines import ended_by_deadline
 from taskset.decide.deletions import recorded_uids
-from taskset.decide.passes import PassContext
 from taskset.decide.plan import DeletePod
 
 

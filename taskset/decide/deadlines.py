@@ -12,7 +12,7 @@ from __future__ import annotations
 from taskset.api.constants import DEADLINE_EXCEEDED, MSG_DEADLINE_EXCEEDED
 from taskset.api.spec import ParsedTaskSet
 from taskset.api.status import AttemptResult, seconds_since
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import ActionResult, DeleteTaskSet, ResultKind
 
 

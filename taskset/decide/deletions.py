@@ -21,10 +21,10 @@ from collections.abc import Sequence
 
 from taskset.api.constants import ConditionStatus, ConditionType, EventReason
 from taskset.api.status import TaskSetStatus, clip, seconds_since
-from taskset.api.views import PodView
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import DeletePod, Event
 from taskset.decide.waiting import WAITING_SUMMARY_MAX, WAITING_SUMMARY_NAMED
+from taskset.observed.views import PodView
 
 # The PodsStuckTerminating condition's reasons: Pods are stuck, and none is any more.
 STUCK = "StuckTerminating"

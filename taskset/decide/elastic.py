@@ -31,7 +31,7 @@ controller writes:
   past it.
 
 Each scale is said once: ``lastScale`` (from, to, when, who asked, the membership generation) on the
-role's status and a ``TaskRoleScaled`` event (``taskset.decide.membership.announce_scales``).
+role's status and a ``TaskRoleScaled`` event (``taskset.decide.membership_generation.announce_scales``).
 """
 
 from __future__ import annotations
@@ -43,15 +43,15 @@ from typing import Any
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import RolePhase, TaskSetPhase
 from taskset.api.elastic_status import ScaleRecord, ScaleStatus
-from taskset.api.proof import ProofSubject, proves
 from taskset.api.scale import SCALE_FIELD, scale_of, scale_selector
 from taskset.api.spec import ParsedTaskSet, Role, TaskSetSpec
 from taskset.api.status import ReplicaStatus, RoleStatus
-from taskset.api.views import PodView
-from taskset.decide.owned import admission_of, attempt_of
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
+from taskset.decide.owned_sync import admission_of, attempt_of
 from taskset.decide.plan import DeletePod
 from taskset.integrations.framework import Admissions
+from taskset.observed.proof import ProofSubject, proves
+from taskset.observed.views import PodView
 
 # Attempt phases in which a scale is taken: the roles' replicas are being run.
 _SCALING_PHASES = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)

@@ -24,9 +24,9 @@ from taskset.api.constants import (
 from taskset.api.failures import FailureRule, PodCondition
 from taskset.api.spec import Role, TaskSetSpec
 from taskset.api.status import QUOTED_MAX, FailureRecord, ReplicaStatus, clip
-from taskset.api.views import POD_PHASE_UNKNOWN, ContainerExit, PodView
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import Event
+from taskset.observed.views import POD_PHASE_UNKNOWN, ContainerExit, PodView
 
 A = FailureAction
 # Pod reasons the kubelet and the node lifecycle write when the platform, not the workload, ended a Pod.

@@ -17,7 +17,7 @@ from statemachine import Machine, Transition
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import RolePhase as R
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.views import PodClass
+from taskset.observed.views import PodClass
 
 # ----------------------------------------------------------------------------------------------------
 # Replica

@@ -13,14 +13,14 @@ from enum import Enum
 from typing import Any, Final
 
 from taskset.api.constants import WARNING_EVENT_REASONS, EventReason, ReplicaPhase, TaskSetPhase
-from taskset.api.proof import PROCESS_PROOF_KEY
 from taskset.api.spec import TaskSetSpec
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import ControlUnitView, OwnedView, PodView
 from taskset.integrations import BUILT_IN_FRAMEWORK, Framework
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import CONFIGMAPS, ObjectKind
 from taskset.objects.pods import PodIdentity
+from taskset.observed.proof import PROCESS_PROOF_KEY
+from taskset.observed.views import ControlUnitView, OwnedView, PodView
 
 P = ReplicaPhase
 T = TaskSetPhase
@@ -63,7 +63,7 @@ class Settings:
     # The integrations every pass asks, sorted by capability (taskset.integrations.framework): their
     # admission, objects, gates, Pod decorations and what follows an attempt's end.
     framework: Framework = BUILT_IN_FRAMEWORK
-    # The key of the Pods' creation proofs (taskset.api.proof). The daemon loads the cluster's from a
+    # The key of the Pods' creation proofs (taskset.observed.proof). The daemon loads the cluster's from a
     # Secret (taskset.daemon.proof_key), so that a restarted or new leader proves and checks the same;
     # without one, a key made for this process: proofs then outlive neither a restart nor a failover.
     proof_key: bytes = field(default=PROCESS_PROOF_KEY, repr=False)
@@ -78,7 +78,8 @@ class TaskSetRef:
     uid: str
     generation: int
     deleting: bool
-    # spec.suspend, read live (taskset.api.sharing): the attempt keeps no Pods and creates none (issue 24).
+    # spec.suspend, read live (taskset.api.live_fields): the attempt keeps no Pods and creates none
+    # (issue 24).
     suspended: bool = False
     # metadata.labels, for the integrations that read one (Kueue's queue name, issue 24).
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)

@@ -21,15 +21,11 @@ from taskset.api.constants import (
 )
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.names import control_unit_name, pod_name
-from taskset.api.proof import ProofSubject, creation_proof
 from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, clip, seconds_since
-from taskset.api.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
 from taskset.decide.capture import capture_pod, pod_history
 from taskset.decide.cleanup import keeps_pods
-from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
-from taskset.decide.owned import admission_of, attempt_of, gate, report_hold
-from taskset.decide.passes import (
+from taskset.decide.context import (
     FromResult,
     PassContext,
     Row,
@@ -41,6 +37,8 @@ from taskset.decide.passes import (
     transition_record,
     unhandled,
 )
+from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
+from taskset.decide.owned_sync import admission_of, attempt_of, gate, report_hold
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind
 from taskset.decide.policies import replica_may_retry, replica_retry_decision, retry_due
 from taskset.decide.retrying import count_retry, observe_end, replica_delay, schedule_retry
@@ -59,6 +57,8 @@ from taskset.decide.waiting import (
 )
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
+from taskset.observed.proof import ProofSubject, creation_proof
+from taskset.observed.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
 
 # Seconds between deletes of a Pod the cache never showed, until the API server answers NotFound.
 UNSEEN_DELETE_POLL = 2.0

@@ -10,11 +10,11 @@ from taskset.api.constants import MAX_UNCOUNTED_RETRIES, FailureAction
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, parse_time, stamp
-from taskset.api.views import PodView
+from taskset.decide.context import PassContext
 from taskset.decide.failure_rules import end_of_pod, end_of_replica, note_failure
-from taskset.decide.passes import PassContext
 from taskset.decide.policies import retry_delay
 from taskset.decide.start_deadline import replaced_late
+from taskset.observed.views import PodView
 
 _GONE = (P.ATTEMPT_DELETION_REQUESTED, P.ATTEMPT_COMPLETED)
 

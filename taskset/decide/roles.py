@@ -13,9 +13,7 @@ from taskset.api.constants import EventReason, QueryKey, RolePhase, State
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.spec import Role
 from taskset.api.status import RoleStatus
-from taskset.decide.elastic import counted_replicas
-from taskset.decide.machines import ROLE_MACHINE, RoleFacts
-from taskset.decide.passes import (
+from taskset.decide.context import (
     PassContext,
     Row,
     check_rows,
@@ -24,6 +22,8 @@ from taskset.decide.passes import (
     transition_record,
     unhandled,
 )
+from taskset.decide.elastic import counted_replicas
+from taskset.decide.machines import ROLE_MACHINE, RoleFacts
 from taskset.decide.plan import Event
 from taskset.decide.policies import role_completion
 from taskset.decide.replicas import run_replica

@@ -32,12 +32,12 @@ from enum import StrEnum
 from typing import Final
 
 from taskset.api.constants import ConditionStatus, ConditionType, EventReason
-from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParsedTaskSet, TaskSetSpec
-from taskset.api.views import ControlUnitView
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import Event
 from taskset.objects.controlunit import parse_snapshot, snapshot_of
+from taskset.observed.slim import snapshot_digest
+from taskset.observed.views import ControlUnitView
 
 # Recorded for a snapshot that could not be verified: no digest equals it, so it is never trusted.
 UNVERIFIED: Final = "unverified"

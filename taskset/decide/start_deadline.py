@@ -22,10 +22,10 @@ from typing import Protocol, TypeVar
 from taskset.api.constants import POD_REASON_START_DEADLINE
 from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, clip, seconds_since
-from taskset.api.views import PodView
+from taskset.decide.context import PassContext, Row
 from taskset.decide.failure_rules import AttemptEnd, note_failure
-from taskset.decide.passes import PassContext, Row
 from taskset.decide.waiting import WAIT_MESSAGE_MAX, WAITING_PHASES
+from taskset.observed.views import PodView
 
 
 class AtPendingPod(Protocol):

@@ -24,8 +24,8 @@ from taskset.api.constants import ConditionReason, ConditionStatus, ConditionTyp
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import ReplicaStatus
-from taskset.decide.owned import admission_of, attempt_of
-from taskset.decide.passes import PassContext, Row
+from taskset.decide.context import PassContext, Row
+from taskset.decide.owned_sync import admission_of, attempt_of
 from taskset.decide.plan import DeleteOwned, Event
 
 _RUNNING = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)

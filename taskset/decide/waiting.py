@@ -28,9 +28,9 @@ from taskset.api.constants import (
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import ReplicaStatus, TaskSetStatus, clip
-from taskset.api.views import PodView
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
 from taskset.decide.plan import Event
+from taskset.observed.views import PodView
 
 # Bounds: the scheduler's message grows with the cluster's variety of nodes, and a status or an event
 # is no place for kilobytes of it (the CRD allows 32 KiB per condition message). Both are within the
@@ -46,7 +46,7 @@ _CONTAINER_WAITING = re.compile(rf"^{WAIT_CONTAINER_PREFIX}\S* waiting: ")
 _WAITING_SUMMARY = re.compile(r"^\d+ replicas? waiting: ")
 # Replica phases whose Pod is Pending: the only ones a Pod can be stuck in without a transition.
 WAITING_PHASES = (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED)
-# The start of the phaseMessage of a replica whose Pod an integration holds back (taskset.decide.owned).
+# The start of the phaseMessage of a replica whose Pod an integration holds back (taskset.decide.owned_sync).
 HELD_PREFIX = WAIT_HELD_PREFIX
 # The start of the phaseMessage of a replica whose Pod create admission denies for now (a quota, a
 # missing service account: kube.TRANSIENT_DENIALS); the create is retried with backoff.

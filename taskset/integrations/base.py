@@ -40,10 +40,10 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from taskset.api.spec import CheckFailure, Role, TaskSetSpec
 from taskset.api.status import AttemptResult, TaskSetStatus
-from taskset.api.views import Observed
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import ObjectKind, OwnedObject, OwnedStatus
 from taskset.objects.pods import PodIdentity
+from taskset.observed.views import Observed
 
 __all__ = [
     "Admission",

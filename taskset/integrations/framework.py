@@ -31,7 +31,6 @@ from typing import Final
 
 from taskset.api.spec import Role, SpecCheck
 from taskset.api.status import AttemptResult, TaskSetStatus
-from taskset.api.views import Observed
 from taskset.integrations.base import (
     Admission,
     Admits,
@@ -49,6 +48,7 @@ from taskset.integrations.base import (
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import CONFIGMAPS, ObjectKind, OwnedObject
 from taskset.objects.pods import PodIdentity
+from taskset.observed.views import Observed
 
 __all__ = ["Admissions", "Framework"]
 

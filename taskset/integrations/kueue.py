@@ -37,7 +37,6 @@ from typing import Any, ClassVar, Final
 
 from taskset.api.spec import Role
 from taskset.api.status import AttemptResult, clip
-from taskset.api.views import Observed, OwnedView
 from taskset.integrations.base import (
     Admission,
     Admits,
@@ -50,6 +49,7 @@ from taskset.integrations.base import (
 )
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import ObjectKind, OwnedObject, OwnedStatus, Scope
+from taskset.observed.views import Observed, OwnedView
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"

@@ -14,8 +14,8 @@ Pod (``TASKSET_MEMBERSHIP_DIR`` says where), with two files:
 * ``generation``: G alone, for a cheap poll.
 
 The controller writes it over whenever that content changes (a scale, a replica retry, a new TaskSet
-attempt), and G then goes up by one (``taskset.decide.membership``): a process watches the file (the
-kubelet swaps a ConfigMap volume's files atomically, within its sync period) and re-reads it when G
+attempt), and G then goes up by one (``taskset.decide.membership_generation``): a process watches the
+file (the kubelet swaps a ConfigMap volume's files atomically, within its sync period) and re-reads it when G
 moves. The environment variables injected at a Pod's creation (``peer_env``, ``framework_env``) stay as
 they were then: a Pod made before a scale still says the old count there; the file says the new one.
 

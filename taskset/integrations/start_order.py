@@ -32,8 +32,8 @@ from typing import Any, Final
 from taskset.api.constants import ReplicaPhase
 from taskset.api.spec import CheckFailure, Role
 from taskset.api.status import ReplicaStatus, TaskSetStatus
-from taskset.api.views import Observed
 from taskset.integrations.base import Attempt, ChecksSpec, GatesRoles
+from taskset.observed.views import Observed
 
 DEPENDS_ON_FIELD: Final = "dependsOn"
 MAX_DEPENDENCIES: Final = 16  # per role: the CRD's maxItems, which keeps its CEL rules within budget

@@ -4,10 +4,10 @@ The snapshot is the TaskSet's spec as the attempt started (W-18): an edit while 
 the replicas or policies of the running attempt; the next attempt picks the edit up (and validates it).
 
 Anyone who may write ConfigMaps in the namespace may also write the snapshot, so the controller records
-its digest (``taskset.api.views.snapshot_digest``) in the TaskSet's status, which only it writes, and
+its digest (``taskset.observed.views.snapshot_digest``) in the TaskSet's status, which only it writes, and
 uses a snapshot only while the two agree (``taskset.decide.snapshot``). The ConfigMap cache
 keeps that digest instead of the data; the text is fetched once per ControlUnit, when it is to be used
-(``taskset.runtime.snapshots``).
+(``taskset.runtime.snapshot_texts``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from taskset.api.constants import (
     KIND,
     LABEL_TASKSET,
 )
-from taskset.api.sharing import without_live_fields
+from taskset.api.live_fields import without_live_fields
 from taskset.api.spec import ParsedTaskSet, SpecCheck, TaskSetSpec, parse_taskset
 
 SNAPSHOT_KEY: Final = CONTROL_UNIT_SNAPSHOT_KEY

@@ -39,7 +39,7 @@ class ObjectKind:
     namespaced: bool = True
     # Fields its cache keeps besides the metadata and which status conditions hold, as (top-level
     # field, field in it): a Kueue Workload's ``("status", "admission")``, a ResourceFlavor's
-    # ``("spec", "nodeLabels")``. Each is bounded (``taskset.api.slim.KEPT_FIELD_MAX``).
+    # ``("spec", "nodeLabels")``. Each is bounded (``taskset.observed.slim.KEPT_FIELD_MAX``).
     kept: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -121,7 +121,7 @@ class OwnedStatus:
 
 def manifest(obj: OwnedObject, *, taskset: str, namespace: str, owner: Owner, proof: str) -> dict[str, Any]:
     """The object to create for ``obj``, controlled by ``owner``, with its creation ``proof``
-    (``taskset.api.proof.owned_subject``)."""
+    (``taskset.observed.proof.owned_subject``)."""
     own = obj.body.get("metadata")
     own_meta: Mapping[str, Any] = own if isinstance(own, Mapping) else {}
     labels = own_meta.get("labels")

@@ -54,7 +54,7 @@ class PodIdentity:
     control_unit_uid: str
     taskset_attempt: int
     replica_attempt: int
-    proof: str  # the creation proof (taskset.api.proof), decided with the rest of the pass
+    proof: str  # the creation proof (taskset.observed.proof), decided with the rest of the pass
 
 
 def _dict(value: object) -> dict[str, Any]:

@@ -27,12 +27,12 @@ from informers import (
 )
 from informers.kube import lister_watcher_factory
 from taskset.api.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
-from taskset.api.proof import PROCESS_PROOF_KEY
-from taskset.api.slim import slim_config_map, slim_owned, slim_pod, slim_taskset
 from taskset.decide import Settings as DecideSettings
 from taskset.integrations import BUILT_IN, Framework, Integration
 from taskset.objects.owned import CONFIGMAPS as CONFIGMAP_KIND
 from taskset.objects.owned import ObjectKind
+from taskset.observed.proof import PROCESS_PROOF_KEY
+from taskset.observed.slim import slim_config_map, slim_owned, slim_pod, slim_taskset
 from taskset.runtime.events import EventRecorder
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, controller_uid_index, taskset_index
 from taskset.runtime.kube import KubeClient, RequestObserver
@@ -73,7 +73,7 @@ class ControllerSettings:
     cache_creation_timeout: float = 300.0  # seconds (O: cacheCreationTimeoutSec)
     stuck_terminating_after: float = 300.0  # seconds past a Pod's deletion time before the TaskSet warns
     sync_timeout: float = 120.0  # seconds to wait for the first LIST of each cache before giving up
-    proof_key: bytes = field(default=PROCESS_PROOF_KEY, repr=False)  # taskset.api.proof
+    proof_key: bytes = field(default=PROCESS_PROOF_KEY, repr=False)  # taskset.observed.proof
 
 
 class WorkerMetrics(Protocol):

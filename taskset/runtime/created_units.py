@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clock import Clock
-from taskset.api.views import ControlUnitView
+from taskset.observed.views import ControlUnitView
 from taskset.runtime.expectations import Expectations
 
 

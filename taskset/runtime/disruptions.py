@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from informers import DeletedFinalStateUnknown
 from taskset.api.constants import POD_CONDITION_DISRUPTION_TARGET
-from taskset.api.views import PodView, pod_view
+from taskset.observed.views import PodView, pod_view
 
 KEPT: Final = 4096  # Pods remembered at most, over every TaskSet
 _DISRUPTED: Final = (POD_CONDITION_DISRUPTION_TARGET, "True")

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from taskset.api.constants import ANNOTATION_TASKSET
-from taskset.api.fields import controller_uid
+from taskset.api.readers import controller_uid
 
 POD_INDEX: Final = "taskset"  # Pods by "<metadata.namespace>/<TaskSet annotation>"
 OWNER_INDEX: Final = "controller-uid"  # owned objects by "<metadata.namespace>/<controlling owner's UID>"

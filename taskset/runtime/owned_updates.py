@@ -2,7 +2,7 @@
 
 One JSON patch: a ``test`` of the object's UID (so a namesake made meanwhile is never written), then
 ``add /data`` (which replaces it whole). Nothing else of the object changes, so its creation proof
-(an annotation, ``taskset.api.proof``) stays valid; and nothing is read back from it first: the data is
+(an annotation, ``taskset.observed.proof``) stays valid; and nothing is read back from it first: the data is
 what the pass computed from the TaskSet.
 """
 

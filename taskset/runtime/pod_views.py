@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import cachetools
 
-from taskset.api.views import PodView, pod_view
+from taskset.observed.views import PodView, pod_view
 
 VIEWS_KEPT: Final = 16384  # about 400 bytes each: a few MiB, more than the largest TaskSet's Pods
 

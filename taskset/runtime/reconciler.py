@@ -36,20 +36,11 @@ import orjson
 from clock import Clock, RealClock
 from informers import DeletedFinalStateUnknown, Store
 from taskset.api.constants import LOGGER_NAME, EventReason
+from taskset.api.live_fields import managed_here, suspended
 from taskset.api.names import control_unit_name, is_control_unit_name
 from taskset.api.scale import scale_requesters
-from taskset.api.sharing import managed_here, suspended
-from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParseResult, parse_taskset
 from taskset.api.status import QUOTED_MAX, TaskSetStatus, clip
-from taskset.api.views import (
-    ControlUnitView,
-    Observed,
-    OwnedView,
-    control_unit_view,
-    owned_view,
-    pod_view,
-)
 from taskset.decide import (
     ActionResult,
     ApplyOwnedStatus,
@@ -70,6 +61,15 @@ from taskset.decide import (
 from taskset.objects.controlunit import SNAPSHOT_KEY, snapshot_of
 from taskset.objects.owned import CONFIGMAPS
 from taskset.objects.pods import build_pod
+from taskset.observed.slim import snapshot_digest
+from taskset.observed.views import (
+    ControlUnitView,
+    Observed,
+    OwnedView,
+    control_unit_view,
+    owned_view,
+    pod_view,
+)
 from taskset.runtime.created_units import CreatedUnits
 from taskset.runtime.disruptions import Disruptions
 from taskset.runtime.events import EventRecorder, EventTarget
@@ -80,7 +80,7 @@ from taskset.runtime.owned_updates import update_owned_data
 from taskset.runtime.pod_views import PodViews
 from taskset.runtime.read_objects import ReadObjects
 from taskset.runtime.records import Record, StatusRecords
-from taskset.runtime.snapshots import Snapshots
+from taskset.runtime.snapshot_texts import Snapshots
 
 PARSE_CACHE_SIZE: Final = 4096  # parsed specs by (uid, generation): parsing big specs every pass is waste
 
@@ -275,7 +275,7 @@ class Reconciler:
 
     def _fetch_snapshot(self, obj: Mapping[str, Any], unit: ControlUnitView) -> str | None:
         """Get the text of ``unit``'s snapshot, whose cached digest a pass trusts, into ``_snapshots``;
-        an error to retry with backoff if it cannot (snapshots.py). The TaskSet's spec as cached builds
+        an error to retry with backoff if it cannot (snapshot_texts.py). The TaskSet's spec as cached builds
         it unless the spec was edited since the attempt started; else the ControlUnit is read, once,
         and its text used only if it is the cached ControlUnit's (same UID, same digest)."""
         text = snapshot_of(obj.get("spec") or {})
@@ -381,7 +381,7 @@ class Reconciler:
 
     def _remember_created_unit(self, store_key: str, created: Mapping[str, Any]) -> None:
         """Overlay the ControlUnit the create's response shows until the cache shows it (created_units.py),
-        and remember its snapshot's text, which the cache will not show (snapshots.py)."""
+        and remember its snapshot's text, which the cache will not show (snapshot_texts.py)."""
         view = control_unit_view(created, SNAPSHOT_KEY)
         self._snapshots.remember(view.uid, view.spec_snapshot or "")
         self._created_units.remember(store_key, created["metadata"]["uid"], view)

@@ -15,10 +15,10 @@ import yaml
 from kubernetes import client
 
 from devcluster import Cluster
-from taskset.api.views import Observed
 from taskset.integrations import BUILT_IN, Admission, Admits, Attempt, OwnsObjects, RoleAdmission
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import ObjectKind, OwnedObject, Scope
+from taskset.observed.views import Observed
 from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.conftest import install_crd, start_controller

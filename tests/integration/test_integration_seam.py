@@ -16,11 +16,11 @@ from devcluster import Cluster, sim
 from taskset.api.names import pod_name
 from taskset.api.spec import Role
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import Observed
 from taskset.integrations import BUILT_IN, Attempt, DecoratesPods, GatesRoles, OwnsObjects
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import CONFIGMAPS, OwnedObject, Scope
 from taskset.objects.pods import PodIdentity
+from taskset.observed.views import Observed
 from taskset.runtime.controller import Controller, ControllerSettings
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.conftest import SYNC_TIMEOUT

@@ -1,7 +1,7 @@
 """The package layering of docs/design.md, checked on the source: cmd -> taskset -> (informers, workqueue,
 statemachine) -> clock, and the kubernetes package only behind the two adapters. Inside ``taskset`` the
-rooms stack the same way (``TASKSET_LAYERS``), integrations never import each other, and no module
-imports itself back through a circle."""
+rooms stack the same way (``TASKSET_LAYERS``), integrations never import each other, no module
+imports itself back through a circle, and no two rooms hold a module of the same name."""
 
 from __future__ import annotations
 
@@ -90,10 +90,19 @@ def test_cmd_is_not_an_importable_package() -> None:
     assert (ROOT / "cmd" / "taskset-controller").exists()
 
 
-# The rooms of ``taskset``, lowest first: a room imports only rooms at or below its own. Integrations sit
-# above the objects they build with and below the decisions that ask them; the runtime carries decisions
-# out; the daemon wires the runtime into a process.
-TASKSET_LAYERS: tuple[str, ...] = ("api", "objects", "integrations", "decide", "runtime", "daemon")
+# The rooms of ``taskset``, lowest first: a room imports only rooms at or below its own. The observed world
+# (the caches' transforms, the views a pass reads, the creation proof) is read through the API's shapes;
+# integrations sit above what they observe and the objects they build with, and below the decisions that
+# ask them; the runtime carries decisions out; the daemon wires the runtime into a process.
+TASKSET_LAYERS: tuple[str, ...] = (
+    "api",
+    "observed",
+    "objects",
+    "integrations",
+    "decide",
+    "runtime",
+    "daemon",
+)
 # What every integration may share: the seam's own types. The registry (the package's __init__) names
 # them all, by design, and no integration imports it.
 INTEGRATION_SEAM = "taskset.integrations.base"
@@ -128,6 +137,18 @@ def test_a_taskset_room_imports_only_the_rooms_below_it(room: str) -> None:
         for path in sorted((ROOT / "taskset" / room).rglob("*.py"))
     }
     assert {path: names for path, names in offending.items() if names} == {}
+
+
+def test_no_two_taskset_rooms_hold_a_module_of_the_same_name() -> None:
+    """A module's name says its concept: ``owned.py`` in two rooms would be two concepts under one name,
+    and a reader who knows one would guess wrong about the other. A package's ``__init__.py`` is its face,
+    not a concept."""
+    rooms_by_name: dict[str, list[str]] = {}
+    for path in modules("taskset"):
+        if path.name != "__init__.py":
+            rooms_by_name.setdefault(path.name, []).append(str(path.parent.relative_to(ROOT)))
+    assert {name: rooms for name, rooms in rooms_by_name.items() if len(rooms) > 1} == {}
+    assert len(rooms_by_name) > len(TASKSET_LAYERS)  # the walk read the rooms' modules
 
 
 def _shared_or_own(name: str, own: str) -> bool:

@@ -2,7 +2,7 @@
 name while the replica waits for its retry. The Pod claims everything a Pod of the next replica attempt
 carries (the ``TaskSet``, ``TSUID``, ``CID`` and ``ReplicaAttemptID`` annotations, the ControlUnit as
 controlling owner) and succeeds, where the template fails. It lacks only the creation proof
-(``taskset.api.proof``), so the controller never takes it for the replica: it is a name conflict, as any
+(``taskset.observed.proof``), so the controller never takes it for the replica: it is a name conflict, as any
 squatter is, and the TaskSet does not succeed through it.
 
 Once the replica has moved past the attempt the Pod claims, the controller deletes it as an earlier
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from taskset.api import constants as c
-from taskset.api.proof import PROCESS_PROOF_KEY, ProofSubject, proves
+from taskset.observed.proof import PROCESS_PROOF_KEY, ProofSubject, proves
 from tests.builders import TaskSetBuilder
 from tests.integration.harness import ObjectLog, Recorder, TaskSets, eventually, exits, replica
 from tests.integration.scenarios.steps import RETRY_PENDING, replica_phase

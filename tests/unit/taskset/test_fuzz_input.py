@@ -29,13 +29,13 @@ from hypothesis import strategies as st
 
 from taskset.api.constants import ANNOTATION_REPLICA_ATTEMPT_ID as REPLICA_ATTEMPT
 from taskset.api.constants import LABEL_ROLE, LABEL_TASKSET
-from taskset.api.slim import slim_pod, slim_taskset
 from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import Observed, PodView, control_unit_view, pod_view
 from taskset.decide import ActionResult, ResultKind, TaskSetRef, decide
 from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.pods import PodIdentity, build_pod
+from taskset.observed.slim import slim_pod, slim_taskset
+from taskset.observed.views import Observed, PodView, control_unit_view, pod_view
 from taskset.runtime.indexes import taskset_index
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.test_properties import (

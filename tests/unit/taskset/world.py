@@ -20,12 +20,10 @@ import structlog
 from clock import Clock
 from informers import Store
 from taskset.api.constants import ANNOTATION_CREATION_PROOF, TaskSetPhase
-from taskset.api.proof import PROCESS_PROOF_KEY, ProofSubject, creation_proof
+from taskset.api.live_fields import suspended
 from taskset.api.scale import scale_requesters
-from taskset.api.sharing import suspended
 from taskset.api.spec import parse_taskset
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus
-from taskset.api.views import Observed, control_unit_view, owned_view, pod_view
 from taskset.decide import (
     ActionResult,
     ApplyOwnedStatus,
@@ -48,6 +46,8 @@ from taskset.integrations import Framework, Integration
 from taskset.integrations.identity_env import IdentityEnv
 from taskset.objects.controlunit import build_control_unit
 from taskset.objects.pods import build_pod
+from taskset.observed.proof import PROCESS_PROOF_KEY, ProofSubject, creation_proof
+from taskset.observed.views import Observed, control_unit_view, owned_view, pod_view
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, controller_uid_index, taskset_index
 from taskset.runtime.kube import KubeError
 from taskset.runtime.reconciler import Reconciler

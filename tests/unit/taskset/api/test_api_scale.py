@@ -15,8 +15,8 @@ from taskset.api.scale import (
     scale_selector,
     scaled_roles,
 )
-from taskset.api.slim import slim_taskset
 from taskset.api.spec import ParsedTaskSet, parse_taskset
+from taskset.observed.slim import slim_taskset
 from tests.builders import TaskSetBuilder
 
 pytestmark = pytest.mark.unit

@@ -24,8 +24,8 @@ from taskset.api.status import (
     TerminatedInfo,
     clip,
 )
-from taskset.api.views import pod_view
 from taskset.decide import WAIT_MESSAGE_MAX, WAITING_SUMMARY_MAX
+from taskset.observed.views import pod_view
 from tests.unit.taskset.api.test_status_size import ETCD_REQUEST_LIMIT, big_status
 
 HUGE = "x" * 100_000

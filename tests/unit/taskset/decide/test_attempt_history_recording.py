@@ -12,7 +12,7 @@ from taskset.api.constants import FailureAction
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.history import HISTORY_MAX_ATTEMPTS, AttemptRecord
 from taskset.api.status import TaskSetStatus
-from taskset.decide.history import ENDING_ROWS
+from taskset.decide.history_records import ENDING_ROWS
 from taskset.decide.machines import TASKSET_MACHINE
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import START, running, stamp_at, the_status

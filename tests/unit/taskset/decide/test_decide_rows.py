@@ -14,8 +14,8 @@ import pytest
 from statemachine import Machine
 from taskset.decide import ROWS, FromResult, Row
 from taskset.decide import replicas as replica_level
+from taskset.decide.context import check_rows
 from taskset.decide.machines import MACHINES
-from taskset.decide.passes import check_rows
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import World
 

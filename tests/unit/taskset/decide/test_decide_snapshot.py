@@ -10,9 +10,9 @@ import pytest
 
 from taskset.api.constants import ConditionStatus, ConditionType, State
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.slim import snapshot_digest
 from taskset.decide.snapshot import UNVERIFIED, Verdict, check_snapshot
 from taskset.objects.controlunit import build_control_unit, snapshot_of
+from taskset.observed.slim import snapshot_digest
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import retrying_replica, running, single, the_status
 from tests.unit.taskset.world import World, adopted_unseen_control_unit, new_uid

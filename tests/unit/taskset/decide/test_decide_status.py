@@ -17,7 +17,6 @@ from taskset.api.constants import TaskSetPhase as T
 from taskset.api.raw import RawReplicaStatus, RawRoleStatus, RawTaskSetStatus, RawTerminatedInfo
 from taskset.api.spec import parse_taskset
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import ControlUnitView, Observed, OwnedView, control_unit_view, pod_view
 from taskset.decide import (
     CreateOwned,
     ResultKind,
@@ -25,6 +24,7 @@ from taskset.decide import (
     TaskSetRef,
     decide,
 )
+from taskset.observed.views import ControlUnitView, Observed, OwnedView, control_unit_view, pod_view
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import (
     START,

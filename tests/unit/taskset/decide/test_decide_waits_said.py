@@ -12,7 +12,6 @@ import pytest
 from taskset.api.constants import ConditionStatus, ConditionType, EventReason, State
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.views import pod_view
 from taskset.decide import ActionResult, DeletePod, ResultKind
 from taskset.decide.deletions import orphan_message, stuck_message
 from taskset.decide.waiting import (
@@ -22,6 +21,7 @@ from taskset.decide.waiting import (
     terminating_message,
     wait_kind,
 )
+from taskset.observed.views import pod_view
 from tests.unit.taskset.decide.scenes import reasons, running, single, the_status
 from tests.unit.taskset.world import PodBuilder, World, replica
 

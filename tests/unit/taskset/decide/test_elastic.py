@@ -8,11 +8,11 @@ import pytest
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import State
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset, thresholds
 from taskset.api.status import ReplicaStatus, RoleStatus
 from taskset.decide.elastic import only_replicas_differ, resize
 from taskset.integrations.start_order import Dependency, Until, required
+from taskset.observed.slim import snapshot_digest
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import running, the_status
 from tests.unit.taskset.world import World, role_status

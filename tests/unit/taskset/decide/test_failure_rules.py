@@ -12,9 +12,9 @@ from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.failures import ExitCodes, FailureRule, PodCondition
 from taskset.api.spec import Backoff, RetryPolicy
-from taskset.api.views import ContainerExit
 from taskset.decide.failure_rules import AttemptEnd, match_failure
 from taskset.decide.policies import retry_delay
+from taskset.observed.views import ContainerExit
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import preparing, running, single, the_status
 from tests.unit.taskset.world import World, replica

@@ -14,7 +14,6 @@ from statemachine import Machine, UndeclaredTransitionError
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import RolePhase as R
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.views import PodClass
 from taskset.decide.machines import (
     MACHINES,
     REPLICA_MACHINE,
@@ -25,6 +24,7 @@ from taskset.decide.machines import (
     RoleFacts,
     TaskSetFacts,
 )
+from taskset.observed.views import PodClass
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from taskset.api.proof import owned_subject, proves
 from taskset.decide.plan import UpdateOwned
 from taskset.integrations.membership import (
     ENV_MEMBERSHIP_DIR,
@@ -18,6 +17,7 @@ from taskset.integrations.membership import (
     MEMBERSHIP_FILE,
     MEMBERSHIP_VOLUME,
 )
+from taskset.observed.proof import owned_subject, proves
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import running, the_status
 from tests.unit.taskset.world import World, role_status

@@ -25,7 +25,6 @@ from statemachine import Machine, UndeclaredTransitionError
 from taskset.api.constants import QueryKey, ReplicaPhase, RolePhase, State, TaskSetPhase
 from taskset.api.spec import ParseResult, parse_taskset
 from taskset.api.status import Condition, ReplicaStatus, RoleStatus, TaskSetStatus, TerminatedInfo
-from taskset.api.views import ControlUnitView, Observed, PodView, control_unit_view, pod_view
 from taskset.decide import (
     ActionResult,
     CreateOwned,
@@ -38,6 +37,7 @@ from taskset.decide import (
     decide,
 )
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE
+from taskset.observed.views import ControlUnitView, Observed, PodView, control_unit_view, pod_view
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import PodBuilder, control_unit, view_of
 

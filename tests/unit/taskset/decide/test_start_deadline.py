@@ -13,8 +13,8 @@ from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.spec import ParsedTaskSet, parse_taskset
 from taskset.api.status import ReplicaStatus, stamp
-from taskset.api.views import ContainerWaiting, PodView
 from taskset.decide.start_deadline import start_remaining, waiting_reason
+from taskset.observed.views import ContainerWaiting, PodView
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import preparing, the_status
 from tests.unit.taskset.world import World, decide_once, replica

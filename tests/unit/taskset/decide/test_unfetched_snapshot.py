@@ -10,12 +10,12 @@ from dataclasses import replace
 import pytest
 
 from taskset.api.constants import ConditionType, EventReason
-from taskset.api.slim import slim_config_map
 from taskset.api.spec import parse_taskset
-from taskset.api.views import ControlUnitView, control_unit_view
 from taskset.decide import CreateOwned, Plan, decide
 from taskset.decide.snapshot import UNVERIFIED
 from taskset.objects.controlunit import build_control_unit
+from taskset.observed.slim import slim_config_map
+from taskset.observed.views import ControlUnitView, control_unit_view
 from tests.unit.taskset.decide.scenes import running, single, the_status
 from tests.unit.taskset.decide.test_decide_snapshot import tamper
 from tests.unit.taskset.world import World, adopted_unseen_control_unit, new_uid

@@ -21,7 +21,6 @@ from taskset.api.constants import EventReason as E
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import Condition, TaskSetStatus
-from taskset.api.views import pod_view
 from taskset.decide import (
     WAIT_MESSAGE_MAX,
     WAITING_SUMMARY_MAX,
@@ -30,6 +29,7 @@ from taskset.decide import (
     pod_wait,
     waiting_summary,
 )
+from taskset.observed.views import pod_view
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import World, replica
 

@@ -10,7 +10,6 @@ import pytest
 
 from taskset.api.spec import CheckFailure, ParsedTaskSet, Role, parse_taskset
 from taskset.api.status import AttemptResult, TaskSetStatus
-from taskset.api.views import Observed
 from taskset.integrations import (
     Admission,
     Admissions,
@@ -29,6 +28,7 @@ from taskset.integrations import (
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import CONFIGMAPS, ObjectKind, OwnedObject, Scope
 from taskset.objects.pods import PodIdentity
+from taskset.observed.views import Observed
 from tests.builders import TaskSetBuilder
 
 pytestmark = pytest.mark.unit

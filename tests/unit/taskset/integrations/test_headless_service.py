@@ -10,7 +10,6 @@ import pytest
 from taskset.api.constants import ANNOTATION_CREATION_PROOF
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset
-from taskset.api.views import OwnedView
 from taskset.decide import ActionResult, CreateOwned, DeleteOwned, ResultKind, Settings, decide
 from taskset.integrations import BUILT_IN, Framework
 from taskset.integrations.base import Attempt
@@ -18,6 +17,7 @@ from taskset.integrations.headless_service import HeadlessService, service_ports
 from taskset.objects.network import SERVICES, replica_fqdn, service_name
 from taskset.objects.owned import Scope
 from taskset.objects.pods import PodIdentity
+from taskset.observed.views import OwnedView
 from tests.builders import TaskSetBuilder, pod_template
 from tests.unit.taskset.world import World
 

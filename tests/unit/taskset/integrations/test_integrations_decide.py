@@ -12,16 +12,16 @@ import pytest
 from taskset.api.constants import ANNOTATION_CREATION_PROOF, ConditionType, EventReason
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.proof import PROCESS_PROOF_KEY, creation_proof, owned_subject
 from taskset.api.spec import Role
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import Observed
 from taskset.decide import CreateOwned, CreatePod, Settings
 from taskset.integrations import Attempt, DecoratesPods, Framework, GatesRoles, OwnsObjects
 from taskset.integrations.identity_env import IdentityEnv
 from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import CONFIGMAPS, OwnedObject, Scope
 from taskset.objects.pods import PodIdentity
+from taskset.observed.proof import PROCESS_PROOF_KEY, creation_proof, owned_subject
+from taskset.observed.views import Observed
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import World, replica
 

@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from taskset.api.slim import KEPT_FIELD_MAX, slim_owned
 from taskset.api.spec import ParsedTaskSet, parse_taskset
-from taskset.api.views import OwnedView, owned_view
 from taskset.decide import Settings
 from taskset.integrations import BUILT_IN, Framework
 from taskset.integrations.kueue import (
@@ -23,6 +21,8 @@ from taskset.integrations.kueue import (
     admitted_role,
 )
 from taskset.objects.decorations import PodDecoration
+from taskset.observed.slim import KEPT_FIELD_MAX, slim_owned
+from taskset.observed.views import OwnedView, owned_view
 from tests.builders import TaskSetBuilder, pod_template
 from tests.unit.taskset.world import World
 

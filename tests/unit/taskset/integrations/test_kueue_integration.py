@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from taskset.api.constants import ReplicaPhase
-from taskset.api.slim import OWNED_CONDITIONS_MAX, slim_owned
 from taskset.api.spec import ParsedTaskSet, parse_taskset
 from taskset.api.status import TaskSetStatus
-from taskset.api.views import Observed, OwnedView, owned_view
 from taskset.decide import Settings
 from taskset.integrations import BUILT_IN, Framework
 from taskset.integrations.base import Attempt
 from taskset.integrations.kueue import QUEUE_LABEL, WORKLOADS, KueueWorkload, workload_name
 from taskset.objects.owned import Scope
+from taskset.observed.slim import OWNED_CONDITIONS_MAX, slim_owned
+from taskset.observed.views import Observed, OwnedView, owned_view
 from tests.builders import TaskSetBuilder, pod_template
 from tests.unit.taskset.world import World, replica
 

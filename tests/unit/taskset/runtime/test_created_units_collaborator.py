@@ -10,7 +10,7 @@ import pytest
 
 from clock import FakeClock
 from informers import Store
-from taskset.api.views import ControlUnitView
+from taskset.observed.views import ControlUnitView
 from taskset.runtime.created_units import CreatedUnits
 from taskset.runtime.expectations import Expectations
 

@@ -8,8 +8,8 @@ import functools
 import pytest
 
 from informers import Store
-from taskset.api.slim import slim_owned
 from taskset.integrations.kueue import RESOURCE_FLAVORS
+from taskset.observed.slim import slim_owned
 from taskset.runtime.read_objects import ReadObjects
 
 pytestmark = pytest.mark.unit

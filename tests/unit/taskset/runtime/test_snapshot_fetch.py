@@ -13,11 +13,11 @@ import pytest
 
 from informers import DeletedFinalStateUnknown
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.slim import slim_config_map
-from taskset.api.views import control_unit_view
+from taskset.observed.slim import slim_config_map
+from taskset.observed.views import control_unit_view
 from taskset.runtime.kube import KubeError
 from taskset.runtime.reconciler import Reconciler
-from taskset.runtime.snapshots import Snapshots
+from taskset.runtime.snapshot_texts import Snapshots
 from tests.unit.taskset.decide.scenes import running, single
 from tests.unit.taskset.world import Caches, RecordingClient, World, cached_taskset, reconciler_over
 

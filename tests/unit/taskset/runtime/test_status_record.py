@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 
 from taskset.api.constants import ReplicaPhase as P
-from taskset.api.slim import slim_taskset
+from taskset.observed.slim import slim_taskset
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.world import RecordingClient, World, cached_taskset, reconciler_over, show_created
 

@@ -1,7 +1,7 @@
 """The texts of ControlUnits' spec snapshots, by ControlUnit UID: what the ConfigMap cache no longer keeps.
 
 The ConfigMap informer keeps a ControlUnit's metadata and the digest of its snapshot, not its data
-(``taskset.api.views.slim_config_map``), so that a stranger's labelled ConfigMap of 1 MB costs what an
+(``taskset.observed.views.slim_config_map``), so that a stranger's labelled ConfigMap of 1 MB costs what an
 empty one costs. The snapshot's verdict needs only the digest (``taskset.decide.snapshot``);
 its text is needed to run the attempt, and comes from here:
 
@@ -26,8 +26,8 @@ from typing import Final
 
 import cachetools
 
-from taskset.api.slim import snapshot_digest
-from taskset.api.views import ControlUnitView
+from taskset.observed.slim import snapshot_digest
+from taskset.observed.views import ControlUnitView
 
 # Texts kept at most: one per running attempt in the common case, as many as the parsed specs the
 # reconciler keeps (PARSE_CACHE_SIZE). Each text is a TaskSet spec, which the TaskSet cache holds too.

@@ -19,10 +19,10 @@ from statemachine import Machine
 from taskset.api.constants import EventReason, QueryKey
 from taskset.api.spec import ParseResult, TaskSetSpec, ValidationFailure
 from taskset.api.status import RoleStatus, TaskSetStatus, stamp
-from taskset.api.views import Observed
 from taskset.decide.plan import Event, LogRecord, Plan, Settings, TaskSetRef
 from taskset.integrations.base import Attempt
 from taskset.integrations.framework import Admissions
+from taskset.observed.views import Observed
 
 
 @dataclass
@@ -42,17 +42,17 @@ class PassContext:
     # ControlUnit UID -> whether a Pod of an earlier attempt is left (computed once per pass, W-11).
     earlier_attempt_pods: dict[str | None, bool] = field(default_factory=dict)
     # The integrations' owned objects were compared with the caches (once per pass), and why the roles
-    # wait for them (None: every one is there and ours). See taskset.decide.owned.
+    # wait for them (None: every one is there and ours). See taskset.decide.owned_sync.
     owned_synced: bool = False
     owned_hold: str | None = None
     # Role position -> why its Pods may not be created now (None: they may); asked once per pass.
     gates: dict[int, str | None] = field(default_factory=dict)
     # Role positions whose hold this pass already reported in an event.
     held_reported: set[int] = field(default_factory=set)
-    # What the integrations are told of the attempt (taskset.decide.owned.attempt_of), made once per
+    # What the integrations are told of the attempt (taskset.decide.owned_sync.attempt_of), made once per
     # attempt and spec rather than once per Pod created.
     attempt: Attempt | None = None
-    # What the admitting integrations said of that attempt (taskset.decide.owned.admission_of), asked
+    # What the admitting integrations said of that attempt (taskset.decide.owned_sync.admission_of), asked
     # once per attempt and spec: the scale, the suspension, the gates and the decorations all read it.
     admissions: tuple[Attempt, Admissions] | None = None
     # Why the attempt's ControlUnit snapshot is refused (None: it is not); see taskset.decide.snapshot.

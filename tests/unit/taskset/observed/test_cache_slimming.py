@@ -13,7 +13,10 @@ import pytest
 
 from taskset.api import constants
 from taskset.api.constants import OWN_ANNOTATIONS, OWN_LABELS
-from taskset.api.slim import (
+from taskset.integrations.identity_env import identity_decoration
+from taskset.objects.controlunit import SNAPSHOT_KEY
+from taskset.objects.pods import PodIdentity, build_pod
+from taskset.observed.slim import (
     DATA_DIGEST_FIELD,
     FINALIZERS_KEPT,
     LIST_KEPT,
@@ -25,10 +28,7 @@ from taskset.api.slim import (
     slim_pod,
     snapshot_digest,
 )
-from taskset.api.views import control_unit_view, owned_view, pod_view
-from taskset.integrations.identity_env import identity_decoration
-from taskset.objects.controlunit import SNAPSHOT_KEY
-from taskset.objects.pods import PodIdentity, build_pod
+from taskset.observed.views import control_unit_view, owned_view, pod_view
 from taskset.runtime.indexes import controller_uid_index, taskset_index
 from tests.unit.taskset.world import PodBuilder, control_unit
 

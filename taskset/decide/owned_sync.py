@@ -21,17 +21,17 @@ from typing import Final
 
 from taskset.api.constants import KIND, EventReason
 from taskset.api.constants import TaskSetPhase as T
-from taskset.api.proof import ProofSubject, creation_proof, owned_subject, proves
-from taskset.api.slim import data_digest
 from taskset.api.spec import Role, TaskSetSpec
 from taskset.api.status import AttemptResult, clip
-from taskset.api.views import OwnedView
-from taskset.decide.passes import PassContext, next_pass_now, transient
+from taskset.decide.context import PassContext, next_pass_now, transient
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind, UpdateOwned
 from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX
 from taskset.integrations.base import Attempt
 from taskset.integrations.framework import Admissions
 from taskset.objects.owned import OwnedObject, Owner, Scope, control_unit_owner, manifest, taskset_owner
+from taskset.observed.proof import ProofSubject, creation_proof, owned_subject, proves
+from taskset.observed.slim import data_digest
+from taskset.observed.views import OwnedView
 
 # Seconds until the pass that makes anew an object an earlier TaskSet object of the same name left behind.
 LEFT_BEHIND_RECHECK: Final = 1.0

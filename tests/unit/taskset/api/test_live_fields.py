@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from taskset.api.constants import CONTROLLER_NAME
-from taskset.api.sharing import managed_here, suspended, without_live_fields
+from taskset.api.live_fields import managed_here, suspended, without_live_fields
 from taskset.api.spec import ParsedTaskSet, ValidationFailure, parse_taskset
 from taskset.objects.controlunit import build_control_unit, snapshot_of
 from tests.builders import TaskSetBuilder

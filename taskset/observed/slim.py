@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from informers import strip_managed_fields
 from taskset.api.constants import CONTROL_UNIT_SNAPSHOT_KEY, OWN_ANNOTATIONS, OWN_LABELS
-from taskset.api.fields import controller_ref, get_path, items, main_container
+from taskset.api.readers import as_items, controller_ref, get_path, main_container
 from taskset.api.scale import scale_entries
 from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
 
@@ -180,7 +180,7 @@ def slim_metadata(meta: Any) -> Any:
         ref = _own_values(controller_ref({"metadata": slim}), OWNER_REFERENCE_KEPT)
         slim["ownerReferences"] = [ref] if isinstance(ref.get("uid"), str) else []
     if "finalizers" in slim:
-        names = [f for f in items(slim["finalizers"]) if isinstance(f, str) and len(f) <= FINALIZER_MAX]
+        names = [f for f in as_items(slim["finalizers"]) if isinstance(f, str) and len(f) <= FINALIZER_MAX]
         slim["finalizers"] = names[:FINALIZERS_KEPT]
     return slim
 
@@ -207,7 +207,7 @@ NO_SNAPSHOT_DIGEST: Final = snapshot_digest(None)
 # What a cached ConfigMap keeps instead of its data: the digest of its ``spec.json``, under a
 # key no ConfigMap has (the API server drops unknown fields, so it never sends one): only
 # ``slim_config_map`` writes it. A snapshot is judged by this digest; its text is fetched only to be
-# used (``taskset.decide.snapshot``, ``taskset.runtime.snapshots``).
+# used (``taskset.decide.snapshot``, ``taskset.runtime.snapshot_texts``).
 SNAPSHOT_DIGEST_FIELD: Final = "snapshotDigest"
 
 
@@ -224,7 +224,7 @@ def slim_config_map(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 # What a cached ConfigMap keeps of its whole data: its digest, which an owned object's wanted
-# content is compared with (``taskset.decide.owned.update_owned``), under a key no ConfigMap has.
+# content is compared with (``taskset.decide.owned_sync.update_owned``), under a key no ConfigMap has.
 DATA_DIGEST_FIELD: Final = "dataDigest"
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from taskset.api.proof import PROOF_LENGTH, ProofSubject, creation_proof, proves
-from taskset.api.views import PodClass, classify_pod, pod_view
+from taskset.observed.proof import PROOF_LENGTH, ProofSubject, creation_proof, proves
+from taskset.observed.views import PodClass, classify_pod, pod_view
 from tests.unit.taskset.world import PodBuilder
 
 pytestmark = pytest.mark.unit

@@ -5,7 +5,7 @@ attempt's spec, scaled, is known, and once the machines moved), while the attemp
 Running, the content is computed from the TaskSet; when its digest differs from the recorded one, the
 generation goes up by one. So it moves on every scale, replica retry and new attempt, only then, and
 never back (it lives in the status, across attempts). The ConfigMap then follows it
-(``taskset.decide.owned.update_owned``). Each scale taken in the pass is then announced: its
+(``taskset.decide.owned_sync.update_owned``). Each scale taken in the pass is then announced: its
 ``lastScale`` gets the generation that shows it, and a ``TaskRoleScaled`` event says from, to, who asked
 and that generation.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 from taskset.api.constants import EventReason
 from taskset.api.constants import TaskSetPhase as T
 from taskset.api.elastic_status import MembershipStatus
-from taskset.decide.owned import attempt_of
-from taskset.decide.passes import PassContext
+from taskset.decide.context import PassContext
+from taskset.decide.owned_sync import attempt_of
 from taskset.decide.plan import Event
 from taskset.integrations.membership import content_digest, is_elastic, membership_content, membership_name
 

@@ -19,9 +19,18 @@ from taskset.api.constants import (
     ANNOTATION_TASKSET_UID,
     CONTROL_UNIT_SNAPSHOT_KEY,
 )
-from taskset.api.fields import controller_ref, controller_uid, count, get_path, items, main_container, text
-from taskset.api.proof import ProofSubject, proves
-from taskset.api.slim import (
+from taskset.api.readers import (
+    as_items,
+    as_text,
+    controller_ref,
+    controller_uid,
+    decimal_annotation,
+    get_path,
+    main_container,
+)
+from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
+from taskset.observed.proof import ProofSubject, proves
+from taskset.observed.slim import (
     CONDITIONS_KEPT,
     FINALIZER_MAX,
     FINALIZERS_KEPT,
@@ -31,7 +40,6 @@ from taskset.api.slim import (
     config_data_digest,
     snapshot_digest,
 )
-from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
 
 POD_PHASE_PENDING = "Pending"
 POD_PHASE_UNKNOWN = "Unknown"  # the kubelet lost track of the Pod (node lost); O treats it as exited (8.2)
@@ -91,7 +99,7 @@ class PodView:
     terminated: Terminated | None = None
     unschedulable_message: str = ""
     waiting: ContainerWaiting | None = None  # only for a Pending Pod
-    proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
+    proof: str = ""  # the creation-proof annotation (taskset.observed.proof), "" if none
     # Since when the Pod is being deleted, and the finalizers holding it (a Pod held
     # in Terminating is named with them).
     deletion_timestamp: str | None = None
@@ -122,43 +130,43 @@ def _terminated(container: Mapping[str, Any]) -> Terminated | None:
         return None
     return Terminated(  # texts bounded as the status keeps them, so logs of the exit are too
         exit_code=state["exitCode"],
-        message=clip(text(state.get("message")), EXIT_MESSAGE_MAX),
+        message=clip(as_text(state.get("message")), EXIT_MESSAGE_MAX),
         signal=state["signal"] if isinstance(state.get("signal"), int) else 0,
-        reason=clip(text(state.get("reason")), REASON_MAX),
+        reason=clip(as_text(state.get("reason")), REASON_MAX),
         finished_at=state.get("finishedAt") if isinstance(state.get("finishedAt"), str) else None,
     )
 
 
 def _unschedulable(pod: Mapping[str, Any]) -> str:
-    for condition in items(get_path(pod, "status", "conditions")):
+    for condition in as_items(get_path(pod, "status", "conditions")):
         if (
             isinstance(condition, dict)
             and condition.get("type") == "PodScheduled"
             and condition.get("status") == "False"
             and condition.get("reason") == "Unschedulable"
         ):
-            return clip(text(condition.get("message")), QUOTED_MAX) or "Unschedulable"
+            return clip(as_text(condition.get("message")), QUOTED_MAX) or "Unschedulable"
     return ""
 
 
 def _exits(pod: Mapping[str, Any]) -> tuple[ContainerExit, ...]:
     """Every terminated container, init containers first, as the cache keeps them (bounded lists)."""
     statuses = (
-        items(get_path(pod, "status", "initContainerStatuses"))[:LIST_KEPT]
-        + items(get_path(pod, "status", "containerStatuses"))[:LIST_KEPT]
+        as_items(get_path(pod, "status", "initContainerStatuses"))[:LIST_KEPT]
+        + as_items(get_path(pod, "status", "containerStatuses"))[:LIST_KEPT]
     )
     found = []
     for status in statuses:
         done = _terminated(status) if isinstance(status, dict) else None
         if done is not None:
-            found.append(ContainerExit(text(status.get("name")), done.exit_code, done.reason))
+            found.append(ContainerExit(as_text(status.get("name")), done.exit_code, done.reason))
     return tuple(found)
 
 
 def _conditions(pod: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(
-        (text(c.get("type")), text(c.get("status")))
-        for c in items(get_path(pod, "status", "conditions"))
+        (as_text(c.get("type")), as_text(c.get("status")))
+        for c in as_items(get_path(pod, "status", "conditions"))
         if isinstance(c, dict) and c.get("type") in CONDITIONS_KEPT
     )
 
@@ -166,24 +174,24 @@ def _conditions(pod: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 def _container_waiting(pod: Mapping[str, Any]) -> ContainerWaiting | None:
     """The first container, init containers first (they run first), stuck in a waiting state that
     will not clear by itself. Only a Pending Pod counts: a running Pod's restarts are its own business."""
-    if (text(get_path(pod, "status", "phase")) or POD_PHASE_PENDING) != POD_PHASE_PENDING:
+    if (as_text(get_path(pod, "status", "phase")) or POD_PHASE_PENDING) != POD_PHASE_PENDING:
         return None
-    statuses = items(get_path(pod, "status", "initContainerStatuses")) + items(
+    statuses = as_items(get_path(pod, "status", "initContainerStatuses")) + as_items(
         get_path(pod, "status", "containerStatuses")
     )
     for status in statuses:
         waiting = get_path(status, "state", "waiting")
-        reason = text(get_path(waiting, "reason"))
+        reason = as_text(get_path(waiting, "reason"))
         if reason and reason not in STARTING_WAITING_REASONS:
-            message = clip(text(get_path(waiting, "message")), QUOTED_MAX)
-            return ContainerWaiting(text(get_path(status, "name")), clip(reason, REASON_MAX), message)
+            message = clip(as_text(get_path(waiting, "message")), QUOTED_MAX)
+            return ContainerWaiting(as_text(get_path(status, "name")), clip(reason, REASON_MAX), message)
     return None
 
 
 def _ready(pod: Mapping[str, Any]) -> bool:
     return any(
         isinstance(condition, dict) and condition.get("type") == "Ready" and condition.get("status") == "True"
-        for condition in items(get_path(pod, "status", "conditions"))
+        for condition in as_items(get_path(pod, "status", "conditions"))
     )
 
 
@@ -192,24 +200,24 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
     attempt = annotations.get(ANNOTATION_REPLICA_ATTEMPT_ID) if isinstance(annotations, dict) else None
     container_name, container = main_container(pod)
     return PodView(
-        name=text(get_path(pod, "metadata", "name")),
-        uid=text(get_path(pod, "metadata", "uid")),
-        phase=text(get_path(pod, "status", "phase")) or POD_PHASE_PENDING,
+        name=as_text(get_path(pod, "metadata", "name")),
+        uid=as_text(get_path(pod, "metadata", "uid")),
+        phase=as_text(get_path(pod, "status", "phase")) or POD_PHASE_PENDING,
         deleting=get_path(pod, "metadata", "deletionTimestamp") is not None,
         controller_uid=controller_uid(pod),
-        taskset_uid=text(annotations.get(ANNOTATION_TASKSET_UID)) if isinstance(annotations, dict) else "",
-        taskset_name=text(annotations.get(ANNOTATION_TASKSET)) if isinstance(annotations, dict) else "",
-        replica_attempt_id=count(attempt),
-        host_ip=text(get_path(pod, "status", "hostIP")),
-        pod_ip=text(get_path(pod, "status", "podIP")),
+        taskset_uid=as_text(annotations.get(ANNOTATION_TASKSET_UID)) if isinstance(annotations, dict) else "",
+        taskset_name=as_text(annotations.get(ANNOTATION_TASKSET)) if isinstance(annotations, dict) else "",
+        replica_attempt_id=decimal_annotation(attempt),
+        host_ip=as_text(get_path(pod, "status", "hostIP")),
+        pod_ip=as_text(get_path(pod, "status", "podIP")),
         # Quoted in the replica's phaseMessage (P5): bounded so that the words after them fit.
-        reason=clip(text(get_path(pod, "status", "reason")), REASON_MAX),
-        message=clip(text(get_path(pod, "status", "message")), QUOTED_MAX),
+        reason=clip(as_text(get_path(pod, "status", "reason")), REASON_MAX),
+        message=clip(as_text(get_path(pod, "status", "message")), QUOTED_MAX),
         start_time=get_path(pod, "status", "startTime")
         if isinstance(get_path(pod, "status", "startTime"), str)
         else None,
         container_name=container_name,
-        container_id=clip(text(container.get("containerID")), IDENTIFIER_MAX),
+        container_id=clip(as_text(container.get("containerID")), IDENTIFIER_MAX),
         terminated=_terminated(container),
         unschedulable_message=_unschedulable(pod),
         waiting=_container_waiting(pod),
@@ -230,7 +238,7 @@ def _timestamp(value: object) -> str | None:
 def _finalizers(obj: Mapping[str, Any]) -> tuple[str, ...]:
     """The finalizers as the caches keep them (``slim_metadata``): names of a finalizer's length, the
     first FINALIZERS_KEPT, so a live object's list is bounded the same way."""
-    names = [f for f in items(get_path(obj, "metadata", "finalizers")) if isinstance(f, str)]
+    names = [f for f in as_items(get_path(obj, "metadata", "finalizers")) if isinstance(f, str)]
     return tuple(f for f in names if len(f) <= FINALIZER_MAX)[:FINALIZERS_KEPT]
 
 
@@ -259,13 +267,13 @@ def control_unit_view(
     snapshot = data.get(snapshot_key) if isinstance(data, dict) and not isinstance(cached, str) else None
     snapshot = snapshot if isinstance(snapshot, str) else None
     return ControlUnitView(
-        name=text(get_path(cm, "metadata", "name")),
-        uid=text(get_path(cm, "metadata", "uid")),
+        name=as_text(get_path(cm, "metadata", "name")),
+        uid=as_text(get_path(cm, "metadata", "uid")),
         deleting=get_path(cm, "metadata", "deletionTimestamp") is not None,
         controller_uid=controller_uid(cm),
         spec_snapshot=snapshot,
-        controller_kind=text(controller_ref(cm).get("kind")),
-        controller_name=text(controller_ref(cm).get("name")),
+        controller_kind=as_text(controller_ref(cm).get("kind")),
+        controller_name=as_text(controller_ref(cm).get("name")),
         spec_digest=cached if isinstance(cached, str) else snapshot_digest(snapshot),
         snapshot_known=not isinstance(cached, str),
     )
@@ -280,7 +288,7 @@ class OwnedView:
     uid: str
     deleting: bool
     controller_uid: str | None
-    proof: str = ""  # the creation-proof annotation (taskset.api.proof), "" if none
+    proof: str = ""  # the creation-proof annotation (taskset.observed.proof), "" if none
     # The types of its status.conditions that are "True" (a Kueue Workload's Admitted, Evicted).
     true_conditions: frozenset[str] = frozenset()
     # The rest of its status as its cache keeps it (``ObjectKind.kept``: a Workload's admission).
@@ -291,19 +299,19 @@ class OwnedView:
 
 def _annotation(obj: Mapping[str, Any], key: str) -> str:
     annotations = get_path(obj, "metadata", "annotations")
-    return text(annotations.get(key)) if isinstance(annotations, dict) else ""
+    return as_text(annotations.get(key)) if isinstance(annotations, dict) else ""
 
 
 def owned_view(obj: Mapping[str, Any]) -> OwnedView:
     return OwnedView(
-        name=text(get_path(obj, "metadata", "name")),
-        uid=text(get_path(obj, "metadata", "uid")),
+        name=as_text(get_path(obj, "metadata", "name")),
+        uid=as_text(get_path(obj, "metadata", "uid")),
         deleting=get_path(obj, "metadata", "deletionTimestamp") is not None,
         controller_uid=controller_uid(obj),
         proof=_annotation(obj, ANNOTATION_CREATION_PROOF),
         true_conditions=frozenset(
-            text(c.get("type"))
-            for c in items(get_path(obj, "status", "conditions"))
+            as_text(c.get("type"))
+            for c in as_items(get_path(obj, "status", "conditions"))
             if isinstance(c, dict) and c.get("status") == "True"
         ),
         status={k: v for k, v in status.items() if k != "conditions"}
@@ -345,7 +353,7 @@ def classify_pod(
     Pod that is already being deleted is waited for, not adopted only to be lost again.
 
     A Pod that claims this attempt or a later one (controlled by the ControlUnit, the attempt id in its
-    annotation) is believed only with its creation proof (``taskset.api.proof``): the claim is
+    annotation) is believed only with its creation proof (``taskset.observed.proof``): the claim is
     two fields any Pod writer in the namespace can copy; without the proof the Pod is a squatter."""
     if pod is None:
         return PodClass.ABSENT
@@ -379,5 +387,5 @@ class Observed:
     # The last view of this TaskSet's Pods deleted while disrupted, by name (runtime/disruptions).
     gone: Mapping[str, PodView] = field(default_factory=dict)
     # Cluster-scoped objects integrations read and do not own (a Kueue ResourceFlavor), by (kind key,
-    # name), as their caches keep them (``taskset.api.slim.slim_owned`` with the kind's ``kept``).
+    # name), as their caches keep them (``taskset.observed.slim.slim_owned`` with the kind's ``kept``).
     read: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
