@@ -45,7 +45,7 @@ integration: setup binaries
 
 # The chaos suite at length: 200 TaskSets and 100 controller kills (CI runs 50 and 20).
 chaos: setup binaries
-	CHAOS_SCALE=long $(PY) -m pytest tests/chaos $(PYTEST_ARGS)
+	CHAOS_SCALE=long $(PY) -m pytest -m chaos $(PYTEST_ARGS)
 
 demo: setup binaries
 	$(PY) hack/demo.py

@@ -1,4 +1,4 @@
-"""Issue 25 on the embedded control plane: failure rules (an evicted or disrupted replica retried without
+"""Failure rules on the embedded control plane (an evicted or disrupted replica retried without
 counting, OOMKilled failing the TaskSet at once by rule) and exponential backoff between attempts."""
 
 from __future__ import annotations

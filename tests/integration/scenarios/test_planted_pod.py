@@ -1,4 +1,4 @@
-"""Issue 30, hole 2: someone who may create Pods in the TaskSet's namespace plants one under a replica's
+"""A planted Pod: someone who may create Pods in the TaskSet's namespace plants one under a replica's
 name while the replica waits for its retry. The Pod claims everything a Pod of the next replica attempt
 carries (the ``TaskSet``, ``TSUID``, ``CID`` and ``ReplicaAttemptID`` annotations, the ControlUnit as
 controlling owner) and succeeds, where the template fails. It lacks only the creation proof

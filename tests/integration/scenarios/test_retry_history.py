@@ -1,4 +1,4 @@
-"""Issue 25, item 5 on the embedded control plane: the attempt history in status says why a TaskSet
+"""On the embedded control plane: the attempt history in status says why a TaskSet
 retried (the replica, its exit code and failure rule, whether the retry was counted), keeps only the last
 attempts past its bound, and is written once per attempt, through a controller killed between one
 attempt's end and the next one's start."""

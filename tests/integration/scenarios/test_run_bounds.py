@@ -1,4 +1,4 @@
-"""Issue 25's run bounds on the embedded control plane: ``activeDeadlineSeconds`` failing a long TaskSet
+"""Run bounds on the embedded control plane: ``activeDeadlineSeconds`` failing a long TaskSet
 with reason ``DeadlineExceeded``, its Pods removed and no retry despite a retry policy; and
 ``ttlSecondsAfterFinished`` deleting a finished TaskSet."""
 
@@ -40,7 +40,7 @@ def test_the_ttl_deletes_a_finished_taskset(ts: TaskSets, run: Run) -> None:
 
 
 def test_a_percentage_threshold_completes_a_role_at_half(run: Run) -> None:
-    """Issue 25 item 4: minSucceeded "50%" of 4 replicas is 2; the two others never end, and are stopped."""
+    """A percentage threshold: minSucceeded "50%" of 4 replicas is 2; the two others never end, and are stopped."""
     policy = {"minSucceeded": "50%", "maxFailed": "25%"}
     builder = TaskSetBuilder("percent").role("r", 4, completionPolicy=policy)
     script = lambda pod: h.exits(0, after=0.5) if pod.index < 2 else h.run_forever()  # noqa: E731

@@ -1,4 +1,4 @@
-"""Issue 25's start deadline, clean-up policy and Eviction-API gap on the embedded control plane.
+"""The start deadline, clean-up policy and Eviction-API gap on the embedded control plane.
 
 * A replica whose Pod the scheduler cannot place (a ``nodeSelector`` on a label no node has) is replaced
   alone at its ``startDeadlineSeconds``, not counted, with ``Unschedulable`` in its failure record; a

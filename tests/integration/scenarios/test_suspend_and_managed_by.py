@@ -1,4 +1,4 @@
-"""Issue 24 on the real control plane: spec.suspend (a suspended TaskSet creates nothing; suspending a
+"""On the real control plane: spec.suspend (a suspended TaskSet creates nothing; suspending a
 running one deletes its Pods and counts nothing; resuming recreates them) and spec.managedBy (another
 controller's TaskSet is left alone; the field is immutable and checked by the CRD)."""
 

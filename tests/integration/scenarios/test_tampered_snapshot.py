@@ -1,4 +1,4 @@
-"""Issue 30, hole 3: someone with ConfigMap write edits the attempt's ControlUnit snapshot while a
+"""Tampering with the snapshot: someone with ConfigMap write edits the attempt's ControlUnit snapshot while a
 replica waits for its retry. The controller never creates a Pod from the edited snapshot, does not let
 the TaskSet succeed through it, and says so in the status and a Warning event, naming the ControlUnit."""
 

@@ -96,7 +96,7 @@ def test_s27_pod_construction(ts: TaskSets, recorder: Recorder, namespace: str) 
         assert env[:6] == expected_env, (container["name"], env)
         assert container["terminationMessagePolicy"] == "FallbackToLogsOnError", container["name"]
     main_env = [(e["name"], e.get("value")) for e in spec["containers"][0]["env"]]
-    # Then the peer lists of issue 23 (taskset.integrations.peer_env), then the user's own variables.
+    # Then the peer lists (taskset.integrations.peer_env), then the user's own variables.
     assert main_env[-1] == ("USERVAR", "x")
     peers = [name for name, _ in main_env[6:-1]]
     assert "TASKSET_WORLD_SIZE" in peers

@@ -122,7 +122,7 @@ def test_s38_adoption_after_a_lost_status_write(api: TaskSets, recorder: Recorde
 def test_sigkill_mid_run_with_retries_keeps_one_pod_per_replica_and_the_same_outcome(
     api: TaskSets, recorder: Recorder, daemon: Daemon
 ) -> None:
-    """Issue 5: SIGKILL the controller repeatedly while a TaskSet with replica and TaskSet retries runs;
+    """SIGKILL the controller repeatedly while a TaskSet with replica and TaskSet retries runs;
     each restart continues from the API server's objects alone."""
     recorder.script = lambda pod: fails_first(pod, after=1)
     daemon.start()
