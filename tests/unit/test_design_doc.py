@@ -56,3 +56,37 @@ def test_the_lists_are_not_empty() -> None:
         top_level_directories()
     )
     assert {"api", "decide", "runtime", "daemon"} <= set(taskset_rooms())
+
+
+def room_tables(design: str) -> dict[str, list[str]]:
+    """Section 3's module tables: for each room's heading (**`taskset/<room>/`**), the modules its table
+    names, in order."""
+    section = design[design.index("## 3. ") : design.index("## 4. ")]
+    tables: dict[str, list[str]] = {}
+    room = None
+    for line in section.splitlines():
+        if line.startswith("**`taskset/") and line.endswith("/`**"):
+            room = line.removeprefix("**`taskset/").removesuffix("/`**")
+            tables[room] = []
+        elif room is not None and line.startswith("| `") and line.split("|")[1].strip().endswith(".py`"):
+            tables[room].append(line.split("|")[1].strip().strip("`"))
+    return tables
+
+
+def test_each_rooms_table_names_every_module_of_the_room_once(design: str) -> None:
+    tables = room_tables(design)
+    on_disk = {
+        room: sorted(
+            path.name for path in (ROOT / "taskset" / room).glob("*.py") if path.name != "__init__.py"
+        )
+        for room in TASKSET_LAYERS
+    }
+    assert sorted(tables) == sorted(TASKSET_LAYERS)
+    assert {room: sorted(names) for room, names in tables.items()} == on_disk
+    assert all(len(names) == len(set(names)) for names in tables.values())
+
+
+def test_the_room_tables_are_read_from_the_design() -> None:
+    """The reader sees a module missing from a table, and one named that does not exist."""
+    text = "## 3. x\n**`taskset/api/`**\n\n| module | holds |\n|---|---|\n| `spec.py` | the spec |\n## 4. y\n"
+    assert room_tables(text) == {"api": ["spec.py"]}

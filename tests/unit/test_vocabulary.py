@@ -177,7 +177,6 @@ NOT_YET_CLEARED: tuple[str | tuple[str, str], ...] = (
     "taskset/decide/__init__.py",
     "taskset/decide/context.py",
     "taskset/decide/plan.py",
-    ("docs/design.md", "## 3. The rooms of `taskset/`"),
 )
 
 
