@@ -12,14 +12,19 @@ because the integration sees it in the cache.
 
 from __future__ import annotations
 
-from taskset.api.constants import TaskSetPhase as T
+from taskset.api.constants import TaskSetPhase
 from taskset.decide.owned import attempt_of
 from taskset.decide.passes import PassContext
 from taskset.decide.plan import ActionResult, ApplyOwnedStatus, DeleteOwned, ResultKind
 
 # Phases in which the attempt's outcome, once recorded, is final for this attempt.
-_ENDED = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED, T.COMPLETED)
-_NOT_STARTED = (T.VALIDATION, T.ATTEMPT_PENDING)
+_ENDED = (
+    TaskSetPhase.ATTEMPT_DELETION_PENDING,
+    TaskSetPhase.ATTEMPT_DELETION_REQUESTED,
+    TaskSetPhase.ATTEMPT_COMPLETED,
+    TaskSetPhase.COMPLETED,
+)
+_NOT_STARTED = (TaskSetPhase.VALIDATION, TaskSetPhase.ATTEMPT_PENDING)
 
 
 def settle_after_attempt(ctx: PassContext) -> None:

@@ -24,7 +24,6 @@ from taskset.api.constants import (
     State,
     TaskSetPhase,
 )
-from taskset.api.constants import TaskSetPhase as T
 from taskset.api.names import control_unit_name
 from taskset.api.slim import snapshot_digest
 from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure
@@ -64,8 +63,12 @@ from taskset.decide.roles import sync_roles
 from taskset.decide.waiting import report_waiting
 from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
 
-_RUNNING_PHASES = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
-_ENDING_PHASES = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)
+_RUNNING_PHASES = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
+_ENDING_PHASES = (
+    TaskSetPhase.ATTEMPT_DELETION_PENDING,
+    TaskSetPhase.ATTEMPT_DELETION_REQUESTED,
+    TaskSetPhase.ATTEMPT_COMPLETED,
+)
 _UNUSABLE_SPEC = "The TaskSet spec of this attempt is no longer usable"
 
 # ----- the step -----------------------------------------------------------------------------------------
@@ -76,7 +79,7 @@ def run_taskset(ctx: PassContext) -> None:
     for _ in range(ctx.settings.max_chain):
         status = ctx.status
         if (
-            status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
+            status.phase in (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
             and unit_class(ctx) == ControlUnitClass.OURS
         ):
             sync_owned(ctx)
@@ -125,10 +128,15 @@ def _taskset_facts(ctx: PassContext) -> TaskSetFacts:
     unit = unit_class(ctx)
     outcome = None
     usable = spec is not None and shape_matches(spec, status.roles)
-    if status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING, *_ENDING_PHASES) and usable:
+    if (
+        status.phase in (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING, *_ENDING_PHASES)
+        and usable
+    ):
         assert spec is not None
         outcome = attempt_outcome(spec.roles, status.roles)
-    unusable_attempt = status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING) and not usable
+    unusable_attempt = (
+        status.phase in (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING) and not usable
+    )
     # Kept at T6 for the ending phases; earlier only when an owned object was refused (decide.owned).
     if status.attempt_result is not None and status.phase in (*_RUNNING_PHASES, *_ENDING_PHASES):
         outcome = Outcome(status.attempt_result.succeeded, status.attempt_result.reason)
@@ -442,11 +450,16 @@ def _move_on_result(ctx: PassContext, label: str, message: str) -> None:
 def _update_state(ctx: PassContext, label: str) -> None:
     """Spec 5.4 and the conditions of 2.5.1, after a phase change."""
     status = ctx.status
-    if status.phase in (T.VALIDATION, T.ATTEMPT_PENDING, T.ATTEMPT_CREATION_REQUESTED, T.ATTEMPT_PREPARING):
+    if status.phase in (
+        TaskSetPhase.VALIDATION,
+        TaskSetPhase.ATTEMPT_PENDING,
+        TaskSetPhase.ATTEMPT_CREATION_REQUESTED,
+        TaskSetPhase.ATTEMPT_PREPARING,
+    ):
         _set_state(ctx, State.WAITING)
-    elif status.phase == T.ATTEMPT_RUNNING:
+    elif status.phase == TaskSetPhase.ATTEMPT_RUNNING:
         _set_state(ctx, State.RUNNING)
-    elif status.phase == T.COMPLETED:
+    elif status.phase == TaskSetPhase.COMPLETED:
         _complete(ctx, label)
 
 

@@ -40,8 +40,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from taskset.api.constants import ReplicaPhase as P
-from taskset.api.constants import RolePhase, TaskSetPhase
+from taskset.api.constants import ReplicaPhase, RolePhase, TaskSetPhase
 from taskset.api.elastic_status import ScaleRecord, ScaleStatus
 from taskset.api.proof import ProofSubject, proves
 from taskset.api.scale import SCALE_FIELD, scale_of, scale_selector
@@ -149,7 +148,7 @@ def resize(status: RoleStatus, target: int, stamp: str) -> None:
     below it whose previous instance is gone, and drop the stopped, completed tail."""
     entries = status.replicas
     for replica in entries[target:]:
-        if not replica.stopped and replica.phase != P.COMPLETED:
+        if not replica.stopped and replica.phase != ReplicaPhase.COMPLETED:
             replica.stopped = True
             replica.phase_message = f"ScaledDown: replicas {target}"
     for index in range(target):
@@ -159,10 +158,10 @@ def resize(status: RoleStatus, target: int, stamp: str) -> None:
         replica = entries[index]
         if not replica.stopped:
             continue
-        if replica.phase != P.COMPLETED:
+        if replica.phase != ReplicaPhase.COMPLETED:
             break  # still going away: it comes back as a new instance once it is gone
         entries[index] = ReplicaStatus(index=index, name=status.name, transition_time=stamp)
-    while len(entries) > target and entries[-1].phase == P.COMPLETED:
+    while len(entries) > target and entries[-1].phase == ReplicaPhase.COMPLETED:
         entries.pop()
 
 
@@ -186,9 +185,12 @@ def settle_scale(ctx: PassContext) -> None:
     for status in ctx.status.roles:
         if status.target_replicas is None or status.phase not in _SCALING_ROLES:
             continue
-        fresh = sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped)
+        fresh = sum(1 for r in status.replicas if r.phase == ReplicaPhase.ATTEMPT_PENDING and not r.stopped)
         resize(status, status.target_replicas, ctx.stamp)
-        if sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped) > fresh:
+        if (
+            sum(1 for r in status.replicas if r.phase == ReplicaPhase.ATTEMPT_PENDING and not r.stopped)
+            > fresh
+        ):
             ctx.plan.requeue(0.0)
 
 

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from taskset.api.constants import KIND, EventReason
-from taskset.api.constants import TaskSetPhase as T
+from taskset.api.constants import KIND, EventReason, TaskSetPhase
 from taskset.api.proof import ProofSubject, creation_proof, owned_subject, proves
 from taskset.api.slim import data_digest
 from taskset.api.spec import Role
@@ -233,7 +232,10 @@ def owned_created(ctx: PassContext, intent: CreateOwned, result: ActionResult) -
         message = foreign_message(f"{intent.kind.kind} {intent.name}", intent.integration)
     if result.kind == ResultKind.INVALID or foreign:
         ctx.plan.events.append(Event(EventReason.OWNED_OBJECT_CREATION_FAILED, message))
-        if ctx.status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING) and ctx.status.attempt_result is None:
+        if (
+            ctx.status.phase in (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
+            and ctx.status.attempt_result is None
+        ):
             ctx.status.attempt_result = AttemptResult(False, message)
         next_pass_now(ctx)
         return

@@ -22,8 +22,6 @@ from taskset.objects.decorations import PodDecoration
 from taskset.objects.owned import CONFIGMAPS, ObjectKind
 from taskset.objects.pods import PodIdentity
 
-P = ReplicaPhase
-T = TaskSetPhase
 # Phases that say only "a create or delete was requested". A pass that moved machines into these and
 # nowhere else has no news for the user: the request's own watch event brings the next pass, which writes
 # them together with what it learns. If they are lost (a crash, a conflict), the pass that redoes them
@@ -34,13 +32,13 @@ T = TaskSetPhase
 # stays there is written HOLD_LIMIT (reconciler.py) later; the TaskSet's state is Waiting throughout.
 IN_FLIGHT_PHASES: frozenset[str] = frozenset(
     {
-        T.ATTEMPT_PENDING,
-        T.ATTEMPT_CREATION_REQUESTED,
-        T.ATTEMPT_DELETION_REQUESTED,
-        P.ATTEMPT_CREATION_REQUESTED,
-        P.ATTEMPT_PREPARING,
-        P.ATTEMPT_ASSIGNED,
-        P.ATTEMPT_DELETION_REQUESTED,
+        TaskSetPhase.ATTEMPT_PENDING,
+        TaskSetPhase.ATTEMPT_CREATION_REQUESTED,
+        TaskSetPhase.ATTEMPT_DELETION_REQUESTED,
+        ReplicaPhase.ATTEMPT_CREATION_REQUESTED,
+        ReplicaPhase.ATTEMPT_PREPARING,
+        ReplicaPhase.ATTEMPT_ASSIGNED,
+        ReplicaPhase.ATTEMPT_DELETION_REQUESTED,
     }
 )
 

@@ -19,7 +19,6 @@ from taskset.api.constants import (
     QueryKey,
     ReplicaPhase,
 )
-from taskset.api.constants import ReplicaPhase as P
 from taskset.api.names import control_unit_name, pod_name
 from taskset.api.proof import ProofSubject, creation_proof
 from taskset.api.spec import Role
@@ -90,7 +89,7 @@ def run_replica(ctx: PassContext, position: int, role: Role, replica: ReplicaSta
         if (
             pod is not None
             and kind in (PodClass.CURRENT, PodClass.ADOPTABLE)
-            and replica.phase != P.ATTEMPT_PENDING
+            and replica.phase != ReplicaPhase.ATTEMPT_PENDING
         ):
             capture_pod(ctx, replica, pod)
         observe_end(ctx, role, replica, pod if kind in _OURS else None)
@@ -151,7 +150,7 @@ def _creates_allowed(ctx: PassContext, position: int, role: Role, replica: Repli
     nothing)."""
     if ctx.ref.deleting:
         return False
-    return replica.phase != P.ATTEMPT_PENDING or gate(ctx, position, role) is None
+    return replica.phase != ReplicaPhase.ATTEMPT_PENDING or gate(ctx, position, role) is None
 
 
 def _replica_facts(
@@ -175,7 +174,7 @@ def _replica_facts(
         creation_timed_out=elapsed > ctx.settings.cache_creation_timeout,
         may_retry=replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting),
         retry_due=retry_due(replica_delay(ctx, role, replica), elapsed),
-        earlier_attempt_alive=replica.phase == P.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
+        earlier_attempt_alive=replica.phase == ReplicaPhase.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
         suspended=suspended(ctx),
         suspend_deleted=replica.suspended,
         start_deadline_passed=start_deadline_passed(role, replica, pod if kind in _OURS else None, ctx.now),
@@ -405,7 +404,7 @@ def _wait_for_deletion(ctx: PassContext, at: ReplicaAt) -> None:
     """Look again while the Pod goes away (its delete event usually comes first), and say so when
     finalizers hold it in Terminating (issue 30: a TaskSet never waits on it silently)."""
     held = terminating_message(at.pod) if at.pod is not None else None
-    if held is not None and at.replica.phase == P.ATTEMPT_DELETION_REQUESTED:
+    if held is not None and at.replica.phase == ReplicaPhase.ATTEMPT_DELETION_REQUESTED:
         at.replica.phase_message = held
     ctx.plan.requeue(ctx.settings.deletion_wait_requeue)
 
@@ -417,7 +416,7 @@ def _wait_for_retry_delay(ctx: PassContext, at: ReplicaAt) -> None:
 
 
 # The row that entered each waiting phase, whose message comes back once the Pod stops waiting.
-_ENTRY_ROW = {P.ATTEMPT_PREPARING: "P3", P.ATTEMPT_ASSIGNED: "P6"}
+_ENTRY_ROW = {ReplicaPhase.ATTEMPT_PREPARING: "P3", ReplicaPhase.ATTEMPT_ASSIGNED: "P6"}
 
 
 def _report_wait(ctx: PassContext, at: ReplicaAt) -> None:
@@ -502,7 +501,7 @@ def _move_replica(
     replica.phase = target
     replica.phase_message = message
     replica.transition_time = ctx.stamp
-    if target == P.COMPLETED:
+    if target == ReplicaPhase.COMPLETED:
         ctx.plan.records.append(pod_history(ctx, replica, LOG_MSG_POD_COMPLETED))
 
 
