@@ -8,8 +8,8 @@ without I/O chain within the pass (bounded), so one pass goes as far as the obse
 
 The machines nest, and calls run strictly downward: the TaskSet attempt (``attempt``) syncs its roles
 (``roles``), each role its replicas (``replicas``). Each level says what its rows do in one table;
-``plan`` is the contract with the reconciler, ``passes`` what the levels share, ``waiting`` the words
-for a Pod that does not start.
+``plan`` is the contract with the reconciler, ``passes`` what the levels share, ``stages`` the order
+of a pass's steps and why, ``waiting`` the words for a Pod that does not start.
 """
 
 from __future__ import annotations
@@ -21,14 +21,12 @@ from typing import Any
 from taskset.api.spec import ParseResult, TaskSetSpec
 from taskset.api.status import TaskSetStatus, clip, stamp
 from taskset.api.views import Observed
-from taskset.decide.after_attempt import settle_after_attempt, status_applied
-from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
+from taskset.decide.after_attempt import status_applied
+from taskset.decide.attempt import TASKSET_ROWS, unit_class, unit_created, unit_deleted
 from taskset.decide.deadlines import taskset_deleted
-from taskset.decide.deletions import report_terminating
-from taskset.decide.elastic import remove_scaled_down_pods, report_scale, scaled_spec, settle_scale
+from taskset.decide.elastic import scaled_spec
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
-from taskset.decide.membership import announce_scales, note_membership
-from taskset.decide.owned import owned_created, owned_deleted, owned_updated, recheck_gates, update_owned
+from taskset.decide.owned import owned_created, owned_deleted, owned_updated
 from taskset.decide.passes import FromResult, PassContext, Row, fresh_roles
 from taskset.decide.plan import (
     CONTROL_UNIT,
@@ -53,7 +51,7 @@ from taskset.decide.plan import (
 from taskset.decide.replicas import REPLICA_ROWS, UNSEEN_DELETE_POLL, pod_created, pod_deleted
 from taskset.decide.roles import ROLE_ROWS
 from taskset.decide.snapshot import attempt_spec
-from taskset.decide.suspension import report_suspension, retire_stale
+from taskset.decide.stages import STAGES
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
     WAITING_ENTRY_MAX,
@@ -61,7 +59,6 @@ from taskset.decide.waiting import (
     WAITING_SUMMARY_NAMED,
     PodWait,
     pod_wait,
-    report_waiting,
     waiting_summary,
 )
 
@@ -164,20 +161,8 @@ def decide(
     ctx.plan.spec = scaled_spec(ctx, _attempt_spec(ctx))
     if ctx.plan.snapshot_wanted is not None:
         return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
-    note_membership(ctx)
-    announce_scales(ctx)
-    run_taskset(ctx)
-    settle_scale(ctx)
-    remove_scaled_down_pods(ctx)
-    note_membership(ctx)
-    update_owned(ctx)
-    report_scale(ctx)
-    recheck_gates(ctx)
-    report_waiting(ctx)
-    report_terminating(ctx)
-    report_suspension(ctx)
-    retire_stale(ctx)
-    settle_after_attempt(ctx)
+    for stage in STAGES:
+        stage.run(ctx)
     return Pass(ctx)
 
 
