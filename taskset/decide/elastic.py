@@ -49,6 +49,7 @@ from taskset.api.status import ReplicaStatus, RoleStatus
 from taskset.api.views import PodView
 from taskset.decide.passes import PassContext
 from taskset.decide.plan import DeletePod
+from taskset.decide.upkeep import SCALED_DOWN_POD
 from taskset.integrations.base import Attempt
 
 # Attempt phases in which a scale is taken: the roles' replicas are being run.
@@ -212,7 +213,9 @@ def remove_scaled_down_pods(ctx: PassContext) -> None:
                 continue
             if _ours_to_delete(ctx, pod, unit):
                 ctx.deleted.add(pod.uid)
-                ctx.plan.intents.append(DeletePod(pod.name, pod.uid, position, int(index), advances=False))
+                ctx.plan.intents.append(
+                    DeletePod(pod.name, pod.uid, position, int(index), advances=False, row=SCALED_DOWN_POD)
+                )
 
 
 def _ours_to_delete(ctx: PassContext, pod: PodView, unit: str) -> bool:

@@ -85,6 +85,22 @@ class TaskSetRef:
     scale_requesters: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
+@dataclass(frozen=True)
+class RowRef:
+    """The row an intent was issued for, whose ``on_result`` folds the intent's outcome into the pass
+    (``Pass.fold``): a machine's row (``machine`` is the machine's name, ``label`` the row's), or an
+    upkeep row (``taskset.decide.upkeep``) for what a pass asks beside its machines' moves."""
+
+    machine: str
+    label: str
+
+
+# The row of an intent made outside a pass (a test's expected intent): no row folds its result. Every
+# intent ends with its ``row``, set where it is made, keyword only and no part of its equality: the same
+# request is the same intent whichever row asks it.
+NO_ROW: Final = RowRef("", "")
+
+
 # Who asked for an owned object: the attempt's ControlUnit is the controller's own, every other one an
 # integration's (named by ``Integration.name``). Only the ControlUnit's results move the TaskSet machine.
 CONTROL_UNIT: Final = "control-unit"
@@ -100,6 +116,7 @@ class CreateOwned:
     kind: ObjectKind = CONFIGMAPS
     integration: str = CONTROL_UNIT
     manifest: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def control_unit(self) -> bool:
@@ -120,6 +137,7 @@ class DeleteOwned:
     advances: bool  # T10: the TaskSet moves on when the delete is accepted; False for stray cleanup (T15)
     kind: ObjectKind = CONFIGMAPS
     integration: str = CONTROL_UNIT
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def control_unit(self) -> bool:
@@ -141,6 +159,7 @@ class ApplyOwnedStatus:
     integration: str
     body: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     advances: bool = False  # no machine moves on it
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def action(self) -> str:
@@ -157,6 +176,7 @@ class UpdateOwned:
     data: Mapping[str, Any] = field(compare=False, repr=False)  # the whole data, as the pass computed it
     kind: ObjectKind = CONFIGMAPS
     integration: str = CONTROL_UNIT
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def action(self) -> str:
@@ -176,6 +196,7 @@ class CreatePod:
     replica_attempt: int
     identity: PodIdentity | None = field(default=None, compare=False, repr=False)
     decorations: tuple[PodDecoration, ...] = field(default=(), compare=False, repr=False)
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def action(self) -> str:
@@ -192,6 +213,7 @@ class DeletePod:
     # Whether the cache showed the Pod. If not (P2's timeout), only a NotFound proves it is gone (8.6),
     # so an accepted delete keeps the replica waiting and asking again.
     seen: bool = True
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def action(self) -> str:
@@ -205,6 +227,7 @@ class DeleteTaskSet:
 
     uid: str
     advances: bool = False  # no machine moves on it: the TaskSet is gone
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def action(self) -> str:

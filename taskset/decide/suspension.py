@@ -32,6 +32,7 @@ from taskset.api.status import ReplicaStatus
 from taskset.decide.owned import attempt_of
 from taskset.decide.passes import PassContext, Row
 from taskset.decide.plan import DeleteOwned, Event
+from taskset.decide.upkeep import STALE_OBJECT
 
 _RUNNING = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
 # Replica phases without a Pod of this replica attempt.
@@ -120,7 +121,9 @@ def retire_stale(ctx: PassContext) -> None:
             owners = (ctx.status.control_unit_uid, ctx.ref.uid)  # an attempt's object, or the TaskSet's
             if seen is None or seen.deleting or not seen.controller_uid or seen.controller_uid not in owners:
                 continue
-            ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration.name))
+            ctx.plan.intents.append(
+                DeleteOwned(name, seen.uid, False, kind, integration.name, row=STALE_OBJECT)
+            )
 
 
 def report_suspension(ctx: PassContext) -> None:
