@@ -56,9 +56,9 @@ they declare where the outcome of an API call (a rejected create) may take the m
 
 Each row's *Does* says what it does once chosen: its effect (bookkeeping, events, API requests) for a
 row that moves, or how a row that keeps the phase waits. A row that asks the API server for something
-moves only when the answer comes back. *Message* is what the row writes into the phase message: a fixed
-text, or one *computed* from what the row read, or for a row taken *on an action's result*, the
-result's own words.
+moves only when the answer comes back, and says *on its result* what it does with that answer.
+*Message* is what the row writes into the phase message: a fixed text, or one *computed* from what the
+row read, or for a row taken *on an action's result*, the result's own words.
 
 Row labels follow the spec: `T*` (5.1.2), `R*` (5.2.2) and `P*` (5.3.3); `S1`/`S2` are the stopping
 rules of 6.4. The diagrams leave out rows that keep the phase.
@@ -90,6 +90,8 @@ def _summary(function: Callable[..., Any]) -> str:
 
 
 def _does(row: Row[Any]) -> str:
+    if row.effect is not None and row.on_result is not None:
+        return f"{_summary(row.effect)} *On its result:* {_summary(row.on_result)}"
     if row.effect is not None:
         return _summary(row.effect)
     if row.wait is not None:

@@ -2,33 +2,32 @@
 
 Pure: no API calls, no clock, no logging. The plan holds the new status, the API *intents* to carry
 out, the Kubernetes events and log records to emit after the status write, and when to look again.
-Rows that need the API server (create/delete) do not change a phase themselves: their intent comes
-back through ``Pass.fold`` with the outcome, which moves the machine along a declared edge. Rows
-without I/O chain within the pass (bounded), so one pass goes as far as the observed facts allow.
+Rows that need the API server (create/delete) do not change a phase themselves: their intent carries
+the row (``RowRef``) and comes back through ``Pass.fold`` with the outcome to that row's ``on_result``,
+which moves the machine along a declared edge. Rows without I/O chain within the pass (bounded), so
+one pass goes as far as the observed facts allow.
 
 The machines nest, and calls run strictly downward: the TaskSet attempt (``attempt``) syncs its roles
 (``roles``), each role its replicas (``replicas``). Each level says what its rows do in one table;
-``plan`` is the contract with the reconciler, ``context`` what the levels share, ``waiting`` the words
-for a Pod that does not start.
+``plan`` is the contract with the reconciler, ``context`` what the levels share, ``stages`` the order
+of a pass's steps and why, ``waiting`` the words for a Pod that does not start.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from taskset.api.spec import ParseResult, TaskSetSpec
 from taskset.api.status import TaskSetStatus, clip, stamp
-from taskset.decide.after_attempt import settle_after_attempt, status_applied
-from taskset.decide.attempt import TASKSET_ROWS, run_taskset, unit_class, unit_created, unit_deleted
-from taskset.decide.context import FromResult, PassContext, Row, fresh_roles
+from taskset.decide.after_attempt import status_applied
+from taskset.decide.attempt import TASKSET_ROWS, unit_class
+from taskset.decide.context import FromResult, PassContext, Row, fresh_roles, retry_if_failed
 from taskset.decide.deadlines import taskset_deleted
-from taskset.decide.deletions import report_terminating
-from taskset.decide.elastic import remove_scaled_down_pods, report_scale, scaled_spec, settle_scale
+from taskset.decide.elastic import scaled_spec
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE, ControlUnitClass
-from taskset.decide.membership_generation import announce_scales, note_membership
-from taskset.decide.owned_sync import owned_created, owned_deleted, owned_updated, recheck_gates, update_owned
+from taskset.decide.owned_sync import owned_created, owned_deleted, owned_updated
 from taskset.decide.plan import (
     CONTROL_UNIT,
     IN_FLIGHT_PHASES,
@@ -45,14 +44,31 @@ from taskset.decide.plan import (
     Plan,
     ResultKind,
     ResultView,
+    RowRef,
     Settings,
     TaskSetRef,
     UpdateOwned,
 )
-from taskset.decide.replicas import REPLICA_ROWS, UNSEEN_DELETE_POLL, pod_created, pod_deleted
+from taskset.decide.replicas import REPLICA_ROWS, UNSEEN_DELETE_POLL
 from taskset.decide.roles import ROLE_ROWS
 from taskset.decide.snapshot import attempt_spec
-from taskset.decide.suspension import report_suspension, retire_stale
+from taskset.decide.stages import STAGES
+from taskset.decide.upkeep import (
+    ATTEMPT_END_STATUS,
+    EARLIER_ATTEMPT_OBJECT,
+    EXPIRED_TASKSET,
+    LEFT_BEHIND_OBJECT,
+    ORPHANED_POD,
+    OWNED_DATA,
+    OWNED_OBJECT,
+    SCALED_DOWN_POD,
+    STALE_OBJECT,
+    STRAY_POD,
+    STRAY_UNIT,
+    UNFINISHED_POD,
+    UPKEEP,
+    check_upkeep,
+)
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
     WAITING_ENTRY_MAX,
@@ -60,7 +76,6 @@ from taskset.decide.waiting import (
     WAITING_SUMMARY_NAMED,
     PodWait,
     pod_wait,
-    report_waiting,
     waiting_summary,
 )
 from taskset.observed.views import Observed
@@ -70,6 +85,7 @@ __all__ = [
     "IN_FLIGHT_PHASES",
     "ROWS",
     "UNSEEN_DELETE_POLL",
+    "UPKEEP_ROWS",
     "WAITING_ENTRY_MAX",
     "WAITING_SUMMARY_MAX",
     "WAITING_SUMMARY_NAMED",
@@ -91,6 +107,7 @@ __all__ = [
     "ResultKind",
     "ResultView",
     "Row",
+    "RowRef",
     "Settings",
     "TaskSetRef",
     "UpdateOwned",
@@ -100,11 +117,38 @@ __all__ = [
     "waiting_summary",
 ]
 
-# Each machine's row table, by machine name: what every row does, how it waits, what it writes.
+# Each machine's row table, by machine name: what every row does, how it waits, what it writes, and
+# what it does with the answer to the intents it makes.
 ROWS: Mapping[str, Mapping[str, Row[Any]]] = {
     TASKSET_MACHINE.name: TASKSET_ROWS,
     ROLE_MACHINE.name: ROLE_ROWS,
     REPLICA_MACHINE.name: REPLICA_ROWS,
+}
+
+# What a pass asks beside its machines' moves (``taskset.decide.upkeep``), by row: what it does with
+# each answer. Only a failure matters to most; no machine moves on any.
+UPKEEP_ROWS: Mapping[str, Row[Any]] = {
+    STRAY_POD.label: Row(on_result=retry_if_failed),
+    ORPHANED_POD.label: Row(on_result=retry_if_failed),
+    UNFINISHED_POD.label: Row(on_result=retry_if_failed),
+    SCALED_DOWN_POD.label: Row(on_result=retry_if_failed),
+    STRAY_UNIT.label: Row(on_result=retry_if_failed),
+    OWNED_OBJECT.label: Row(on_result=owned_created),
+    LEFT_BEHIND_OBJECT.label: Row(on_result=owned_deleted),
+    OWNED_DATA.label: Row(on_result=owned_updated),
+    STALE_OBJECT.label: Row(on_result=owned_deleted),
+    ATTEMPT_END_STATUS.label: Row(on_result=status_applied),
+    EARLIER_ATTEMPT_OBJECT.label: Row(on_result=owned_deleted),
+    EXPIRED_TASKSET.label: Row(on_result=taskset_deleted),
+}
+check_upkeep(UPKEEP_ROWS)
+
+# The one owner of every intent's result: the row the intent was issued for.
+_ON_RESULT: Mapping[RowRef, Callable[[PassContext, Any, ActionResult], None]] = {
+    RowRef(machine, label): row.on_result
+    for machine, rows in (*ROWS.items(), (UPKEEP, UPKEEP_ROWS))
+    for label, row in rows.items()
+    if row.on_result is not None
 }
 
 
@@ -123,28 +167,12 @@ class Pass:
         return self._ctx.plan
 
     def fold(self, intent: Intent, result: ActionResult) -> None:
-        """Fold one action's outcome into the plan: move along the declared edge, or stay and retry."""
-        ctx = self._ctx
-        if isinstance(intent, CreateOwned):
-            if intent.control_unit:
-                unit_created(ctx, result)
-            else:
-                owned_created(ctx, intent, result)
-        elif isinstance(intent, DeleteOwned):
-            if intent.control_unit:
-                unit_deleted(ctx, intent, result)
-            else:
-                owned_deleted(ctx, intent, result)
-        elif isinstance(intent, CreatePod):
-            pod_created(ctx, intent, result)
-        elif isinstance(intent, DeleteTaskSet):
-            taskset_deleted(ctx, result)
-        elif isinstance(intent, ApplyOwnedStatus):
-            status_applied(ctx, result)
-        elif isinstance(intent, UpdateOwned):
-            owned_updated(ctx, intent, result)
-        else:
-            pod_deleted(ctx, intent, result)
+        """Fold one action's outcome into the plan: the row the intent was issued for takes it
+        (``Row.on_result``), and moves along a declared edge or stays and retries."""
+        on_result = _ON_RESULT.get(intent.row)
+        if on_result is None:
+            raise LookupError(f"no row takes the result of {intent.action}, issued by {intent.row}")
+        on_result(self._ctx, intent, result)
 
 
 def decide(
@@ -164,20 +192,8 @@ def decide(
     ctx.plan.spec = scaled_spec(ctx, _attempt_spec(ctx))
     if ctx.plan.snapshot_wanted is not None:
         return Pass(ctx)  # nothing is decided without the attempt's spec: the reconciler fetches it
-    note_membership(ctx)
-    announce_scales(ctx)
-    run_taskset(ctx)
-    settle_scale(ctx)
-    remove_scaled_down_pods(ctx)
-    note_membership(ctx)
-    update_owned(ctx)
-    report_scale(ctx)
-    recheck_gates(ctx)
-    report_waiting(ctx)
-    report_terminating(ctx)
-    report_suspension(ctx)
-    retire_stale(ctx)
-    settle_after_attempt(ctx)
+    for stage in STAGES:
+        stage.run(ctx)
     return Pass(ctx)
 
 

@@ -12,14 +12,20 @@ because the integration sees it in the cache.
 
 from __future__ import annotations
 
-from taskset.api.constants import TaskSetPhase as T
+from taskset.api.constants import TaskSetPhase
 from taskset.decide.context import PassContext
 from taskset.decide.owned_sync import attempt_of
 from taskset.decide.plan import ActionResult, ApplyOwnedStatus, DeleteOwned, ResultKind
+from taskset.decide.upkeep import ATTEMPT_END_STATUS, EARLIER_ATTEMPT_OBJECT
 
 # Phases in which the attempt's outcome, once recorded, is final for this attempt.
-_ENDED = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED, T.COMPLETED)
-_NOT_STARTED = (T.VALIDATION, T.ATTEMPT_PENDING)
+_ENDED = (
+    TaskSetPhase.ATTEMPT_DELETION_PENDING,
+    TaskSetPhase.ATTEMPT_DELETION_REQUESTED,
+    TaskSetPhase.ATTEMPT_COMPLETED,
+    TaskSetPhase.COMPLETED,
+)
+_NOT_STARTED = (TaskSetPhase.VALIDATION, TaskSetPhase.ATTEMPT_PENDING)
 
 
 def settle_after_attempt(ctx: PassContext) -> None:
@@ -37,15 +43,19 @@ def settle_after_attempt(ctx: PassContext) -> None:
                 body = wanted.body(seen.uid)
                 for condition in body["status"].get("conditions") or ():
                     condition.setdefault("lastTransitionTime", ctx.stamp)  # hooks read no clock
-                intent = ApplyOwnedStatus(wanted.name, seen.uid, wanted.kind, integration, body)
+                intent = ApplyOwnedStatus(
+                    wanted.name, seen.uid, wanted.kind, integration, body, row=ATTEMPT_END_STATUS
+                )
                 ctx.plan.intents.append(intent)
         for kind, name in after.stale:
             seen = ctx.observed.owned.get((kind.key, name))
             if seen is not None and seen.controller_uid in owners and not seen.deleting:
-                ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration))
+                ctx.plan.intents.append(
+                    DeleteOwned(name, seen.uid, False, kind, integration, row=EARLIER_ATTEMPT_OBJECT)
+                )
 
 
-def status_applied(ctx: PassContext, result: ActionResult) -> None:
+def status_applied(ctx: PassContext, intent: ApplyOwnedStatus, result: ActionResult) -> None:
     """A status apply came back: a failure to reach the API server is retried with backoff; an object
     gone (or another in its place) needs nothing more, and the next pass sees what holds."""
     if result.kind == ResultKind.ERROR:

@@ -24,7 +24,6 @@ from taskset.api.constants import (
     State,
     TaskSetPhase,
 )
-from taskset.api.constants import TaskSetPhase as T
 from taskset.api.names import control_unit_name
 from taskset.api.spec import ParsedTaskSet, RetryPolicy, ValidationFailure
 from taskset.api.status import AttemptResult, seconds_since
@@ -37,6 +36,7 @@ from taskset.decide.context import (
     fixed_message,
     fresh_roles,
     next_pass_now,
+    retry_if_failed,
     row_message,
     shape_matches,
     transient,
@@ -55,17 +55,22 @@ from taskset.decide.deletions import remove_orphaned_pods
 from taskset.decide.history_records import note_move
 from taskset.decide.machines import TASKSET_MACHINE, ControlUnitClass, TaskSetFacts
 from taskset.decide.owned_sync import sync_owned
-from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind
+from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind, RowRef
 from taskset.decide.policies import Outcome, attempt_outcome, retry_delay, retry_due, taskset_retry_decision
 from taskset.decide.retrying import next_retry_at
 from taskset.decide.roles import sync_roles
+from taskset.decide.upkeep import STRAY_UNIT
 from taskset.decide.waiting import report_waiting
 from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
 from taskset.observed.slim import snapshot_digest
 from taskset.observed.views import ControlUnitView
 
-_RUNNING_PHASES = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
-_ENDING_PHASES = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)
+_RUNNING_PHASES = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
+_ENDING_PHASES = (
+    TaskSetPhase.ATTEMPT_DELETION_PENDING,
+    TaskSetPhase.ATTEMPT_DELETION_REQUESTED,
+    TaskSetPhase.ATTEMPT_COMPLETED,
+)
 _UNUSABLE_SPEC = "The TaskSet spec of this attempt is no longer usable"
 
 # ----- the step -----------------------------------------------------------------------------------------
@@ -76,7 +81,7 @@ def run_taskset(ctx: PassContext) -> None:
     for _ in range(ctx.settings.max_chain):
         status = ctx.status
         if (
-            status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
+            status.phase in (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
             and unit_class(ctx) == ControlUnitClass.OURS
         ):
             sync_owned(ctx)
@@ -125,10 +130,15 @@ def _taskset_facts(ctx: PassContext) -> TaskSetFacts:
     unit = unit_class(ctx)
     outcome = None
     usable = spec is not None and shape_matches(spec, status.roles)
-    if status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING, *_ENDING_PHASES) and usable:
+    if (
+        status.phase in (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING, *_ENDING_PHASES)
+        and usable
+    ):
         assert spec is not None
         outcome = attempt_outcome(spec.roles, status.roles)
-    unusable_attempt = status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING) and not usable
+    unusable_attempt = (
+        status.phase in (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING) and not usable
+    )
     # Kept at T6 for the ending phases; earlier only when an owned object was refused (decide.owned_sync).
     if status.attempt_result is not None and status.phase in (*_RUNNING_PHASES, *_ENDING_PHASES):
         outcome = Outcome(status.attempt_result.succeeded, status.attempt_result.reason)
@@ -200,7 +210,7 @@ def _create_unit(ctx: PassContext, facts: TaskSetFacts) -> bool:
     body = build_control_unit({**taskset, "spec": spec.raw if spec is not None else {}}, name)
     # Recorded before the create goes out: a create whose response is lost is verified too.
     ctx.status.spec_digest = snapshot_digest(body["data"].get(SNAPSHOT_KEY))
-    ctx.plan.intents.append(CreateOwned(name, manifest=body))
+    ctx.plan.intents.append(CreateOwned(name, manifest=body, row=_CREATE_UNIT))
     return False
 
 
@@ -227,7 +237,7 @@ def _delete_unit(ctx: PassContext, facts: TaskSetFacts) -> bool:
     """Delete the ControlUnit (foreground, UID precondition); the delete's result moves on."""
     unit = ctx.observed.control_unit
     assert unit is not None
-    ctx.plan.intents.append(DeleteOwned(unit.name, unit.uid, advances=True))
+    ctx.plan.intents.append(DeleteOwned(unit.name, unit.uid, advances=True, row=_DELETE_UNIT))
     return False
 
 
@@ -237,7 +247,9 @@ def _unit_timeout(ctx: PassContext, facts: TaskSetFacts) -> bool:
     # unobserved. The delete's outcome does not matter to the machine.
     if ctx.status.control_unit_uid:
         name = control_unit_name(ctx.ref.name, ctx.status.attempt_id)
-        ctx.plan.intents.append(DeleteOwned(name, ctx.status.control_unit_uid, advances=False))
+        ctx.plan.intents.append(
+            DeleteOwned(name, ctx.status.control_unit_uid, advances=False, row=_UNSEEN_UNIT)
+        )
     return True
 
 
@@ -363,9 +375,82 @@ def _look_again_later(ctx: PassContext, facts: TaskSetFacts) -> None:
     ctx.plan.requeue(ctx.settings.cache_wait_requeue)
 
 
+# ----- ControlUnit action results -------------------------------------------------------------------------
+
+
+def unit_created(ctx: PassContext, intent: CreateOwned, result: ActionResult) -> None:
+    """T3's create came back: created (along its row, and the pass goes on), already there (adopt it,
+    wait for it, or a conflict), rejected (T3-rejected), or a transient failure to retry with backoff."""
+    unit = result.view if isinstance(result.view, ControlUnitView) else None
+    if result.kind == ResultKind.OK and unit is not None and unit.uid:
+        ctx.status.control_unit_uid = unit.uid
+        _move_on_result(ctx, intent.row.label, fixed_message(TASKSET_ROWS, intent.row.label))
+        _go_on_with_created_unit(ctx, unit)
+        return
+    if result.kind == ResultKind.EXISTS:
+        _unit_exists(ctx, unit)
+        return
+    if result.kind == ResultKind.INVALID:
+        ctx.plan.events.append(Event(EventReason.CONTROL_UNIT_CREATION_FAILED, result.message))
+        _move_on_result(ctx, "T3-rejected", f"ControlUnit creation rejected: {result.message}")
+        next_pass_now(ctx)
+        return
+    transient(ctx, EventReason.CONTROL_UNIT_CREATION_FAILED, result.message)
+
+
+def _unit_exists(ctx: PassContext, live: ControlUnitView | None) -> None:
+    if live is None:
+        ctx.plan.requeue(0)
+    elif live.controller_uid == ctx.ref.uid and not live.deleting:
+        ctx.status.control_unit_uid = live.uid
+        # Not the manifest this pass decided: the next pass verifies it as any found ControlUnit.
+        ctx.status.spec_digest = None
+        _move_on_result(ctx, "T3-adopt", fixed_message(TASKSET_ROWS, "T3-adopt"))
+        # The ControlUnit already exists, so its add event may already have been handled: by a pass
+        # that started this retry and observed only the previous attempt's unit. Nothing else would
+        # wake the TaskSet for T5.
+        next_pass_now(ctx)
+    elif live.controller_uid == ctx.ref.uid:
+        ctx.plan.requeue(ctx.settings.cache_wait_requeue)
+    else:
+        message = f"ControlUnit name conflict: {live.name}"
+        ctx.plan.events.append(Event(EventReason.CONTROL_UNIT_NAME_CONFLICT, message))
+        _move_on_result(ctx, "T3-rejected", message)
+        next_pass_now(ctx)
+
+
+def _go_on_with_created_unit(ctx: PassContext, created: ControlUnitView) -> None:
+    """Chain on from T3 in the same pass (spec 5: R MAY chain): the create's response is the API
+    server's own word that the ControlUnit exists, so it stands in for the cache's sight of it (T5),
+    and the Pods' creates go out now instead of a queue trip later, when the ConfigMap's add event
+    would bring the next pass. Only a fresh create chains: its add event is still to come, which the
+    reconciler waits for before the next pass (and bridges while it lags). An adopted ControlUnit's
+    cache lags for reasons unknown, so adoption waits for the cache as before."""
+    ctx.observed = replace(ctx.observed, control_unit=created)
+    run_taskset(ctx)
+    report_waiting(ctx)
+
+
+def unit_deleted(ctx: PassContext, intent: DeleteOwned, result: ActionResult) -> None:
+    """T10's delete came back: the TaskSet moves along the row once it is accepted (or the unit is
+    gone); a failure is retried with backoff."""
+    if result.kind == ResultKind.ERROR:
+        transient(ctx, None, result.message)
+        return
+    _move_on_result(ctx, intent.row.label, fixed_message(TASKSET_ROWS, intent.row.label))
+    if result.kind != ResultKind.OK:  # already gone: no deletion event will come
+        next_pass_now(ctx)
+
+
 # ----- the table ------------------------------------------------------------------------------------------
 
 _GOING_TO_START = "TaskSet is going to start"
+
+# The rows whose effects ask the API server for something: their intents carry them, and each takes
+# the answer in its ``on_result``.
+_CREATE_UNIT = RowRef(TASKSET_MACHINE.name, "T3")
+_UNSEEN_UNIT = RowRef(TASKSET_MACHINE.name, "T4")
+_DELETE_UNIT = RowRef(TASKSET_MACHINE.name, "T10")
 
 TASKSET_ROWS: dict[str, Row[TaskSetFacts]] = {
     "T1": Row(message=_validation_message),
@@ -375,20 +460,24 @@ TASKSET_ROWS: dict[str, Row[TaskSetFacts]] = {
     "T3-hold": Row(wait=_look_again_later),
     "T3-deadline": Row(effect=_deadline, message=_deadline_row_message),
     "T3-suspended": Row(),  # the resume's own update event brings the pass that goes on
-    "T3": Row(effect=_create_unit, message=_GOING_TO_START),
+    "T3": Row(effect=_create_unit, message=_GOING_TO_START, on_result=unit_created),
     "T3-rejected": Row(
         message=FromResult("the name conflict, or the API server's reason for refusing the create")
     ),
     "T12": Row(effect=_unit_deleted, message=_unit_deleting_message),
     "T5": Row(message="Control unit is synced,prepare to launch tasks"),
-    "T4": Row(effect=_unit_timeout, message="It's already timeout ,can't wait anymore"),
+    "T4": Row(
+        effect=_unit_timeout, message="It's already timeout ,can't wait anymore", on_result=retry_if_failed
+    ),
     "T5b": Row(wait=_wait_for_cache),
     "T11": Row(effect=_unit_deleted, message=_unit_deleted_message),
     "T6-deadline": Row(effect=_deadline, message=_deadline_row_message),
     "T6": Row(effect=_decide_attempt, message=_outcome_message),
     "T7": Row(message="Some TaskRole is running"),
     "T-wait": Row(),
-    "T10": Row(effect=_delete_unit, message="The deletion of control unit has been requested"),
+    "T10": Row(
+        effect=_delete_unit, message="The deletion of control unit has been requested", on_result=unit_deleted
+    ),
     "T12b": Row(wait=_look_again_later),
     "T13-succeeded": Row(message=_ending_message),
     "T13-retry": Row(effect=_schedule_retry, message=_ending_message),
@@ -399,7 +488,7 @@ TASKSET_ROWS: dict[str, Row[TaskSetFacts]] = {
     "T14": Row(effect=_start_retry, message="TaskSet is going to retry"),
     "T14b": Row(wait=_wait_for_retry_delay),
 }
-check_rows(TASKSET_MACHINE, TASKSET_ROWS)
+check_rows(TASKSET_MACHINE, TASKSET_ROWS, issuing=(_CREATE_UNIT, _UNSEEN_UNIT, _DELETE_UNIT))
 
 # Where each row goes, for the results that move the TaskSet along the row their action was for.
 _TARGET = {transition.label: transition.target for transition in TASKSET_MACHINE.transitions}
@@ -442,11 +531,16 @@ def _move_on_result(ctx: PassContext, label: str, message: str) -> None:
 def _update_state(ctx: PassContext, label: str) -> None:
     """Spec 5.4 and the conditions of 2.5.1, after a phase change."""
     status = ctx.status
-    if status.phase in (T.VALIDATION, T.ATTEMPT_PENDING, T.ATTEMPT_CREATION_REQUESTED, T.ATTEMPT_PREPARING):
+    if status.phase in (
+        TaskSetPhase.VALIDATION,
+        TaskSetPhase.ATTEMPT_PENDING,
+        TaskSetPhase.ATTEMPT_CREATION_REQUESTED,
+        TaskSetPhase.ATTEMPT_PREPARING,
+    ):
         _set_state(ctx, State.WAITING)
-    elif status.phase == T.ATTEMPT_RUNNING:
+    elif status.phase == TaskSetPhase.ATTEMPT_RUNNING:
         _set_state(ctx, State.RUNNING)
-    elif status.phase == T.COMPLETED:
+    elif status.phase == TaskSetPhase.COMPLETED:
         _complete(ctx, label)
 
 
@@ -502,75 +596,4 @@ def _remove_stray_units(ctx: PassContext) -> None:
     kept = kept_unit(ctx)
     for unit in units:
         if unit.controller_uid == ctx.ref.uid and not unit.deleting and unit.uid != kept:
-            ctx.plan.intents.append(DeleteOwned(unit.name, unit.uid, advances=False))
-
-
-# ----- ControlUnit action results -------------------------------------------------------------------------
-
-
-def unit_created(ctx: PassContext, result: ActionResult) -> None:
-    """T3's create came back: created (T3, and the pass goes on), already there (adopt it, wait for it,
-    or a conflict), rejected (T3-rejected), or a transient failure to retry with backoff."""
-    unit = result.view if isinstance(result.view, ControlUnitView) else None
-    if result.kind == ResultKind.OK and unit is not None and unit.uid:
-        ctx.status.control_unit_uid = unit.uid
-        _move_on_result(ctx, "T3", fixed_message(TASKSET_ROWS, "T3"))
-        _go_on_with_created_unit(ctx, unit)
-        return
-    if result.kind == ResultKind.EXISTS:
-        _unit_exists(ctx, unit)
-        return
-    if result.kind == ResultKind.INVALID:
-        ctx.plan.events.append(Event(EventReason.CONTROL_UNIT_CREATION_FAILED, result.message))
-        _move_on_result(ctx, "T3-rejected", f"ControlUnit creation rejected: {result.message}")
-        next_pass_now(ctx)
-        return
-    transient(ctx, EventReason.CONTROL_UNIT_CREATION_FAILED, result.message)
-
-
-def _unit_exists(ctx: PassContext, live: ControlUnitView | None) -> None:
-    if live is None:
-        ctx.plan.requeue(0)
-    elif live.controller_uid == ctx.ref.uid and not live.deleting:
-        ctx.status.control_unit_uid = live.uid
-        # Not the manifest this pass decided: the next pass verifies it as any found ControlUnit.
-        ctx.status.spec_digest = None
-        _move_on_result(ctx, "T3-adopt", fixed_message(TASKSET_ROWS, "T3-adopt"))
-        # The ControlUnit already exists, so its add event may already have been handled: by a pass
-        # that started this retry and observed only the previous attempt's unit. Nothing else would
-        # wake the TaskSet for T5.
-        next_pass_now(ctx)
-    elif live.controller_uid == ctx.ref.uid:
-        ctx.plan.requeue(ctx.settings.cache_wait_requeue)
-    else:
-        message = f"ControlUnit name conflict: {live.name}"
-        ctx.plan.events.append(Event(EventReason.CONTROL_UNIT_NAME_CONFLICT, message))
-        _move_on_result(ctx, "T3-rejected", message)
-        next_pass_now(ctx)
-
-
-def _go_on_with_created_unit(ctx: PassContext, created: ControlUnitView) -> None:
-    """Chain on from T3 in the same pass (spec 5: R MAY chain): the create's response is the API
-    server's own word that the ControlUnit exists, so it stands in for the cache's sight of it (T5),
-    and the Pods' creates go out now instead of a queue trip later, when the ConfigMap's add event
-    would bring the next pass. Only a fresh create chains: its add event is still to come, which the
-    reconciler waits for before the next pass (and bridges while it lags). An adopted ControlUnit's
-    cache lags for reasons unknown, so adoption waits for the cache as before."""
-    ctx.observed = replace(ctx.observed, control_unit=created)
-    run_taskset(ctx)
-    report_waiting(ctx)
-
-
-def unit_deleted(ctx: PassContext, intent: DeleteOwned, result: ActionResult) -> None:
-    """A ControlUnit's delete came back: T10 moves on once it is accepted (or the unit is gone); a
-    stray's or an unseen unit's delete only needs a retry when it failed."""
-    if not intent.advances:
-        if result.kind == ResultKind.ERROR:
-            ctx.plan.backoff = True
-        return
-    if result.kind == ResultKind.ERROR:
-        transient(ctx, None, result.message)
-        return
-    _move_on_result(ctx, "T10", fixed_message(TASKSET_ROWS, "T10"))
-    if result.kind != ResultKind.OK:  # already gone: no deletion event will come
-        next_pass_now(ctx)
+            ctx.plan.intents.append(DeleteOwned(unit.name, unit.uid, advances=False, row=STRAY_UNIT))

@@ -25,6 +25,7 @@ from taskset.decide.context import PassContext
 from taskset.decide.deadlines import ended_by_deadline
 from taskset.decide.deletions import recorded_uids
 from taskset.decide.plan import DeletePod
+from taskset.decide.upkeep import UNFINISHED_POD
 
 
 def clean_pod_policy(ctx: PassContext) -> CleanPodPolicy:
@@ -64,4 +65,6 @@ def clean_finished(ctx: PassContext) -> None:
             continue
         ctx.deleted.add(pod.uid)
         position, index = recorded.get(pod.uid, (0, 0))  # read only by a delete that advances a replica
-        ctx.plan.intents.append(DeletePod(pod.name, pod.uid, position, index, advances=False))
+        ctx.plan.intents.append(
+            DeletePod(pod.name, pod.uid, position, index, advances=False, row=UNFINISHED_POD)
+        )

@@ -10,7 +10,7 @@ how it waits and what message it writes in one place.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -19,7 +19,7 @@ from statemachine import Machine
 from taskset.api.constants import EventReason, QueryKey
 from taskset.api.spec import ParseResult, TaskSetSpec, ValidationFailure
 from taskset.api.status import RoleStatus, TaskSetStatus, stamp
-from taskset.decide.plan import Event, LogRecord, Plan, Settings, TaskSetRef
+from taskset.decide.plan import ActionResult, Event, LogRecord, Plan, ResultKind, RowRef, Settings, TaskSetRef
 from taskset.integrations.base import Attempt
 from taskset.integrations.framework import Admissions
 from taskset.observed.views import Observed
@@ -83,8 +83,8 @@ Scope = TypeVar("Scope")
 
 @dataclass(frozen=True)
 class FromResult:
-    """The message of a row taken only on an action's result (``on_result``): the result's own words,
-    which no step can know, so the function that folds the result writes it."""
+    """The message of a row taken only on an action's result (``Transition.on_result``): the result's
+    own words, which no step can know, so the function that folds the result writes it."""
 
     doc: str
 
@@ -97,12 +97,16 @@ class Row(Generic[Scope]):
     its ``message`` into the phase it enters: a fixed text, a function of what the row read, or, for a
     row taken only on an action's result, ``FromResult``. An effect that starts an API action answers
     False: the move waits for the action's result. A row that keeps the phase runs its ``wait`` (when to
-    look again, what to report while waiting). Every field is optional: a row with none of them moves
-    and keeps the phase's message, or waits doing nothing."""
+    look again, what to report while waiting). A row whose effect asks the API server for something
+    makes its intents carry the row (``RowRef``), and its ``on_result`` takes each one's answer: it moves
+    the machine along a declared edge, or stays and retries. Every field is optional: a row with none of
+    them moves and keeps the phase's message, or waits doing nothing."""
 
     effect: Callable[[PassContext, Scope], bool] | None = None
     message: str | Callable[[PassContext, Scope], str] | FromResult | None = None
     wait: Callable[[PassContext, Scope], None] | None = None
+    # (pass, the intent the row issued, its result): the intent's own type, which the row knows.
+    on_result: Callable[[PassContext, Any, ActionResult], None] | None = None
 
 
 def row_message(row: Row[Scope], ctx: PassContext, scope: Scope, current: str) -> str:
@@ -124,9 +128,13 @@ def fixed_message(rows: Mapping[str, Row[Any]], label: str) -> str:
     return message
 
 
-def check_rows(machine: Machine[Any, Any], rows: Mapping[str, Row[Any]]) -> None:
+def check_rows(
+    machine: Machine[Any, Any], rows: Mapping[str, Row[Any]], issuing: Iterable[RowRef] = ()
+) -> None:
     """Fail at import when a table and its machine disagree: every declared row has exactly one entry
-    (so a step's strict lookup cannot miss), and a row that keeps the phase neither moves nor writes."""
+    (so a step's strict lookup cannot miss), and a row that keeps the phase neither moves nor writes.
+    ``issuing`` are the rows whose effects make intents (the ``RowRef`` s they carry): each is a row of
+    this machine with an effect, and exactly these rows take an action's result (``on_result``)."""
     declared = {transition.label: transition for transition in machine.transitions}
     if set(rows) != set(declared):
         missing, unknown = sorted(set(declared) - set(rows)), sorted(set(rows) - set(declared))
@@ -136,6 +144,18 @@ def check_rows(machine: Machine[Any, Any], rows: Mapping[str, Row[Any]]) -> None
             raise ValueError(f"{machine.name} row {label} keeps the phase but has an effect or a message")
         if declared[label].target is not None and row.wait:
             raise ValueError(f"{machine.name} row {label} moves but has a wait")
+    issuers = set()
+    for ref in issuing:
+        if ref.machine != machine.name or ref.label not in rows or rows[ref.label].effect is None:
+            raise ValueError(
+                f"{machine.name}: an intent names row {ref.label} of {ref.machine}, no effect of it"
+            )
+        issuers.add(ref.label)
+    for label, row in rows.items():
+        if label in issuers and row.on_result is None:
+            raise ValueError(f"{machine.name} row {label} makes intents but takes no result (on_result)")
+        if label not in issuers and row.on_result is not None:
+            raise ValueError(f"{machine.name} row {label} takes a result but makes no intent")
 
 
 # ----- shared helpers -------------------------------------------------------------------------------------
@@ -186,6 +206,13 @@ def next_pass_now(ctx: PassContext) -> None:
     """A result moved a machine to a state whose next step needs no new watch event (the object is
     already gone, or was never made): look again at once instead of waiting for a safety-net requeue."""
     ctx.plan.requeue(0)
+
+
+def retry_if_failed(ctx: PassContext, intent: Any, result: ActionResult) -> None:
+    """The answer to an action no machine moves on (a stray's delete, say): only a failure matters,
+    retried with backoff."""
+    if result.kind == ResultKind.ERROR:
+        ctx.plan.backoff = True
 
 
 def transient(ctx: PassContext, reason: EventReason | None, message: str) -> None:

@@ -14,6 +14,7 @@ from taskset.api.spec import ParsedTaskSet
 from taskset.api.status import AttemptResult, seconds_since
 from taskset.decide.context import PassContext
 from taskset.decide.plan import ActionResult, DeleteTaskSet, ResultKind
+from taskset.decide.upkeep import EXPIRED_TASKSET
 
 
 def active_deadline(ctx: PassContext) -> int | None:
@@ -70,10 +71,10 @@ def expire_finished(ctx: PassContext) -> None:
     if remaining > 0:
         ctx.plan.requeue(remaining)
     else:
-        ctx.plan.intents.append(DeleteTaskSet(ctx.ref.uid))
+        ctx.plan.intents.append(DeleteTaskSet(ctx.ref.uid, row=EXPIRED_TASKSET))
 
 
-def taskset_deleted(ctx: PassContext, result: ActionResult) -> None:
+def taskset_deleted(ctx: PassContext, intent: DeleteTaskSet, result: ActionResult) -> None:
     """The TTL's delete came back: gone or going is done; an error is tried again with backoff."""
     if result.kind == ResultKind.ERROR:
         ctx.plan.backoff = True

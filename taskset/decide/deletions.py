@@ -23,6 +23,7 @@ from taskset.api.constants import ConditionStatus, ConditionType, EventReason
 from taskset.api.status import TaskSetStatus, clip, seconds_since
 from taskset.decide.context import PassContext
 from taskset.decide.plan import DeletePod, Event
+from taskset.decide.upkeep import ORPHANED_POD
 from taskset.decide.waiting import WAITING_SUMMARY_MAX, WAITING_SUMMARY_NAMED
 from taskset.observed.views import PodView
 
@@ -120,7 +121,9 @@ def remove_orphaned_pods(ctx: PassContext, kept: str | None = None) -> None:
             continue
         ctx.deleted.add(pod.uid)
         position, index = found
-        ctx.plan.intents.append(DeletePod(pod.name, pod.uid, position, index, advances=False))
+        ctx.plan.intents.append(
+            DeletePod(pod.name, pod.uid, position, index, advances=False, row=ORPHANED_POD)
+        )
         ctx.plan.events.append(Event(EventReason.ORPHANED_POD_DELETED, orphan_message(pod.name)))
 
 

@@ -40,8 +40,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from taskset.api.constants import ReplicaPhase as P
-from taskset.api.constants import RolePhase, TaskSetPhase
+from taskset.api.constants import ReplicaPhase, RolePhase, TaskSetPhase
 from taskset.api.elastic_status import ScaleRecord, ScaleStatus
 from taskset.api.scale import SCALE_FIELD, scale_of, scale_selector
 from taskset.api.spec import ParsedTaskSet, Role, TaskSetSpec
@@ -49,6 +48,7 @@ from taskset.api.status import ReplicaStatus, RoleStatus
 from taskset.decide.context import PassContext
 from taskset.decide.owned_sync import admission_of, attempt_of
 from taskset.decide.plan import DeletePod
+from taskset.decide.upkeep import SCALED_DOWN_POD
 from taskset.integrations.framework import Admissions
 from taskset.observed.proof import ProofSubject, proves
 from taskset.observed.views import PodView
@@ -141,7 +141,7 @@ def resize(status: RoleStatus, target: int, stamp: str) -> None:
     below it whose previous instance is gone, and drop the stopped, completed tail."""
     entries = status.replicas
     for replica in entries[target:]:
-        if not replica.stopped and replica.phase != P.COMPLETED:
+        if not replica.stopped and replica.phase != ReplicaPhase.COMPLETED:
             replica.stopped = True
             replica.phase_message = f"ScaledDown: replicas {target}"
     for index in range(target):
@@ -151,10 +151,10 @@ def resize(status: RoleStatus, target: int, stamp: str) -> None:
         replica = entries[index]
         if not replica.stopped:
             continue
-        if replica.phase != P.COMPLETED:
+        if replica.phase != ReplicaPhase.COMPLETED:
             break  # still going away: it comes back as a new instance once it is gone
         entries[index] = ReplicaStatus(index=index, name=status.name, transition_time=stamp)
-    while len(entries) > target and entries[-1].phase == P.COMPLETED:
+    while len(entries) > target and entries[-1].phase == ReplicaPhase.COMPLETED:
         entries.pop()
 
 
@@ -178,9 +178,12 @@ def settle_scale(ctx: PassContext) -> None:
     for status in ctx.status.roles:
         if status.target_replicas is None or status.phase not in _SCALING_ROLES:
             continue
-        fresh = sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped)
+        fresh = sum(1 for r in status.replicas if r.phase == ReplicaPhase.ATTEMPT_PENDING and not r.stopped)
         resize(status, status.target_replicas, ctx.stamp)
-        if sum(1 for r in status.replicas if r.phase == P.ATTEMPT_PENDING and not r.stopped) > fresh:
+        if (
+            sum(1 for r in status.replicas if r.phase == ReplicaPhase.ATTEMPT_PENDING and not r.stopped)
+            > fresh
+        ):
             ctx.plan.requeue(0.0)
 
 
@@ -202,7 +205,9 @@ def remove_scaled_down_pods(ctx: PassContext) -> None:
                 continue
             if _ours_to_delete(ctx, pod, unit):
                 ctx.deleted.add(pod.uid)
-                ctx.plan.intents.append(DeletePod(pod.name, pod.uid, position, int(index), advances=False))
+                ctx.plan.intents.append(
+                    DeletePod(pod.name, pod.uid, position, int(index), advances=False, row=SCALED_DOWN_POD)
+                )
 
 
 def _ours_to_delete(ctx: PassContext, pod: PodView, unit: str) -> bool:

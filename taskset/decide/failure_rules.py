@@ -28,23 +28,24 @@ from taskset.decide.context import PassContext
 from taskset.decide.plan import Event
 from taskset.observed.views import POD_PHASE_UNKNOWN, ContainerExit, PodView
 
-A = FailureAction
 # Pod reasons the kubelet and the node lifecycle write when the platform, not the workload, ended a Pod.
 PLATFORM_POD_REASONS: Final = frozenset({"Evicted", "Preempting", POD_REASON_NODE_LOST, "NodeShutdown"})
 BUILTIN_RULES: Final = (
     FailureRule(
         "builtin-disruption",
-        A.RETRY_NOT_COUNTED,
+        FailureAction.RETRY_NOT_COUNTED,
         pod_conditions=(PodCondition(POD_CONDITION_DISRUPTION_TARGET, "True"),),
     ),
-    FailureRule("builtin-platform", A.RETRY_NOT_COUNTED, pod_reasons=PLATFORM_POD_REASONS),
+    FailureRule("builtin-platform", FailureAction.RETRY_NOT_COUNTED, pod_reasons=PLATFORM_POD_REASONS),
     # A Pod that never ran within startDeadlineSeconds (taskset.decide.start_deadline).
     FailureRule(
-        "builtin-start-deadline", A.RETRY_NOT_COUNTED, pod_reasons=frozenset({POD_REASON_START_DEADLINE})
+        "builtin-start-deadline",
+        FailureAction.RETRY_NOT_COUNTED,
+        pod_reasons=frozenset({POD_REASON_START_DEADLINE}),
     ),
 )
 NO_RULE: Final = "default"  # the rule name recorded when nothing matched
-_ENDS_ATTEMPT: Final = frozenset({A.FAIL_TASKSET, A.RESTART_TASKSET})
+_ENDS_ATTEMPT: Final = frozenset({FailureAction.FAIL_TASKSET, FailureAction.RESTART_TASKSET})
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def match_failure(rules: Sequence[FailureRule], end: AttemptEnd) -> FailureMatch
         why = _why(rule, end)
         if why is not None:
             return FailureMatch(rule.name, rule.action, why)
-    return FailureMatch(NO_RULE, A.RETRY_COUNTED, "no failure rule matched")
+    return FailureMatch(NO_RULE, FailureAction.RETRY_COUNTED, "no failure rule matched")
 
 
 def rules_of(spec: TaskSetSpec, role: Role) -> tuple[FailureRule, ...]:
@@ -142,16 +143,16 @@ def rules_of(spec: TaskSetSpec, role: Role) -> tuple[FailureRule, ...]:
 def failure_action(replica: ReplicaStatus) -> FailureAction:
     """What the current attempt's failure asks for; past ``MAX_UNCOUNTED_RETRIES`` a platform failure
     counts like any other."""
-    action = A.RETRY_COUNTED if replica.failure is None else replica.failure.action
-    if action == A.RETRY_NOT_COUNTED and replica.uncounted_retries >= MAX_UNCOUNTED_RETRIES:
-        return A.RETRY_COUNTED
+    action = FailureAction.RETRY_COUNTED if replica.failure is None else replica.failure.action
+    if action == FailureAction.RETRY_NOT_COUNTED and replica.uncounted_retries >= MAX_UNCOUNTED_RETRIES:
+        return FailureAction.RETRY_COUNTED
     return action
 
 
 def fails_role(replica: ReplicaStatus) -> bool:
     """Whether this completed replica's failure fails its role at once (FailRole and the two that end
     the attempt, which do so through the role)."""
-    return not replica.stopped and failure_action(replica) in (A.FAIL_ROLE, *_ENDS_ATTEMPT)
+    return not replica.stopped and failure_action(replica) in (FailureAction.FAIL_ROLE, *_ENDS_ATTEMPT)
 
 
 def ends_attempt(replica: ReplicaStatus) -> FailureAction | None:

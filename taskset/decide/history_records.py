@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from taskset.api.constants import TaskSetPhase as T
+from taskset.api.constants import TaskSetPhase
 from taskset.api.history import AttemptRecord, with_attempt
 from taskset.api.status import ReplicaStatus, TaskSetStatus
 
@@ -25,13 +25,13 @@ ENDING_ROWS: Final = frozenset({"T13-succeeded", "T13-retry", "T13", "T3-deadlin
 RETRY_ROW: Final = "T13-retry"
 
 
-def note_move(status: TaskSetStatus, target: T, label: str, now: str) -> None:
+def note_move(status: TaskSetStatus, target: TaskSetPhase, label: str, now: str) -> None:
     """Keep an attempt's start when it begins and its record when it ends; called by every move of the
     TaskSet machine before the move rewrites the phase and its message."""
     if label in ENDING_ROWS:
         record = attempt_record(status, label, now)
         status.attempt_history = with_attempt(status.attempt_history, record)
-    if target == T.ATTEMPT_PENDING:
+    if target == TaskSetPhase.ATTEMPT_PENDING:
         status.attempt_start_at = now
 
 

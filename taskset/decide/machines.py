@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from statemachine import Machine, Transition
-from taskset.api.constants import ReplicaPhase as P
-from taskset.api.constants import RolePhase as R
-from taskset.api.constants import TaskSetPhase as T
+from taskset.api.constants import ReplicaPhase, RolePhase, TaskSetPhase
 from taskset.observed.views import PodClass
 
 # ----------------------------------------------------------------------------------------------------
@@ -71,26 +69,31 @@ def _suspend_live(f: ReplicaFacts) -> bool:
     return f.suspended and not f.ours_deleting and not f.ours_terminal
 
 
-_LIVE = (P.ATTEMPT_CREATION_REQUESTED, P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING)
-_GONE_WAIT = (P.ATTEMPT_DELETION_REQUESTED, P.ATTEMPT_COMPLETED)
+_LIVE = (
+    ReplicaPhase.ATTEMPT_CREATION_REQUESTED,
+    ReplicaPhase.ATTEMPT_PREPARING,
+    ReplicaPhase.ATTEMPT_ASSIGNED,
+    ReplicaPhase.ATTEMPT_RUNNING,
+)
+_GONE_WAIT = (ReplicaPhase.ATTEMPT_DELETION_REQUESTED, ReplicaPhase.ATTEMPT_COMPLETED)
 
-REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
+REPLICA_MACHINE: Machine[ReplicaPhase, ReplicaFacts] = Machine(
     name="replica",
-    states=tuple(P),
-    initial=P.ATTEMPT_PENDING,
-    terminal=frozenset({P.COMPLETED}),
+    states=tuple(ReplicaPhase),
+    initial=ReplicaPhase.ATTEMPT_PENDING,
+    terminal=frozenset({ReplicaPhase.COMPLETED}),
     transitions=(
         # --- a new attempt's Pod ---
         Transition(
             "S1",
-            (P.ATTEMPT_PENDING, P.ATTEMPT_RETRY_PENDING),
-            P.COMPLETED,
+            (ReplicaPhase.ATTEMPT_PENDING, ReplicaPhase.ATTEMPT_RETRY_PENDING),
+            ReplicaPhase.COMPLETED,
             lambda f: f.stopped,
             "stopped by its completed role",
         ),
         Transition(
             "P0",
-            (P.ATTEMPT_PENDING,),
+            (ReplicaPhase.ATTEMPT_PENDING,),
             None,
             lambda f: (
                 f.pod in (PodClass.PREVIOUS, PodClass.DUPLICATE)
@@ -101,38 +104,43 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
         ),
         Transition(
             "P1-conflict",
-            (P.ATTEMPT_PENDING,),
-            P.ATTEMPT_COMPLETED,
+            (ReplicaPhase.ATTEMPT_PENDING,),
+            ReplicaPhase.ATTEMPT_COMPLETED,
             lambda f: f.pod == PodClass.FOREIGN,
             "a foreign Pod holds the name",
         ),
         Transition(
             "P1-adopt",
-            (P.ATTEMPT_PENDING,),
-            P.ATTEMPT_CREATION_REQUESTED,
+            (ReplicaPhase.ATTEMPT_PENDING,),
+            ReplicaPhase.ATTEMPT_CREATION_REQUESTED,
             lambda f: f.ours,
             "this attempt's Pod already exists: adopt it",
         ),
         Transition(
             "P1-suspended",
-            (P.ATTEMPT_PENDING,),
+            (ReplicaPhase.ATTEMPT_PENDING,),
             None,
             lambda f: f.suspended,
             "the TaskSet is suspended: create nothing until it resumes",
         ),
         Transition(
             "P1-hold",
-            (P.ATTEMPT_PENDING,),
+            (ReplicaPhase.ATTEMPT_PENDING,),
             None,
             lambda f: not f.creates_allowed,
             "the TaskSet is being deleted, or an integration holds the role (its objects are not there "
             "yet, or its gate is closed): create nothing, and say why",
         ),
-        Transition("P1", (P.ATTEMPT_PENDING,), P.ATTEMPT_CREATION_REQUESTED, doc="create the Pod"),
+        Transition(
+            "P1",
+            (ReplicaPhase.ATTEMPT_PENDING,),
+            ReplicaPhase.ATTEMPT_CREATION_REQUESTED,
+            doc="create the Pod",
+        ),
         Transition(
             "P1-rejected",
-            (P.ATTEMPT_PENDING,),
-            P.ATTEMPT_COMPLETED,
+            (ReplicaPhase.ATTEMPT_PENDING,),
+            ReplicaPhase.ATTEMPT_COMPLETED,
             on_result=True,
             doc="create rejected (invalid Pod, admission) or name taken by a foreign Pod",
         ),
@@ -140,121 +148,123 @@ REPLICA_MACHINE: Machine[P, ReplicaFacts] = Machine(
         Transition(
             "P10-suspended",
             _LIVE,
-            P.ATTEMPT_DELETION_REQUESTED,
+            ReplicaPhase.ATTEMPT_DELETION_REQUESTED,
             lambda f: f.suspended and f.ours_deleting and not f.ours_terminal,
             "the TaskSet is suspended and the Pod is being deleted: not a failure",
         ),
         Transition(
             "P10",
-            (*_LIVE, P.ATTEMPT_DELETION_PENDING),
-            P.ATTEMPT_DELETION_REQUESTED,
+            (*_LIVE, ReplicaPhase.ATTEMPT_DELETION_PENDING),
+            ReplicaPhase.ATTEMPT_DELETION_REQUESTED,
             lambda f: f.ours_deleting,
             "someone else is deleting the Pod",
         ),
-        Transition("S2", _LIVE, P.ATTEMPT_DELETION_PENDING, _stop_live, "stopped by its completed role"),
+        Transition(
+            "S2", _LIVE, ReplicaPhase.ATTEMPT_DELETION_PENDING, _stop_live, "stopped by its completed role"
+        ),
         Transition(
             "P-suspend",
             _LIVE,
-            P.ATTEMPT_DELETION_PENDING,
+            ReplicaPhase.ATTEMPT_DELETION_PENDING,
             _suspend_live,
             "the TaskSet is suspended: delete the running Pod, counting nothing",
         ),
         Transition(
             "P3",
-            (P.ATTEMPT_CREATION_REQUESTED,),
-            P.ATTEMPT_PREPARING,
+            (ReplicaPhase.ATTEMPT_CREATION_REQUESTED,),
+            ReplicaPhase.ATTEMPT_PREPARING,
             lambda f: f.ours,
             "the Pod appeared in the cache",
         ),
         Transition(
             "P2",
-            (P.ATTEMPT_CREATION_REQUESTED,),
-            P.ATTEMPT_DELETION_PENDING,
+            (ReplicaPhase.ATTEMPT_CREATION_REQUESTED,),
+            ReplicaPhase.ATTEMPT_DELETION_PENDING,
             lambda f: f.creation_timed_out,
             "the Pod never appeared within the cache timeout",
         ),
-        Transition("P3b", (P.ATTEMPT_CREATION_REQUESTED,), None, doc="wait for the cache"),
+        Transition("P3b", (ReplicaPhase.ATTEMPT_CREATION_REQUESTED,), None, doc="wait for the cache"),
         Transition(
             "P5",
-            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING),
-            P.ATTEMPT_DELETION_PENDING,
+            (ReplicaPhase.ATTEMPT_PREPARING, ReplicaPhase.ATTEMPT_ASSIGNED, ReplicaPhase.ATTEMPT_RUNNING),
+            ReplicaPhase.ATTEMPT_DELETION_PENDING,
             lambda f: f.ours_terminal,
             "the Pod exited, or its phase became Unknown (node lost; spec 8.2): the attempt is over",
         ),
         Transition(
             "P4",
-            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED),
-            P.ATTEMPT_RUNNING,
+            (ReplicaPhase.ATTEMPT_PREPARING, ReplicaPhase.ATTEMPT_ASSIGNED),
+            ReplicaPhase.ATTEMPT_RUNNING,
             lambda f: f.ours and f.pod_running,
             "the Pod runs",
         ),
         Transition(
             "P6",
-            (P.ATTEMPT_PREPARING,),
-            P.ATTEMPT_ASSIGNED,
+            (ReplicaPhase.ATTEMPT_PREPARING,),
+            ReplicaPhase.ATTEMPT_ASSIGNED,
             lambda f: f.ours and f.pod_assigned,
             "the Pod got its node and IP",
         ),
         Transition(
             "P11",
-            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING),
-            P.ATTEMPT_COMPLETED,
+            (ReplicaPhase.ATTEMPT_PREPARING, ReplicaPhase.ATTEMPT_ASSIGNED, ReplicaPhase.ATTEMPT_RUNNING),
+            ReplicaPhase.ATTEMPT_COMPLETED,
             lambda f: not f.ours,
             "the Pod vanished",
         ),
         Transition(
             "P-start-deadline",
-            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED),
-            P.ATTEMPT_DELETION_PENDING,
+            (ReplicaPhase.ATTEMPT_PREPARING, ReplicaPhase.ATTEMPT_ASSIGNED),
+            ReplicaPhase.ATTEMPT_DELETION_PENDING,
             lambda f: f.ours and f.start_deadline_passed,
             "the Pod did not run within startDeadlineSeconds: replace this replica alone, "
             "a platform failure by default (never one that ran: Running is past these phases)",
         ),
         Transition(
             "P-wait",
-            (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED, P.ATTEMPT_RUNNING),
+            (ReplicaPhase.ATTEMPT_PREPARING, ReplicaPhase.ATTEMPT_ASSIGNED, ReplicaPhase.ATTEMPT_RUNNING),
             None,
             doc="nothing new about the Pod (a Pending Pod that will not start says why)",
         ),
         # --- ending the attempt ---
         Transition(
             "P9-keep",
-            (P.ATTEMPT_DELETION_PENDING,),
-            P.COMPLETED,
+            (ReplicaPhase.ATTEMPT_DELETION_PENDING,),
+            ReplicaPhase.COMPLETED,
             lambda f: f.keeps_finished and f.ours_terminal and not f.may_retry and not f.stopped,
             "cleanPodPolicy None or Running: the exited Pod of a replica whose outcome is final "
             "stays for the user (a retry needs its name, and so deletes it)",
         ),
         Transition(
             "P9",
-            (P.ATTEMPT_DELETION_PENDING,),
-            P.ATTEMPT_DELETION_REQUESTED,
+            (ReplicaPhase.ATTEMPT_DELETION_PENDING,),
+            ReplicaPhase.ATTEMPT_DELETION_REQUESTED,
             doc="delete the Pod (UID precondition)",
         ),
         Transition("P12", _GONE_WAIT, None, lambda f: f.ours, "wait until the Pod is gone"),
         Transition(
             "P13-suspended",
             _GONE_WAIT,
-            P.ATTEMPT_PENDING,
+            ReplicaPhase.ATTEMPT_PENDING,
             lambda f: f.suspend_deleted,
             "the Pod a suspension deleted is gone: the same replica attempt starts again on resume",
         ),
         Transition(
             "P13-retry",
             _GONE_WAIT,
-            P.ATTEMPT_RETRY_PENDING,
+            ReplicaPhase.ATTEMPT_RETRY_PENDING,
             lambda f: f.may_retry,
             "the attempt failed and the role's retry policy allows another",
         ),
-        Transition("P13", _GONE_WAIT, P.COMPLETED, doc="the replica's outcome is final"),
+        Transition("P13", _GONE_WAIT, ReplicaPhase.COMPLETED, doc="the replica's outcome is final"),
         Transition(
             "P14",
-            (P.ATTEMPT_RETRY_PENDING,),
-            P.ATTEMPT_PENDING,
+            (ReplicaPhase.ATTEMPT_RETRY_PENDING,),
+            ReplicaPhase.ATTEMPT_PENDING,
             lambda f: f.retry_due and f.creates_allowed,
             "the retry delay has passed (never while the TaskSet is being deleted, W-10)",
         ),
-        Transition("P14b", (P.ATTEMPT_RETRY_PENDING,), None, doc="wait for the retry delay"),
+        Transition("P14b", (ReplicaPhase.ATTEMPT_RETRY_PENDING,), None, doc="wait for the retry delay"),
     ),
 )
 
@@ -270,29 +280,29 @@ class RoleFacts:
     all_replicas_completed: bool
 
 
-ROLE_MACHINE: Machine[R, RoleFacts] = Machine(
+ROLE_MACHINE: Machine[RolePhase, RoleFacts] = Machine(
     name="role",
-    states=tuple(R),
-    initial=R.WAITING,
-    terminal=frozenset({R.COMPLETED}),
+    states=tuple(RolePhase),
+    initial=RolePhase.WAITING,
+    terminal=frozenset({RolePhase.COMPLETED}),
     transitions=(
         Transition(
             "R1",
-            (R.WAITING, R.RUNNING),
-            R.CLEANING_PENDING,
+            (RolePhase.WAITING, RolePhase.RUNNING),
+            RolePhase.CLEANING_PENDING,
             lambda f: f.complete,
             "the completion policy is satisfied: outcome decided, stop the rest",
         ),
-        Transition("R2", (R.WAITING,), R.RUNNING, lambda f: f.started, "a replica started"),
-        Transition("R-wait", (R.WAITING, R.RUNNING), None, doc="replicas still going"),
+        Transition("R2", (RolePhase.WAITING,), RolePhase.RUNNING, lambda f: f.started, "a replica started"),
+        Transition("R-wait", (RolePhase.WAITING, RolePhase.RUNNING), None, doc="replicas still going"),
         Transition(
             "R4",
-            (R.CLEANING_PENDING,),
-            R.COMPLETED,
+            (RolePhase.CLEANING_PENDING,),
+            RolePhase.COMPLETED,
             lambda f: f.all_replicas_completed,
             "every replica is completed",
         ),
-        Transition("R4b", (R.CLEANING_PENDING,), None, doc="stopped replicas still going away"),
+        Transition("R4b", (RolePhase.CLEANING_PENDING,), None, doc="stopped replicas still going away"),
     ),
 )
 
@@ -335,166 +345,191 @@ class TaskSetFacts:
 
 
 _CU = ControlUnitClass
-_ACTIVE = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
-_ENDING = (T.ATTEMPT_DELETION_PENDING, T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED)
+_ACTIVE = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
+_ENDING = (
+    TaskSetPhase.ATTEMPT_DELETION_PENDING,
+    TaskSetPhase.ATTEMPT_DELETION_REQUESTED,
+    TaskSetPhase.ATTEMPT_COMPLETED,
+)
 
-TASKSET_MACHINE: Machine[T, TaskSetFacts] = Machine(
+TASKSET_MACHINE: Machine[TaskSetPhase, TaskSetFacts] = Machine(
     name="taskset",
-    states=tuple(T),
-    initial=T.VALIDATION,
-    terminal=frozenset({T.COMPLETED}),
+    states=tuple(TaskSetPhase),
+    initial=TaskSetPhase.VALIDATION,
+    terminal=frozenset({TaskSetPhase.COMPLETED}),
     transitions=(
-        Transition("T1", (T.VALIDATION,), T.COMPLETED, lambda f: not f.legal, "the TaskSet is illegal"),
-        Transition("T2", (T.VALIDATION,), T.ATTEMPT_PENDING, doc="the TaskSet is legal"),
+        Transition(
+            "T1",
+            (TaskSetPhase.VALIDATION,),
+            TaskSetPhase.COMPLETED,
+            lambda f: not f.legal,
+            "the TaskSet is illegal",
+        ),
+        Transition(
+            "T2", (TaskSetPhase.VALIDATION,), TaskSetPhase.ATTEMPT_PENDING, doc="the TaskSet is legal"
+        ),
         # --- starting an attempt ---
         Transition(
             "T3-conflict",
-            (T.ATTEMPT_PENDING,),
-            T.ATTEMPT_COMPLETED,
+            (TaskSetPhase.ATTEMPT_PENDING,),
+            TaskSetPhase.ATTEMPT_COMPLETED,
             lambda f: f.control_unit == _CU.FOREIGN,
             "a foreign ConfigMap holds the ControlUnit name",
         ),
         Transition(
             "T3-adopt",
-            (T.ATTEMPT_PENDING,),
-            T.ATTEMPT_CREATION_REQUESTED,
+            (TaskSetPhase.ATTEMPT_PENDING,),
+            TaskSetPhase.ATTEMPT_CREATION_REQUESTED,
             lambda f: f.control_unit == _CU.OURS,
             "our ControlUnit already exists: adopt it",
         ),
         Transition(
             "T3-hold",
-            (T.ATTEMPT_PENDING,),
+            (TaskSetPhase.ATTEMPT_PENDING,),
             None,
             lambda f: f.deleting or f.control_unit == _CU.OURS_DELETING,
             "the TaskSet is being deleted, or a stale ControlUnit is going away",
         ),
         Transition(
             "T3-deadline",
-            (T.ATTEMPT_PENDING,),
-            T.COMPLETED,
+            (TaskSetPhase.ATTEMPT_PENDING,),
+            TaskSetPhase.COMPLETED,
             lambda f: f.deadline_exceeded,
             "activeDeadlineSeconds passed before the attempt started (it runs on while "
             "suspended, as it does through retry delays): no attempt",
         ),
         Transition(
             "T3-suspended",
-            (T.ATTEMPT_PENDING,),
+            (TaskSetPhase.ATTEMPT_PENDING,),
             None,
             lambda f: f.suspended,
             "the TaskSet is suspended: no ControlUnit until it resumes",
         ),
-        Transition("T3", (T.ATTEMPT_PENDING,), T.ATTEMPT_CREATION_REQUESTED, doc="create the ControlUnit"),
+        Transition(
+            "T3",
+            (TaskSetPhase.ATTEMPT_PENDING,),
+            TaskSetPhase.ATTEMPT_CREATION_REQUESTED,
+            doc="create the ControlUnit",
+        ),
         Transition(
             "T3-rejected",
-            (T.ATTEMPT_PENDING,),
-            T.ATTEMPT_COMPLETED,
+            (TaskSetPhase.ATTEMPT_PENDING,),
+            TaskSetPhase.ATTEMPT_COMPLETED,
             on_result=True,
             doc="the ControlUnit name is taken by a foreign ConfigMap",
         ),
         Transition(
             "T12",
-            (T.ATTEMPT_CREATION_REQUESTED, *_ACTIVE, T.ATTEMPT_DELETION_PENDING),
-            T.ATTEMPT_DELETION_REQUESTED,
+            (TaskSetPhase.ATTEMPT_CREATION_REQUESTED, *_ACTIVE, TaskSetPhase.ATTEMPT_DELETION_PENDING),
+            TaskSetPhase.ATTEMPT_DELETION_REQUESTED,
             lambda f: f.control_unit == _CU.OURS_DELETING,
             "the ControlUnit is being deleted",
         ),
         Transition(
             "T5",
-            (T.ATTEMPT_CREATION_REQUESTED,),
-            T.ATTEMPT_PREPARING,
+            (TaskSetPhase.ATTEMPT_CREATION_REQUESTED,),
+            TaskSetPhase.ATTEMPT_PREPARING,
             lambda f: f.control_unit == _CU.OURS,
             "the ControlUnit is seen: in the cache, or in the response of the create just made",
         ),
         Transition(
             "T4",
-            (T.ATTEMPT_CREATION_REQUESTED,),
-            T.ATTEMPT_DELETION_PENDING,
+            (TaskSetPhase.ATTEMPT_CREATION_REQUESTED,),
+            TaskSetPhase.ATTEMPT_DELETION_PENDING,
             lambda f: f.creation_timed_out,
             "the ControlUnit never appeared within the cache timeout",
         ),
-        Transition("T5b", (T.ATTEMPT_CREATION_REQUESTED,), None, doc="wait for the cache"),
+        Transition("T5b", (TaskSetPhase.ATTEMPT_CREATION_REQUESTED,), None, doc="wait for the cache"),
         # --- running the attempt (roles are synced before these guards are read) ---
         Transition(
             "T11",
             _ACTIVE,
-            T.ATTEMPT_COMPLETED,
+            TaskSetPhase.ATTEMPT_COMPLETED,
             lambda f: not f.unit_present,
             "the ControlUnit was deleted externally",
         ),
         Transition(
             "T6-deadline",
             _ACTIVE,
-            T.ATTEMPT_DELETION_PENDING,
+            TaskSetPhase.ATTEMPT_DELETION_PENDING,
             lambda f: f.deadline_exceeded,
             "activeDeadlineSeconds passed: end the attempt for good, its Pods removed",
         ),
         Transition(
             "T6",
             _ACTIVE,
-            T.ATTEMPT_DELETION_PENDING,
+            TaskSetPhase.ATTEMPT_DELETION_PENDING,
             lambda f: f.attempt_complete,
             "the event policies decided the attempt",
         ),
         Transition(
-            "T7", (T.ATTEMPT_PREPARING,), T.ATTEMPT_RUNNING, lambda f: f.role_started, "a role is running"
+            "T7",
+            (TaskSetPhase.ATTEMPT_PREPARING,),
+            TaskSetPhase.ATTEMPT_RUNNING,
+            lambda f: f.role_started,
+            "a role is running",
         ),
         Transition("T-wait", _ACTIVE, None, doc="roles still going"),
         # --- ending the attempt ---
         Transition(
             "T10",
-            (T.ATTEMPT_DELETION_PENDING,),
-            T.ATTEMPT_DELETION_REQUESTED,
+            (TaskSetPhase.ATTEMPT_DELETION_PENDING,),
+            TaskSetPhase.ATTEMPT_DELETION_REQUESTED,
             lambda f: f.control_unit == _CU.OURS and not f.keeps_unit,
             "delete the ControlUnit (foreground, UID precondition); not when the TaskSet ends here and "
             "cleanPodPolicy keeps its Pods (the ControlUnit stays as their owner, and T13 follows)",
         ),
         Transition(
             "T12b",
-            (T.ATTEMPT_DELETION_REQUESTED, T.ATTEMPT_COMPLETED),
+            (TaskSetPhase.ATTEMPT_DELETION_REQUESTED, TaskSetPhase.ATTEMPT_COMPLETED),
             None,
             lambda f: f.unit_present and not f.keeps_unit,
             "wait until the ControlUnit and its Pods are gone (one kept by cleanPodPolicy is not awaited)",
         ),
         Transition(
-            "T13-succeeded", _ENDING, T.COMPLETED, lambda f: f.attempt_succeeded, "the attempt succeeded"
+            "T13-succeeded",
+            _ENDING,
+            TaskSetPhase.COMPLETED,
+            lambda f: f.attempt_succeeded,
+            "the attempt succeeded",
         ),
         Transition(
             "T13-retry",
             _ENDING,
-            T.ATTEMPT_RETRY_PENDING,
+            TaskSetPhase.ATTEMPT_RETRY_PENDING,
             lambda f: f.may_retry,
             "the attempt failed and the retry policy allows another",
         ),
-        Transition("T13", _ENDING, T.COMPLETED, doc="the attempt failed and no retry follows"),
+        Transition("T13", _ENDING, TaskSetPhase.COMPLETED, doc="the attempt failed and no retry follows"),
         Transition(
             "T14-deleting",
-            (T.ATTEMPT_RETRY_PENDING,),
-            T.COMPLETED,
+            (TaskSetPhase.ATTEMPT_RETRY_PENDING,),
+            TaskSetPhase.COMPLETED,
             lambda f: f.deleting,
             "the TaskSet is being deleted: no retry",
         ),
         Transition(
             "T14-deadline",
-            (T.ATTEMPT_RETRY_PENDING,),
-            T.COMPLETED,
+            (TaskSetPhase.ATTEMPT_RETRY_PENDING,),
+            TaskSetPhase.COMPLETED,
             lambda f: f.deadline_exceeded,
             "activeDeadlineSeconds passed during the retry delay: no retry",
         ),
         Transition(
             "T14-illegal",
-            (T.ATTEMPT_RETRY_PENDING,),
-            T.COMPLETED,
+            (TaskSetPhase.ATTEMPT_RETRY_PENDING,),
+            TaskSetPhase.COMPLETED,
             lambda f: not f.legal,
             "the spec became illegal (W-18)",
         ),
         Transition(
             "T14",
-            (T.ATTEMPT_RETRY_PENDING,),
-            T.ATTEMPT_PENDING,
+            (TaskSetPhase.ATTEMPT_RETRY_PENDING,),
+            TaskSetPhase.ATTEMPT_PENDING,
             lambda f: f.retry_due,
             "the retry delay has passed: start the next attempt",
         ),
-        Transition("T14b", (T.ATTEMPT_RETRY_PENDING,), None, doc="wait for the retry delay"),
+        Transition("T14b", (TaskSetPhase.ATTEMPT_RETRY_PENDING,), None, doc="wait for the retry delay"),
     ),
 )
 

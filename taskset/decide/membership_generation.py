@@ -12,15 +12,14 @@ and that generation.
 
 from __future__ import annotations
 
-from taskset.api.constants import EventReason
-from taskset.api.constants import TaskSetPhase as T
+from taskset.api.constants import EventReason, TaskSetPhase
 from taskset.api.elastic_status import MembershipStatus
 from taskset.decide.context import PassContext
 from taskset.decide.owned_sync import attempt_of
 from taskset.decide.plan import Event
 from taskset.integrations.membership import content_digest, is_elastic, membership_content, membership_name
 
-_LIVE = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
+_LIVE = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
 
 
 def note_membership(ctx: PassContext) -> None:

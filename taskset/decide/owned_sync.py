@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from taskset.api.constants import KIND, EventReason
-from taskset.api.constants import TaskSetPhase as T
+from taskset.api.constants import KIND, EventReason, TaskSetPhase
 from taskset.api.spec import Role, TaskSetSpec
 from taskset.api.status import AttemptResult, clip
 from taskset.decide.context import PassContext, next_pass_now, transient
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind, UpdateOwned
+from taskset.decide.upkeep import LEFT_BEHIND_OBJECT, OWNED_DATA, OWNED_OBJECT
 from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX
 from taskset.integrations.base import Attempt
 from taskset.integrations.framework import Admissions
@@ -116,7 +116,9 @@ def _sync_one(ctx: PassContext, wanted: OwnedObject) -> str | None:
     if seen is None:
         proof = creation_proof(key, subject)
         body = manifest(wanted, taskset=ctx.ref.name, namespace=ctx.ref.namespace, owner=owner, proof=proof)
-        ctx.plan.intents.append(CreateOwned(wanted.name, wanted.kind, wanted.integration, body))
+        ctx.plan.intents.append(
+            CreateOwned(wanted.name, wanted.kind, wanted.integration, body, row=OWNED_OBJECT)
+        )
         return f"waiting for {label} ({wanted.integration})" if wanted.holds else None
     # Its controlling owner reference is anyone's to write; the proof is only the controller's.
     if seen.controller_uid != owner.uid or not proves(seen.proof, key, subject):
@@ -151,7 +153,7 @@ def _update_of(ctx: PassContext, wanted: OwnedObject) -> UpdateOwned | None:
     subject = _subject(ctx, wanted.kind.key, wanted.name, owner.kind, owner.uid)
     if seen.controller_uid != owner.uid or not proves(seen.proof, ctx.settings.proof_key, subject):
         return None
-    return UpdateOwned(wanted.name, seen.uid, data, wanted.kind, wanted.integration)
+    return UpdateOwned(wanted.name, seen.uid, data, wanted.kind, wanted.integration, row=OWNED_DATA)
 
 
 def owned_updated(ctx: PassContext, intent: UpdateOwned, result: ActionResult) -> None:
@@ -227,7 +229,9 @@ def owned_created(ctx: PassContext, intent: CreateOwned, result: ActionResult) -
         return
     if foreign and isinstance(result.view, OwnedView) and _left_behind(ctx, intent, result.view):
         stale = result.view
-        ctx.plan.intents.append(DeleteOwned(stale.name, stale.uid, False, intent.kind, intent.integration))
+        ctx.plan.intents.append(
+            DeleteOwned(stale.name, stale.uid, False, intent.kind, intent.integration, row=LEFT_BEHIND_OBJECT)
+        )
         ctx.plan.requeue(LEFT_BEHIND_RECHECK)  # made anew by the pass after it is gone
         return
     message = f"{intent.kind.kind} {intent.name} creation rejected: {result.message}"
@@ -235,7 +239,10 @@ def owned_created(ctx: PassContext, intent: CreateOwned, result: ActionResult) -
         message = foreign_message(f"{intent.kind.kind} {intent.name}", intent.integration)
     if result.kind == ResultKind.INVALID or foreign:
         ctx.plan.events.append(Event(EventReason.OWNED_OBJECT_CREATION_FAILED, message))
-        if ctx.status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING) and ctx.status.attempt_result is None:
+        if (
+            ctx.status.phase in (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
+            and ctx.status.attempt_result is None
+        ):
             ctx.status.attempt_result = AttemptResult(False, message)
         next_pass_now(ctx)
         return

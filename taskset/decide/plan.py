@@ -22,8 +22,6 @@ from taskset.objects.pods import PodIdentity
 from taskset.observed.proof import PROCESS_PROOF_KEY
 from taskset.observed.views import ControlUnitView, OwnedView, PodView
 
-P = ReplicaPhase
-T = TaskSetPhase
 # Phases that say only "a create or delete was requested". A pass that moved machines into these and
 # nowhere else has no news for the user: the request's own watch event brings the next pass, which writes
 # them together with what it learns. If they are lost (a crash, a conflict), the pass that redoes them
@@ -34,13 +32,13 @@ T = TaskSetPhase
 # stays there is written HOLD_LIMIT (reconciler.py) later; the TaskSet's state is Waiting throughout.
 IN_FLIGHT_PHASES: frozenset[str] = frozenset(
     {
-        T.ATTEMPT_PENDING,
-        T.ATTEMPT_CREATION_REQUESTED,
-        T.ATTEMPT_DELETION_REQUESTED,
-        P.ATTEMPT_CREATION_REQUESTED,
-        P.ATTEMPT_PREPARING,
-        P.ATTEMPT_ASSIGNED,
-        P.ATTEMPT_DELETION_REQUESTED,
+        TaskSetPhase.ATTEMPT_PENDING,
+        TaskSetPhase.ATTEMPT_CREATION_REQUESTED,
+        TaskSetPhase.ATTEMPT_DELETION_REQUESTED,
+        ReplicaPhase.ATTEMPT_CREATION_REQUESTED,
+        ReplicaPhase.ATTEMPT_PREPARING,
+        ReplicaPhase.ATTEMPT_ASSIGNED,
+        ReplicaPhase.ATTEMPT_DELETION_REQUESTED,
     }
 )
 
@@ -88,6 +86,22 @@ class TaskSetRef:
     scale_requesters: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
+@dataclass(frozen=True)
+class RowRef:
+    """The row an intent was issued for, whose ``on_result`` folds the intent's outcome into the pass
+    (``Pass.fold``): a machine's row (``machine`` is the machine's name, ``label`` the row's), or an
+    upkeep row (``taskset.decide.upkeep``) for what a pass asks beside its machines' moves."""
+
+    machine: str
+    label: str
+
+
+# The row of an intent made outside a pass (a test's expected intent): no row folds its result. Every
+# intent ends with its ``row``, set where it is made, keyword only and no part of its equality: the same
+# request is the same intent whichever row asks it.
+NO_ROW: Final = RowRef("", "")
+
+
 # Who asked for an owned object: the attempt's ControlUnit is the controller's own, every other one an
 # integration's (named by ``Integration.name``). Only the ControlUnit's results move the TaskSet machine.
 CONTROL_UNIT: Final = "control-unit"
@@ -103,6 +117,7 @@ class CreateOwned:
     kind: ObjectKind = CONFIGMAPS
     integration: str = CONTROL_UNIT
     manifest: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def control_unit(self) -> bool:
@@ -123,6 +138,7 @@ class DeleteOwned:
     advances: bool  # T10: the TaskSet moves on when the delete is accepted; False for stray cleanup (T15)
     kind: ObjectKind = CONFIGMAPS
     integration: str = CONTROL_UNIT
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def control_unit(self) -> bool:
@@ -144,6 +160,7 @@ class ApplyOwnedStatus:
     integration: str
     body: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     advances: bool = False  # no machine moves on it
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def action(self) -> str:
@@ -160,6 +177,7 @@ class UpdateOwned:
     data: Mapping[str, Any] = field(compare=False, repr=False)  # the whole data, as the pass computed it
     kind: ObjectKind = CONFIGMAPS
     integration: str = CONTROL_UNIT
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def action(self) -> str:
@@ -179,6 +197,7 @@ class CreatePod:
     replica_attempt: int
     identity: PodIdentity | None = field(default=None, compare=False, repr=False)
     decorations: tuple[PodDecoration, ...] = field(default=(), compare=False, repr=False)
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def action(self) -> str:
@@ -195,6 +214,7 @@ class DeletePod:
     # Whether the cache showed the Pod. If not (P2's timeout), only a NotFound proves it is gone (8.6),
     # so an accepted delete keeps the replica waiting and asking again.
     seen: bool = True
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def action(self) -> str:
@@ -208,6 +228,7 @@ class DeleteTaskSet:
 
     uid: str
     advances: bool = False  # no machine moves on it: the TaskSet is gone
+    row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
 
     @property
     def action(self) -> str:

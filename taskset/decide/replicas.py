@@ -19,7 +19,6 @@ from taskset.api.constants import (
     QueryKey,
     ReplicaPhase,
 )
-from taskset.api.constants import ReplicaPhase as P
 from taskset.api.names import control_unit_name, pod_name
 from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, clip, seconds_since
@@ -39,11 +38,12 @@ from taskset.decide.context import (
 )
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
 from taskset.decide.owned_sync import admission_of, attempt_of, gate, report_hold
-from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind
+from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind, RowRef
 from taskset.decide.policies import replica_may_retry, replica_retry_decision, retry_due
 from taskset.decide.retrying import count_retry, observe_end, replica_delay, schedule_retry
 from taskset.decide.start_deadline import requeue_for_start, start_deadline_passed, start_deadline_rows
 from taskset.decide.suspension import replica_rows, suspended
+from taskset.decide.upkeep import STRAY_POD
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
     WAITING_PHASES,
@@ -89,7 +89,7 @@ def run_replica(ctx: PassContext, position: int, role: Role, replica: ReplicaSta
         if (
             pod is not None
             and kind in (PodClass.CURRENT, PodClass.ADOPTABLE)
-            and replica.phase != P.ATTEMPT_PENDING
+            and replica.phase != ReplicaPhase.ATTEMPT_PENDING
         ):
             capture_pod(ctx, replica, pod)
         observe_end(ctx, role, replica, pod if kind in _OURS else None)
@@ -150,7 +150,7 @@ def _creates_allowed(ctx: PassContext, position: int, role: Role, replica: Repli
     nothing)."""
     if ctx.ref.deleting:
         return False
-    return replica.phase != P.ATTEMPT_PENDING or gate(ctx, position, role) is None
+    return replica.phase != ReplicaPhase.ATTEMPT_PENDING or gate(ctx, position, role) is None
 
 
 def _replica_facts(
@@ -174,7 +174,7 @@ def _replica_facts(
         creation_timed_out=elapsed > ctx.settings.cache_creation_timeout,
         may_retry=replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting),
         retry_due=retry_due(replica_delay(ctx, role, replica), elapsed),
-        earlier_attempt_alive=replica.phase == P.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
+        earlier_attempt_alive=replica.phase == ReplicaPhase.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
         suspended=suspended(ctx),
         suspend_deleted=replica.suspended,
         start_deadline_passed=start_deadline_passed(role, replica, pod if kind in _OURS else None, ctx.now),
@@ -188,7 +188,9 @@ def _delete_stray(ctx: PassContext, position: int, replica: ReplicaStatus, pod: 
     if pod.deleting or pod.uid in ctx.deleted:
         return
     ctx.deleted.add(pod.uid)
-    ctx.plan.intents.append(DeletePod(pod.name, pod.uid, position, replica.index, advances=False))
+    ctx.plan.intents.append(
+        DeletePod(pod.name, pod.uid, position, replica.index, advances=False, row=STRAY_POD)
+    )
 
 
 # ----- what the rows do ----------------------------------------------------------------------------------
@@ -226,6 +228,7 @@ def _create_pod(ctx: PassContext, at: ReplicaAt) -> bool:
             replica.total_retried_count,
             identity=identity,
             decorations=_decorations(ctx, at.role, identity),
+            row=_CREATE_POD,
         )
     )
     return False
@@ -281,7 +284,9 @@ def _delete_pod(ctx: PassContext, at: ReplicaAt) -> bool:
         name = replica.pod_name or pod_name(ctx.ref.name, at.role.name, replica.index)
         seen = pod is not None
         ctx.plan.intents.append(
-            DeletePod(name, replica.pod_uid, at.position, replica.index, advances=True, seen=seen)
+            DeletePod(
+                name, replica.pod_uid, at.position, replica.index, advances=True, seen=seen, row=_DELETE_POD
+            )
         )
         return False
     return True
@@ -404,7 +409,7 @@ def _wait_for_deletion(ctx: PassContext, at: ReplicaAt) -> None:
     """Look again while the Pod goes away (its delete event usually comes first), and say so when
     finalizers hold it in Terminating (a TaskSet never waits on it silently)."""
     held = terminating_message(at.pod) if at.pod is not None else None
-    if held is not None and at.replica.phase == P.ATTEMPT_DELETION_REQUESTED:
+    if held is not None and at.replica.phase == ReplicaPhase.ATTEMPT_DELETION_REQUESTED:
         at.replica.phase_message = held
     ctx.plan.requeue(ctx.settings.deletion_wait_requeue)
 
@@ -416,7 +421,7 @@ def _wait_for_retry_delay(ctx: PassContext, at: ReplicaAt) -> None:
 
 
 # The row that entered each waiting phase, whose message comes back once the Pod stops waiting.
-_ENTRY_ROW = {P.ATTEMPT_PREPARING: "P3", P.ATTEMPT_ASSIGNED: "P6"}
+_ENTRY_ROW = {ReplicaPhase.ATTEMPT_PREPARING: "P3", ReplicaPhase.ATTEMPT_ASSIGNED: "P6"}
 
 
 def _report_wait(ctx: PassContext, at: ReplicaAt) -> None:
@@ -440,7 +445,86 @@ def _report_wait(ctx: PassContext, at: ReplicaAt) -> None:
     replica.phase_message = wait.message
 
 
+# ----- Pod action results ---------------------------------------------------------------------------------
+
+
+def _replica_of(ctx: PassContext, role: int, index: int) -> tuple[str, ReplicaStatus]:
+    """The role's name and the replica an intent was for."""
+    role_status = ctx.status.roles[role]
+    return role_status.name, role_status.replicas[index]
+
+
+def pod_created(ctx: PassContext, intent: CreatePod, result: ActionResult) -> None:
+    """P1's create came back: created (along its row), already there (adopt it, or a conflict),
+    rejected (P1-rejected), or a transient failure to retry with backoff."""
+    role_name, replica = _replica_of(ctx, intent.role, intent.index)
+    pod = result.view if isinstance(result.view, PodView) else None
+    if result.kind == ResultKind.OK and pod is not None:
+        replica.pod_name, replica.pod_uid = pod.name, pod.uid
+        replica.pod_ip, replica.pod_host_ip = pod.pod_ip, pod.host_ip
+        replica.start_at = pod.start_time
+        _move_on_result(
+            ctx, role_name, replica, intent.row.label, fixed_message(REPLICA_ROWS, intent.row.label)
+        )
+        creation_accepted(ctx, pod.name)
+        return
+    if result.kind == ResultKind.EXISTS:
+        _pod_exists(ctx, intent, role_name, replica, pod)
+        return
+    if result.kind == ResultKind.INVALID:
+        replica.pod_reason = POD_REASON_CREATION_FAILED
+        ctx.plan.events.append(Event(EventReason.POD_CREATION_FAILED, f"{intent.name}: {result.message}"))
+        creation_refused(ctx, intent.name, result.message)
+        _move_on_result(ctx, role_name, replica, "P1-rejected", result.message)
+        next_pass_now(ctx)
+        return
+    if result.kind == ResultKind.REFUSED:
+        creation_denied_for_now(ctx, intent.name, replica, result.message)
+        return
+    transient(ctx, EventReason.POD_CREATION_FAILED, f"{intent.name}: {result.message}")
+
+
+def _pod_exists(
+    ctx: PassContext, intent: CreatePod, role_name: str, replica: ReplicaStatus, pod: PodView | None
+) -> None:
+    if pod is None:
+        ctx.plan.requeue(0)  # gone again already: try once more
+        return
+    kind = _classify(ctx, replica, pod)
+    if kind in (PodClass.ADOPTABLE, PodClass.CURRENT):
+        replica.pod_name, replica.pod_uid = pod.name, pod.uid
+        _move_on_result(
+            ctx, role_name, replica, intent.row.label, fixed_message(REPLICA_ROWS, intent.row.label)
+        )
+    elif kind == PodClass.FOREIGN:
+        _flag_name_conflict(ctx, replica, pod.name)
+        _move_on_result(ctx, role_name, replica, "P1-rejected", _conflict_text(pod.name))
+        next_pass_now(ctx)
+    else:  # an earlier Pod of this replica: P0 on the next pass deletes it and waits
+        ctx.plan.requeue(1.0)
+
+
+def pod_deleted(ctx: PassContext, intent: DeletePod, result: ActionResult) -> None:
+    """P9's delete came back: the replica moves along the row once it is accepted (or the Pod is gone);
+    a failure is retried with backoff."""
+    if result.kind == ResultKind.ERROR:
+        transient(ctx, None, result.message)
+        return
+    if result.kind == ResultKind.OK and not intent.seen:
+        ctx.plan.requeue(UNSEEN_DELETE_POLL)  # it exists and is going away: ask again until NotFound
+        return
+    role_name, replica = _replica_of(ctx, intent.role, intent.index)
+    _move_on_result(ctx, role_name, replica, intent.row.label, _deletion_message(replica))
+    if result.kind != ResultKind.OK:  # already gone: no deletion event will come
+        next_pass_now(ctx)
+
+
 # ----- the table ------------------------------------------------------------------------------------------
+
+# The rows whose effects ask the API server for something: their intents carry them, and each takes
+# the answer in its ``on_result``.
+_CREATE_POD = RowRef(REPLICA_MACHINE.name, "P1")
+_DELETE_POD = RowRef(REPLICA_MACHINE.name, "P9")
 
 REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "S1": Row(message=_STOPPED),
@@ -448,7 +532,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P1-conflict": Row(effect=_pod_conflict, message=_conflict_message),
     "P1-adopt": Row(effect=_adopt_pod, message=_GOING_TO_START),
     "P1-hold": Row(wait=_hold),
-    "P1": Row(effect=_create_pod, message=_GOING_TO_START),
+    "P1": Row(effect=_create_pod, message=_GOING_TO_START, on_result=pod_created),
     "P1-rejected": Row(
         message=FromResult("the API server's reason for refusing the create, or the name conflict")
     ),
@@ -463,7 +547,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     "P11": Row(message=_pod_deleted_message),
     "P-wait": Row(wait=_report_wait),
     "P9-keep": Row(message=_final_message),  # cleanPodPolicy keeps the exited Pod
-    "P9": Row(effect=_delete_pod, message=_deletion_requested),
+    "P9": Row(effect=_delete_pod, message=_deletion_requested, on_result=pod_deleted),
     "P12": Row(wait=_wait_for_deletion),
     "P13-retry": Row(effect=_schedule, message=_retry_message),
     "P13": Row(message=_final_message),
@@ -472,7 +556,7 @@ REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
     **replica_rows(ReplicaAt),  # suspension
     **start_deadline_rows(ReplicaAt),  # the start deadline
 }
-check_rows(REPLICA_MACHINE, REPLICA_ROWS)
+check_rows(REPLICA_MACHINE, REPLICA_ROWS, issuing=(_CREATE_POD, _DELETE_POD))
 
 # Where each row goes, for the results that move the replica along the row their action was for.
 _TARGET = {transition.label: transition.target for transition in REPLICA_MACHINE.transitions}
@@ -501,7 +585,7 @@ def _move_replica(
     replica.phase = target
     replica.phase_message = message
     replica.transition_time = ctx.stamp
-    if target == P.COMPLETED:
+    if target == ReplicaPhase.COMPLETED:
         ctx.plan.records.append(pod_history(ctx, replica, LOG_MSG_POD_COMPLETED))
 
 
@@ -512,73 +596,3 @@ def _move_on_result(
     target = _TARGET[label]
     assert target is not None, f"row {label} keeps the phase"
     _move_replica(ctx, role_name, replica, target, message)
-
-
-# ----- Pod action results ---------------------------------------------------------------------------------
-
-
-def _replica_of(ctx: PassContext, role: int, index: int) -> tuple[str, ReplicaStatus]:
-    """The role's name and the replica an intent was for."""
-    role_status = ctx.status.roles[role]
-    return role_status.name, role_status.replicas[index]
-
-
-def pod_created(ctx: PassContext, intent: CreatePod, result: ActionResult) -> None:
-    """P1's create came back: created (P1), already there (adopt it, or a conflict), rejected
-    (P1-rejected), or a transient failure to retry with backoff."""
-    role_name, replica = _replica_of(ctx, intent.role, intent.index)
-    pod = result.view if isinstance(result.view, PodView) else None
-    if result.kind == ResultKind.OK and pod is not None:
-        replica.pod_name, replica.pod_uid = pod.name, pod.uid
-        replica.pod_ip, replica.pod_host_ip = pod.pod_ip, pod.host_ip
-        replica.start_at = pod.start_time
-        _move_on_result(ctx, role_name, replica, "P1", fixed_message(REPLICA_ROWS, "P1"))
-        creation_accepted(ctx, pod.name)
-        return
-    if result.kind == ResultKind.EXISTS:
-        _pod_exists(ctx, role_name, replica, pod)
-        return
-    if result.kind == ResultKind.INVALID:
-        replica.pod_reason = POD_REASON_CREATION_FAILED
-        ctx.plan.events.append(Event(EventReason.POD_CREATION_FAILED, f"{intent.name}: {result.message}"))
-        creation_refused(ctx, intent.name, result.message)
-        _move_on_result(ctx, role_name, replica, "P1-rejected", result.message)
-        next_pass_now(ctx)
-        return
-    if result.kind == ResultKind.REFUSED:
-        creation_denied_for_now(ctx, intent.name, replica, result.message)
-        return
-    transient(ctx, EventReason.POD_CREATION_FAILED, f"{intent.name}: {result.message}")
-
-
-def _pod_exists(ctx: PassContext, role_name: str, replica: ReplicaStatus, pod: PodView | None) -> None:
-    if pod is None:
-        ctx.plan.requeue(0)  # gone again already: try once more
-        return
-    kind = _classify(ctx, replica, pod)
-    if kind in (PodClass.ADOPTABLE, PodClass.CURRENT):
-        replica.pod_name, replica.pod_uid = pod.name, pod.uid
-        _move_on_result(ctx, role_name, replica, "P1", fixed_message(REPLICA_ROWS, "P1"))
-    elif kind == PodClass.FOREIGN:
-        _flag_name_conflict(ctx, replica, pod.name)
-        _move_on_result(ctx, role_name, replica, "P1-rejected", _conflict_text(pod.name))
-        next_pass_now(ctx)
-    else:  # an earlier Pod of this replica: P0 on the next pass deletes it and waits
-        ctx.plan.requeue(1.0)
-
-
-def pod_deleted(ctx: PassContext, intent: DeletePod, result: ActionResult) -> None:
-    """A Pod's delete came back: P9 moves on once it is accepted (or the Pod is gone); a stray's delete
-    only needs a retry when it failed."""
-    if result.kind == ResultKind.ERROR:
-        transient(ctx, None, result.message)
-        return
-    if not intent.advances:
-        return
-    if result.kind == ResultKind.OK and not intent.seen:
-        ctx.plan.requeue(UNSEEN_DELETE_POLL)  # it exists and is going away: ask again until NotFound
-        return
-    role_name, replica = _replica_of(ctx, intent.role, intent.index)
-    _move_on_result(ctx, role_name, replica, "P9", _deletion_message(replica))
-    if result.kind != ResultKind.OK:  # already gone: no deletion event will come
-        next_pass_now(ctx)

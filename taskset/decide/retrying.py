@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from taskset.api.constants import MAX_UNCOUNTED_RETRIES, FailureAction
-from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import MAX_UNCOUNTED_RETRIES, FailureAction, ReplicaPhase
 from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, parse_time, stamp
 from taskset.decide.context import PassContext
@@ -16,7 +15,7 @@ from taskset.decide.policies import retry_delay
 from taskset.decide.start_deadline import replaced_late
 from taskset.observed.views import PodView
 
-_GONE = (P.ATTEMPT_DELETION_REQUESTED, P.ATTEMPT_COMPLETED)
+_GONE = (ReplicaPhase.ATTEMPT_DELETION_REQUESTED, ReplicaPhase.ATTEMPT_COMPLETED)
 
 
 def observe_end(ctx: PassContext, role: Role, replica: ReplicaStatus, pod: PodView | None) -> None:
@@ -24,7 +23,12 @@ def observe_end(ctx: PassContext, role: Role, replica: ReplicaStatus, pod: PodVi
     its phase became Unknown, or it is being deleted), while the Pod still says how. An attempt whose
     Pod is gone unseen (it vanished, its create was refused) is matched, before the retry decision, on
     what the status says. A stopped or succeeded replica did not fail."""
-    if ctx.ref.deleting or replica.stopped or replica.succeeded or replica.phase == P.ATTEMPT_PENDING:
+    if (
+        ctx.ref.deleting
+        or replica.stopped
+        or replica.succeeded
+        or replica.phase == ReplicaPhase.ATTEMPT_PENDING
+    ):
         return
     if replaced_late(replica):  # P-start-deadline recorded the failure, with why the Pod waited
         return

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from taskset.api.constants import EventReason, QueryKey, RolePhase, State
-from taskset.api.constants import ReplicaPhase as P
+from taskset.api.constants import EventReason, QueryKey, ReplicaPhase, RolePhase, State
 from taskset.api.spec import Role
 from taskset.api.status import RoleStatus
 from taskset.decide.context import (
@@ -30,11 +29,11 @@ from taskset.decide.replicas import run_replica
 
 # Replica phases that say the replica's Pod ran (or the replica is done): the role has started.
 _STARTED_PHASES = (
-    P.ATTEMPT_RUNNING,
-    P.ATTEMPT_DELETION_PENDING,
-    P.ATTEMPT_DELETION_REQUESTED,
-    P.ATTEMPT_COMPLETED,
-    P.COMPLETED,
+    ReplicaPhase.ATTEMPT_RUNNING,
+    ReplicaPhase.ATTEMPT_DELETION_PENDING,
+    ReplicaPhase.ATTEMPT_DELETION_REQUESTED,
+    ReplicaPhase.ATTEMPT_COMPLETED,
+    ReplicaPhase.COMPLETED,
 )
 
 
@@ -59,7 +58,7 @@ def _role_facts(role: Role, status: RoleStatus) -> RoleFacts:
     return RoleFacts(
         complete=role_completion(role, counted_replicas(role, status)) is not None,
         started=any(r.phase in _STARTED_PHASES for r in status.replicas),
-        all_replicas_completed=all(r.phase == P.COMPLETED for r in status.replicas),
+        all_replicas_completed=all(r.phase == ReplicaPhase.COMPLETED for r in status.replicas),
     )
 
 
@@ -97,7 +96,7 @@ def _decide_role(ctx: PassContext, at: RoleAt) -> bool:
     reason = EventReason.ROLE_SUCCEEDED if outcome.succeeded else EventReason.ROLE_FAILED
     ctx.plan.events.append(Event(reason, f"TaskRole:{role.name}, Reason:{outcome.reason}"))
     for replica in status.replicas:
-        if replica.phase != P.COMPLETED:
+        if replica.phase != ReplicaPhase.COMPLETED:
             replica.stopped = True
     return True
 

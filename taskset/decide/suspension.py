@@ -20,17 +20,23 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
-from taskset.api.constants import ConditionReason, ConditionStatus, ConditionType, EventReason
-from taskset.api.constants import ReplicaPhase as P
-from taskset.api.constants import TaskSetPhase as T
+from taskset.api.constants import (
+    ConditionReason,
+    ConditionStatus,
+    ConditionType,
+    EventReason,
+    ReplicaPhase,
+    TaskSetPhase,
+)
 from taskset.api.status import ReplicaStatus
 from taskset.decide.context import PassContext, Row
 from taskset.decide.owned_sync import admission_of, attempt_of
 from taskset.decide.plan import DeleteOwned, Event
+from taskset.decide.upkeep import STALE_OBJECT
 
-_RUNNING = (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
+_RUNNING = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
 # Replica phases without a Pod of this replica attempt.
-_PODLESS = (P.ATTEMPT_PENDING, P.ATTEMPT_RETRY_PENDING, P.COMPLETED)
+_PODLESS = (ReplicaPhase.ATTEMPT_PENDING, ReplicaPhase.ATTEMPT_RETRY_PENDING, ReplicaPhase.COMPLETED)
 
 # The replica's phaseMessage while it waits for the resume.
 SUSPENDED_HOLD = "Suspended: no Pod is created until the TaskSet resumes"
@@ -107,14 +113,14 @@ def retire_stale(ctx: PassContext) -> None:
         owners = (ctx.status.control_unit_uid, ctx.ref.uid)  # an attempt's object, or the TaskSet's
         if seen is None or seen.deleting or not seen.controller_uid or seen.controller_uid not in owners:
             continue
-        ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration))
+        ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration, row=STALE_OBJECT))
 
 
 def report_suspension(ctx: PassContext) -> None:
     """Keep the ``Suspended`` condition in step with ``spec.suspend``, with one event per change: True
     while suspended, False (reason ``Resumed``) once resumed. A completed TaskSet's is left as it was."""
     status = ctx.status
-    if status.phase == T.COMPLETED:
+    if status.phase == TaskSetPhase.COMPLETED:
         return
     current = status.condition(ConditionType.SUSPENDED)
     was_suspended = current is not None and current.status == ConditionStatus.TRUE

@@ -23,10 +23,10 @@ from taskset.api.constants import (
     ConditionStatus,
     ConditionType,
     EventReason,
+    ReplicaPhase,
     State,
+    TaskSetPhase,
 )
-from taskset.api.constants import ReplicaPhase as P
-from taskset.api.constants import TaskSetPhase as T
 from taskset.api.status import ReplicaStatus, TaskSetStatus, clip
 from taskset.decide.context import PassContext
 from taskset.decide.plan import Event
@@ -45,7 +45,7 @@ _UNSCHEDULABLE = WAIT_UNSCHEDULABLE_PREFIX
 _CONTAINER_WAITING = re.compile(rf"^{WAIT_CONTAINER_PREFIX}\S* waiting: ")
 _WAITING_SUMMARY = re.compile(r"^\d+ replicas? waiting: ")
 # Replica phases whose Pod is Pending: the only ones a Pod can be stuck in without a transition.
-WAITING_PHASES = (P.ATTEMPT_PREPARING, P.ATTEMPT_ASSIGNED)
+WAITING_PHASES = (ReplicaPhase.ATTEMPT_PREPARING, ReplicaPhase.ATTEMPT_ASSIGNED)
 # The start of the phaseMessage of a replica whose Pod an integration holds back (taskset.decide.owned_sync).
 HELD_PREFIX = WAIT_HELD_PREFIX
 # The start of the phaseMessage of a replica whose Pod create admission denies for now (a quota, a
@@ -122,9 +122,9 @@ def wait_kind(message: str) -> EventReason | None:
 def _waits(phase: str, message: str) -> bool:
     """Whether a replica's status says it waits: its Pending Pod does not start, it is held, admission
     denies its Pod for now, or its Pod is held in Terminating."""
-    if phase == P.ATTEMPT_PENDING:
+    if phase == ReplicaPhase.ATTEMPT_PENDING:
         return message.startswith((HELD_PREFIX, CREATE_REFUSED_PREFIX))
-    if phase == P.ATTEMPT_DELETION_REQUESTED:
+    if phase == ReplicaPhase.ATTEMPT_DELETION_REQUESTED:
         return _TERMINATING.match(message) is not None
     return phase in WAITING_PHASES and wait_kind(message) is not None
 
@@ -160,9 +160,9 @@ def report_waiting(ctx: PassContext) -> None:
     restate ``state``, so ``kubectl wait --for=condition=Running`` is unaffected, and the
     lastTransitionTime moves only with the status, as before."""
     status = ctx.status
-    if status.phase == T.COMPLETED:
+    if status.phase == TaskSetPhase.COMPLETED:
         return  # the final condition messages are the completion reason (6.3)
-    active = status.phase in (T.ATTEMPT_PREPARING, T.ATTEMPT_RUNNING)
+    active = status.phase in (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
     summary = waiting_summary(status) if active else ""
     condition = status.condition(ConditionType.RUNNING)
     if summary:

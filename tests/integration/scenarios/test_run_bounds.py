@@ -40,7 +40,8 @@ def test_the_ttl_deletes_a_finished_taskset(ts: TaskSets, run: Run) -> None:
 
 
 def test_a_percentage_threshold_completes_a_role_at_half(run: Run) -> None:
-    """A percentage threshold: minSucceeded "50%" of 4 replicas is 2; the two others never end, and are stopped."""
+    """A percentage threshold: minSucceeded "50%" of 4 replicas is 2; the two others never end, and are
+    stopped."""
     policy = {"minSucceeded": "50%", "maxFailed": "25%"}
     builder = TaskSetBuilder("percent").role("r", 4, completionPolicy=policy)
     script = lambda pod: h.exits(0, after=0.5) if pod.index < 2 else h.run_forever()  # noqa: E731
