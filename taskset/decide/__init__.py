@@ -207,7 +207,7 @@ def _fresh_status(live: ParseResult, now: datetime) -> TaskSetStatus:
 
 def _attempt_spec(ctx: PassContext) -> TaskSetSpec | None:
     """The spec this attempt runs with: the ControlUnit's snapshot when there is one and its digest
-    checks out (W-18, issue 30), else the live spec; None when the snapshot is refused or nothing is
+    checks out (W-18), else the live spec; None when the snapshot is refused or nothing is
     usable."""
     ours = unit_class(ctx) in (ControlUnitClass.OURS, ControlUnitClass.OURS_DELETING)
     return attempt_spec(ctx, ctx.ref.uid if ours else None)

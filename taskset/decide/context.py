@@ -57,10 +57,10 @@ class PassContext:
     admissions: tuple[Attempt, Admissions] | None = None
     # Why the attempt's ControlUnit snapshot is refused (None: it is not); see taskset.decide.snapshot.
     snapshot_refused: str | None = None
-    # Whether the attempt stops its Pods as a suspension does, and why an integration asks it (issue 24;
-    # taskset.decide.suspension.suspended): worked out once per pass.
+    # Whether the attempt stops its Pods as a suspension does, and why an admission asks it
+    # (taskset.decide.suspension.suspended): worked out once per pass.
     suspension: tuple[bool, str | None] | None = None
-    # Roles scaled in this pass, announced once the membership generation is known (issue 26).
+    # Roles scaled in this pass, announced once the membership generation is known.
     scaled: list[RoleStatus] = field(default_factory=list)
     # Whether finished Pods stay (taskset.decide.cleanup.keeps_pods), once the live spec has said it.
     keeps_pods: bool | None = None
@@ -170,7 +170,7 @@ def fresh_roles(live: ParseResult, at: str) -> list[RoleStatus]:
 
 def shape_matches(spec: TaskSetSpec, roles: list[RoleStatus]) -> bool:
     """Whether the status's roles and replicas are the spec's: a spec edited mid-attempt is not run. A
-    scaled role (issue 26, ``taskset.decide.elastic``) matches its recorded target instead: its list
+    scaled role (``taskset.decide.elastic``) matches its recorded target instead: its list
     may hold replicas still going away, or lack some still to come back."""
     return len(spec.roles) == len(roles) and all(
         role.name == status.name and role.replicas in (len(status.replicas), status.target_replicas)

@@ -54,7 +54,7 @@ class Settings:
     # Requeue while a Pod or ControlUnit deletion is in flight (spec P12: "for example every 30 s").
     deletion_wait_requeue: float = 30.0
     # How long a Pod may stay after its deletion time (which includes its grace period) before the
-    # TaskSet's PodsStuckTerminating condition and a Warning event name it (issue 30, item 6).
+    # TaskSet's PodsStuckTerminating condition and a Warning event name it.
     stuck_terminating_after: float = 300.0
     # Bound on chained transitions per machine and pass; far above any legal path, so only a bug hits it.
     max_chain: int = 32
@@ -76,12 +76,11 @@ class TaskSetRef:
     uid: str
     generation: int
     deleting: bool
-    # spec.suspend, read live (taskset.api.live_fields): the attempt keeps no Pods and creates none
-    # (issue 24).
+    # spec.suspend, read live (taskset.api.live_fields): the attempt keeps no Pods and creates none.
     suspended: bool = False
-    # metadata.labels, for the integrations that read one (Kueue's queue name, issue 24).
+    # metadata.labels, for the integrations that read one (Kueue's queue name).
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)
-    # Role -> who last wrote its count, from metadata.managedFields (issue 26, best effort:
+    # Role -> who last wrote its count, from metadata.managedFields (best effort:
     # taskset.api.scale).
     scale_requesters: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -169,7 +168,7 @@ class ApplyOwnedStatus:
 
 @dataclass(frozen=True)
 class UpdateOwned:
-    """Write an owned object's ``data`` as the pass computed it from the TaskSet (issue 26: the live
+    """Write an owned object's ``data`` as the pass computed it from the TaskSet (the live
     membership), guarded by its UID; the rest of the object, its creation proof included, is untouched."""
 
     name: str
@@ -223,7 +222,7 @@ class DeletePod:
 
 @dataclass(frozen=True)
 class DeleteTaskSet:
-    """Delete the finished TaskSet itself once its ``ttlSecondsAfterFinished`` passed (issue 25), with a
+    """Delete the finished TaskSet itself once its ``ttlSecondsAfterFinished`` passed, with a
     UID precondition (never a re-created namesake); the garbage collector takes what it owns."""
 
     uid: str
@@ -282,7 +281,7 @@ class Plan:
     def only_requests_in_flight(self) -> bool:
         """Whether every move since the last write went into an ``IN_FLIGHT_PHASES`` phase, so the write
         may wait for the next pass (status writes are the API server's costliest TaskSet requests). A
-        warning is news of its own: a Pod that will not start says why at once (issue 8)."""
+        warning is news of its own: a Pod that will not start says why at once."""
         return (
             bool(self.moves)
             and all(target in IN_FLIGHT_PHASES for target in self.moves)

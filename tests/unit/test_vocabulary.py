@@ -170,15 +170,6 @@ DOCUMENTS = ("README*.md", "docs/*.md", "bench/README.md")
 # The one section that may name the tracker's issues: what each of them added.
 HISTORY = (GLOSSARY.relative_to(ROOT).as_posix(), "## History: what each issue added")
 
-# Not yet cleared: files that concurrent changes are rewriting, whose citations go when those changes are
-# merged. A path ending in "/" covers a folder; a (path, heading) pair one "## " section of a document.
-# Empty this list once they are in.
-NOT_YET_CLEARED: tuple[str | tuple[str, str], ...] = (
-    "taskset/decide/__init__.py",
-    "taskset/decide/context.py",
-    "taskset/decide/plan.py",
-)
-
 
 def project_files(root: Path) -> Iterator[Path]:
     """The project's Python files (``cmd/`` holds scripts without the suffix) and its documents."""
@@ -191,9 +182,7 @@ def project_files(root: Path) -> Iterator[Path]:
         yield from sorted(root.glob(pattern))
 
 
-def process_citations(
-    root: Path = ROOT, exempt: tuple[str | tuple[str, str], ...] = (HISTORY, *NOT_YET_CLEARED)
-) -> list[str]:
+def process_citations(root: Path = ROOT, exempt: tuple[str | tuple[str, str], ...] = (HISTORY,)) -> list[str]:
     """Each process citation outside ``exempt``, as ``path:line: citation``."""
     found: list[str] = []
     for path in project_files(root):
@@ -226,7 +215,7 @@ def test_no_code_or_document_cites_the_tracker() -> None:
 
 def test_every_exemption_still_names_a_file_or_section() -> None:
     """An exemption outlives its file only by mistake: each names something that exists."""
-    for entry in (HISTORY, *NOT_YET_CLEARED):
+    for entry in (HISTORY,):
         path, heading = (entry, None) if isinstance(entry, str) else entry
         assert (ROOT / path).exists(), path
         if heading is not None:
