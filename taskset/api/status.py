@@ -516,12 +516,13 @@ class TaskSetStatus:
                 if isinstance(r, dict)
             ],
             observed_generation=as_count(raw.get("observedGeneration")),
+            # The attempt's outcome and the ended attempts before it, read together.
             attempt_result=AttemptResult.from_json(raw.get("attemptResult")),
+            attempt_history=AttemptHistory.from_json(raw.get("attemptHistory")),
             next_retry_at=as_opt_text(raw.get("nextRetryAt")),
+            attempt_start_at=as_opt_text(raw.get("attemptStartAt")),
             scale=ScaleStatus.from_json(raw.get("scale")),
             membership=MembershipStatus.from_json(raw.get("membership")),
-            attempt_start_at=as_opt_text(raw.get("attemptStartAt")),
-            attempt_history=AttemptHistory.from_json(raw.get("attemptHistory")),
             conditions=[
                 c
                 for c in (Condition.from_json(as_mapping(r)) for r in as_items(raw.get("conditions")))
