@@ -11,12 +11,18 @@ PYTEST_ARGS ?=
 IMAGE ?= localhost/taskset-controller:0.1.0
 
 .PHONY: chaos setup binaries control-plane test unit integration lint demo bench cluster-up cluster-down clean image image-base \
-	image-tools image-locked docs
+	image-tools image-locked docs lock
 
-$(STAMP): setup.cfg pyproject.toml
+# The venv installs the locks (requirements/, `make lock` below), never what setup.cfg's ranges allow
+# that day: pip and the build backend first, then every dependency pinned and hash-checked, then the
+# project itself without dependencies and without build isolation (its backend is the locked one).
+# The last step fails, naming what to run, when setup.cfg and the locks disagree.
+$(STAMP): setup.cfg pyproject.toml requirements/build.txt requirements/dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --require-hashes -r requirements/build.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements/dev.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m hack.lock_check
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -53,8 +59,8 @@ demo: setup binaries
 # Benchmarks (bench/README.md): every scenario at the small scale; BENCH_ARGS="--scale full" for the issue's.
 BENCH_STAMP := $(VENV)/.installed-bench
 BENCH_ARGS ?=
-$(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[bench]'
+$(BENCH_STAMP): $(STAMP) requirements/bench.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements/bench.txt
 	touch $(BENCH_STAMP)
 
 bench: setup binaries $(BENCH_STAMP)
@@ -108,6 +114,27 @@ image-locked: image-base
 		$(if $(wildcard $(HOST_CA_BUNDLE)),--volume $(HOST_CA_BUNDLE):/etc/ssl/certs/ca-certificates.crt:ro) \
 		--build-arg PYTHON_IMAGE=$(BASE_IMAGE) --build-arg BUILDER_IMAGE=$(BUILDER_BASE_IMAGE) .
 	@$(PODMAN) image inspect --format 'image $(IMAGE): {{.Size}} bytes' $(IMAGE)
+
+# Re-resolve the locks from setup.cfg and pyproject.toml with uv (itself locked in requirements/uv.txt):
+# one file per use, each with every file's hash, for Python 3.11 and up on any platform (--universal).
+# runtime.txt is install_requires (the image); dev.txt adds the dev extra (make setup, CI) and keeps the
+# runtime pins (-c); bench.txt adds the bench extra on top of dev's pins; build.txt is pip and the build
+# backend (requirements/build.in). Pins already in a lock are kept where the ranges still allow them, so
+# a refresh changes only what setup.cfg changed; `make lock LOCK_ARGS=--upgrade` moves everything to
+# the newest allowed, `LOCK_ARGS='--upgrade-package ruff'` one package.
+LOCK_ARGS ?=
+UV_COMPILE = $(VENV)/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes \
+	--custom-compile-command 'make lock' $(LOCK_ARGS)
+# Not after `setup`: that refuses a venv whose locks lag setup.cfg, the very case this target repairs.
+lock:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --require-hashes -r requirements/uv.txt
+	$(UV_COMPILE) requirements/uv.in -o requirements/uv.txt
+	$(UV_COMPILE) requirements/build.in -o requirements/build.txt
+	$(UV_COMPILE) setup.cfg -o requirements/runtime.txt
+	$(UV_COMPILE) setup.cfg --extra dev -c requirements/runtime.txt -o requirements/dev.txt
+	$(UV_COMPILE) setup.cfg --extra dev --extra bench -c requirements/dev.txt -o requirements/bench.txt
+	$(MAKE) --no-print-directory setup
 
 # Regenerate the generated sections of docs/deployment.md (settings and metrics tables).
 docs: setup
