@@ -5,6 +5,12 @@
 # virtual environment; the final stage is the slim Python base plus that environment, nothing else.
 # Every dependency ships manylinux wheels, so no compiler is needed even in the builder.
 #
+# The builder installs only from the locks (requirements/, `make lock`): the exact versions, each file
+# checked against its hash, the same on every build; pip and the build backend come from a lock too
+# (requirements/build.txt, in a venv of the builder's own), and the project goes in without
+# dependencies, so nothing is resolved from setup.cfg's ranges. The dependencies are a layer of their
+# own, before the sources: a source change rebuilds only the wheel.
+#
 # Both bases are build arguments. `make image` builds them from Debian's packages with mmdebstrap (no
 # image registry needed): PYTHON_IMAGE with python3 only, BUILDER_IMAGE with pip and venv too. Both must
 # have Python at the same path, since the venv is copied from one to the other.
@@ -16,6 +22,12 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
+COPY requirements/build.txt requirements/runtime.txt requirements/
+RUN python -m venv /opt/build \
+ && /opt/build/bin/python -m pip install --require-hashes --only-binary=:all: -r requirements/build.txt \
+ && python -m venv --without-pip /opt/taskset \
+ && /opt/build/bin/python -m pip --python /opt/taskset/bin/python install \
+    --require-hashes --only-binary=:all: -r requirements/runtime.txt
 # Only what the wheel contains (tests, docs, the dev cluster and the benchmarks stay out).
 COPY pyproject.toml setup.cfg README.md ./
 COPY clock/ clock/
@@ -24,9 +36,10 @@ COPY statemachine/ statemachine/
 COPY workqueue/ workqueue/
 COPY taskset/ taskset/
 COPY manifests/crd/ manifests/crd/
-RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
- && python -m venv --without-pip /opt/taskset \
- && python -m pip --python /opt/taskset/bin/python install --only-binary=:all: /wheels/*.whl \
+# `pip check`: the locked runtime satisfies what the wheel requires (a lock behind setup.cfg fails here).
+RUN /opt/build/bin/python -m pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+ && /opt/build/bin/python -m pip --python /opt/taskset/bin/python install --no-deps /wheels/*.whl \
+ && /opt/build/bin/python -m pip --python /opt/taskset/bin/python check \
  && /opt/taskset/bin/python -c "import taskset.daemon.main as m; assert m.CRD_MANIFEST.is_file(), m.CRD_MANIFEST"
 
 FROM ${PYTHON_IMAGE}

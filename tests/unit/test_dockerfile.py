@@ -122,6 +122,44 @@ def test_the_image_carries_the_crd_it_registers() -> None:
     assert any("CRD_MANIFEST.is_file()" in command for command in builder.args("RUN"))
 
 
+def builder_pip_commands(verb: str) -> list[str]:
+    """The builder's pip commands of one verb (install, wheel), each ``&&`` step on its own."""
+    steps = [step.strip() for command in STAGES[0].args("RUN") for step in command.split("&&")]
+    return [step for step in steps if re.search(rf"\bpip\b.*\s{verb}\s", step)]
+
+
+def test_the_builder_installs_dependencies_only_from_the_hashed_locks() -> None:
+    """No step resolves setup.cfg's ranges: each install is a lock with --require-hashes (wheels only) or
+    the project's own wheel without dependencies; the build backend is the locked one."""
+    installs = builder_pip_commands("install")
+    locks = [re.search(r"-r (requirements/\S+)", step) for step in installs]
+    assert {match.group(1) for match in locks if match} == {
+        "requirements/build.txt",
+        "requirements/runtime.txt",
+    }
+    for step, lock in zip(installs, locks, strict=True):
+        if lock:
+            assert "--require-hashes" in step and "--only-binary=:all:" in step, step
+        else:
+            assert "--no-deps" in step and "/wheels/" in step, step
+    wheels = builder_pip_commands("wheel")
+    assert wheels and all("--no-deps" in step and "--no-build-isolation" in step for step in wheels), wheels
+    assert any(
+        re.search(r"\bpip\b.*\scheck\b", step) for c in STAGES[0].args("RUN") for step in c.split("&&")
+    )
+
+
+def test_the_locks_the_builder_copies_are_in_the_context_before_the_sources() -> None:
+    """The locks are copied (and installed) before the sources, so a source change keeps that layer."""
+    copies = [c.split()[:-1] for c in STAGES[0].args("COPY")]
+    sources = [source for copy in copies for source in copy]
+    locks = [source for source in sources if source.startswith("requirements/")]
+    assert locks and all((ROOT / lock).is_file() for lock in locks)
+    assert max(sources.index(lock) for lock in locks) < sources.index("taskset/")
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    assert "requirements" not in ignored
+
+
 def test_the_build_context_leaves_out_local_state() -> None:
     ignored = set((ROOT / ".dockerignore").read_text().split())
     assert {".git", ".venv", "tests"} <= ignored
