@@ -43,7 +43,7 @@ SETUP_LOCKS: dict[str, tuple[tuple[str, ...], str | None]] = {
 BUILD_LOCK = "build.txt"
 # How uv names the project in a lock's ``via`` annotations: an entry so marked is a direct dependency.
 PROJECT_VIA = "(setup.cfg)"
-REFRESH = "run `make lock` (requirements/, README.md: Development) and commit requirements/"
+REFRESH = "run `make lock` and commit requirements/ (README.md, The two commands)"
 
 
 class LockError(ValueError):
