@@ -4,7 +4,21 @@ It speaks to the Kubernetes API with the official ``kubernetes`` client and impo
 controller (``taskset``): install the project and use it from a notebook, a script, or a Pod.
 """
 
-from taskset_sdk.builders import CompletionPolicy, EventPolicy, RetryPolicy, Role, TaskSet, pod_template
+from taskset_sdk.builders import (
+    Backoff,
+    CompletionPolicy,
+    DependsOn,
+    EventPolicy,
+    FailureRule,
+    Framework,
+    Gang,
+    Network,
+    RetryPolicy,
+    Role,
+    Scale,
+    TaskSet,
+    pod_template,
+)
 from taskset_sdk.client import Client
 from taskset_sdk.errors import (
     LogsUnavailableError,
@@ -30,18 +44,25 @@ from taskset_sdk.views import (
 
 __all__ = [
     "AttemptView",
+    "Backoff",
     "Client",
     "CompletionPolicy",
     "Condition",
+    "DependsOn",
     "EventPolicy",
     "EventView",
+    "FailureRule",
+    "Framework",
+    "Gang",
     "LogTarget",
     "LogsUnavailableError",
+    "Network",
     "PodView",
     "ReplicaView",
     "RetryPolicy",
     "Role",
     "RoleView",
+    "Scale",
     "TaskSet",
     "TaskSetAlreadyExistsError",
     "TaskSetApiError",

@@ -48,7 +48,7 @@ from taskset_sdk.errors import (
     api_message,
     from_api_exception,
 )
-from taskset_sdk.views import EventView, LogTarget, PodView, TaskSetView
+from taskset_sdk.views import EventView, LogTarget, PodView, ReplicaView, TaskSetView, replica_pod
 
 __all__ = ["Client", "LogWhere"]
 
@@ -58,6 +58,7 @@ WATCH_SLICE_SECONDS: Final = 60
 # Seconds added to a watch's server-side timeout for the client's read timeout.
 READ_MARGIN_SECONDS: Final = 10
 GONE: Final = 410
+NOT_FOUND: Final = 404
 
 
 class LogWhere(TypedDict, total=False):
@@ -293,7 +294,9 @@ class Client:
     def locate_log(self, name: str, role: str, index: int, **where: Unpack[LogWhere]) -> LogTarget:
         """Which Pod and container hold replica ``role``-``index``'s log, for its current attempt or for
         replica attempt ``attempt``. A replica's Pod has the same name in every attempt and an earlier
-        attempt's Pod is deleted before the next starts, so only the current attempt's log exists."""
+        attempt's Pod is deleted before the next starts, so only the current attempt's log exists.
+        The Pod must be the one the TaskSet's status records (its UID): a Pod someone else made under
+        the replica's name is never read as the replica's."""
         ns = self._ns(where.get("namespace"))
         attempt, container = where.get("attempt"), where.get("container")
         view = self.get(name, namespace=ns)
@@ -302,22 +305,23 @@ class Client:
             roles = ", ".join(f"{r.name} (0..{len(r.replicas) - 1})" for r in view.roles) or "none yet"
             raise LogsUnavailableError(ns, name, f"no replica {role}-{index}; replicas: {roles}")
         pod_name = replica.pod_name or POD_NAME_FORMAT.format(taskset=name, role=role, index=index)
-        pod = self.pods(name, namespace=ns).get(pod_name)
+        found = self.pods(name, namespace=ns)
+        pod = replica_pod(view, replica, found)
         if pod is None:
-            raise LogsUnavailableError(ns, name, f"replica {role}-{index} has no Pod now ({replica.phase})")
-        if attempt is not None and pod.replica_attempt != attempt:
+            raise LogsUnavailableError(ns, name, _no_pod(replica, pod_name, pod_name in found))
+        if attempt is not None and attempt != replica.retries:
             raise LogsUnavailableError(
                 ns,
                 name,
                 f"replica {role}-{index} attempt {attempt} is gone: its Pod {pod_name} runs attempt "
-                f"{pod.replica_attempt} (a replica keeps only its current attempt's Pod)",
+                f"{replica.retries} (a replica keeps only its current attempt's Pod)",
             )
         chosen = container or replica.container or (pod.containers[0] if pod.containers else "")
         if pod.containers and chosen not in pod.containers:
             raise LogsUnavailableError(
                 ns, name, f"Pod {pod_name} has no container {chosen!r} ({', '.join(pod.containers)})"
             )
-        return LogTarget(pod=pod_name, container=chosen, attempt=pod.replica_attempt)
+        return LogTarget(pod=pod_name, container=chosen, attempt=replica.retries, uid=pod.uid)
 
     def logs(
         self,
@@ -330,7 +334,9 @@ class Client:
         **where: Unpack[LogWhere],
     ) -> Iterator[str]:
         """The lines of a replica's log (see ``locate_log``); with ``follow``, until the container
-        ends. ``LogsUnavailableError`` names the Pod and the API server's answer when it cannot be read."""
+        ends. ``LogsUnavailableError`` names the Pod and the API server's answer when it cannot be read,
+        and says so when the replica has no Pod now (by default a finished replica's Pod is deleted at
+        once; ``cleanPodPolicy`` keeps it)."""
         ns = where["namespace"] = self._ns(where.get("namespace"))
         target = self.locate_log(name, role, index, **where)
         options: dict[str, Any] = {"container": target.container, "follow": follow}
@@ -342,9 +348,43 @@ class Client:
             cause = f"log of Pod {target.pod} container {target.container}: {api_message(err)}"
             raise LogsUnavailableError(ns, name, cause) from None
         try:
+            # The log is read by name: had the replica's Pod been replaced by another of that name
+            # between the lookup and the request, this would be the other Pod's log. A name never
+            # goes back to an earlier UID, so the same UID after the request opened means this is it.
+            if self._pod_uid(target.pod, ns, name) != target.uid:
+                raise LogsUnavailableError(
+                    ns, name, f"Pod {target.pod} was replaced while its log was opened; not read"
+                )
             yield from line_stream(response)
         finally:
             response.release_conn()
+
+    def _pod_uid(self, pod: str, ns: str, name: str) -> str:
+        """The UID of Pod ``pod`` now, "" when there is none."""
+        try:
+            response = self._core.read_namespaced_pod(pod, ns, _preload_content=False)
+        except ApiException as err:
+            if err.status == NOT_FOUND:
+                return ""
+            raise from_api_exception(ns, name, err) from None
+        return str(PodView.parse(json.loads(response.data)).uid)
+
+
+def _no_pod(replica: ReplicaView, pod_name: str, named_pod_exists: bool) -> str:
+    """Why a replica has no Pod to read, in the words a user acts on."""
+    where = f"replica {replica.key} has no Pod now ({replica.phase or 'no phase yet'})"
+    if named_pod_exists:
+        return (
+            f"{where}: Pod {pod_name} is not the one the TaskSet's status records for it "
+            "(another UID), so its log is not the replica's"
+        )
+    if replica.exit_code is not None:
+        return (
+            f"{where}: a finished replica's Pod is deleted unless spec.cleanPodPolicy keeps it; "
+            f"it exited {replica.exit_code} ({replica.reason or 'no reason'}), and the status keeps "
+            "its termination message (ReplicaView.exit_message)"
+        )
+    return where
 
 
 def _matches(view: TaskSetView, state: str | None, condition: str | None, status: str) -> bool:

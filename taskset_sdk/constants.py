@@ -30,3 +30,12 @@ FINAL_STATES: Final = frozenset({STATE_SUCCEEDED, STATE_FAILED})
 
 ROLE_EVENTS: Final = ("RoleFailed", "RoleSucceeded", "RoleCompleted")
 TASKSET_ACTIONS: Final = ("TaskSetFailed", "TaskSetSucceeded", "TaskSetCompleted", "NoAction")
+
+# The words of the newer spec fields, as the CRD's enums spell them.
+FAILURE_ACTIONS: Final = ("RetryNotCounted", "RetryCounted", "FailRole", "FailTaskSet", "RestartTaskSet")
+EXIT_CODE_OPERATORS: Final = ("In", "NotIn")
+CONDITION_STATUSES: Final = ("True", "False", "Unknown")
+CLEAN_POD_POLICIES: Final = ("None", "Running", "All")
+FRAMEWORKS: Final = ("tensorflow", "pytorch", "jax", "mpi")
+DEPENDS_ON_UNTIL: Final = ("Running", "Ready", "Succeeded")
+GANG_SCHEDULERS: Final = ("coscheduling", "volcano")

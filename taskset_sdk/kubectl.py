@@ -8,6 +8,8 @@
 
 Global flags as kubectl spells them: ``--kubeconfig``, ``--context``, ``-n/--namespace``. Colours on a
 terminal, plain when piped or with ``NO_COLOR`` set. Errors go to stderr as ``error: ...``, exit code 1.
+What it prints of the objects it read has its control characters escaped (``render.printable``); a
+log is the container's own output and is relayed as it is, as ``kubectl logs`` does.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Final, TextIO
 
 from taskset_sdk.client import Client
 from taskset_sdk.errors import TaskSetError
-from taskset_sdk.render import describe, render_tree, tree, utc_now
+from taskset_sdk.render import describe, printable, render_tree, tree, utc_now
 
 __all__ = ["main"]
 
@@ -103,7 +105,7 @@ def _get(client: Client, args: argparse.Namespace, out: TextIO) -> None:
         out.write(json.dumps(trees[0] if args.name else trees, indent=2) + "\n")
         return
     if not trees:
-        out.write(f"No TaskSets in namespace {client.namespace}.\n")
+        out.write(printable(f"No TaskSets in namespace {client.namespace}.") + "\n")
     now = utc_now()
     out.write("\n".join(render_tree(data, now, _colour(out)) for data in trees))
 
@@ -132,10 +134,10 @@ def _wait(client: Client, args: argparse.Namespace, out: TextIO) -> None:
     kind, value, status = args.until
     if kind == "state":
         view = client.wait(args.name, state=value, timeout=args.timeout)
-        out.write(f"taskset/{view.name} {view.state}\n")
+        out.write(printable(f"taskset/{view.name} {view.state}") + "\n")
     else:
         view = client.wait(args.name, condition=value, condition_status=status, timeout=args.timeout)
-        out.write(f"taskset/{view.name} condition {value}={status}\n")
+        out.write(printable(f"taskset/{view.name} condition {value}={status}") + "\n")
 
 
 _VERBS: Final = {"get": _get, "describe": _describe, "logs": _logs, "wait": _wait}
@@ -148,7 +150,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         client = Client(kubeconfig=args.kubeconfig, context=args.context, namespace=args.namespace)
         _VERBS[args.verb](client, args, out)
     except (TaskSetError, RuntimeError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {printable(str(err))}", file=sys.stderr)  # it may quote a status or a Pod
         return 1
     except KeyboardInterrupt:  # Ctrl-C on logs -f or wait: no traceback
         return 130

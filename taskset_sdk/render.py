@@ -1,7 +1,13 @@
 """What ``kubectl taskset`` prints, as pure functions of the SDK's views and the current time: the tree
 of a TaskSet (roles -> replicas -> attempts), its JSON form, ``describe``, and the ages. Colours only
 when asked (the plugin asks on a terminal); every column is padded before it is coloured, so a
-coloured table lines up like a plain one."""
+coloured table lines up like a plain one.
+
+Every string printed comes from objects other people can write (a termination message is whatever the
+container wrote; a Pod can be planted under a replica's name), so it is made ``printable`` first: a
+control character, an escape sequence or a bidi override is shown as its escape (``\x1b``,
+``\u202e``) and never reaches the viewer's terminal. The work per object is bounded: a replica's
+earlier attempts are listed up to ``EARLIER_LISTED``, then counted."""
 
 from __future__ import annotations
 
@@ -9,20 +15,48 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from taskset_sdk.views import AttemptView, EventView, PodView, ReplicaView, TaskSetView
+from taskset_sdk.views import AttemptView, EventView, PodView, ReplicaView, TaskSetView, replica_pod
 
-__all__ = ["age", "describe", "render_tree", "tree"]
+__all__ = ["EARLIER_LISTED", "age", "describe", "printable", "render_tree", "tree"]
 
 _COLOURS: Final = {"Succeeded": "32", "Failed": "31", "Running": "36", "Waiting": "33"}
 _HEADER: Final = ("NAME", "STATE", "PHASE", "POD", "NODE", "EXIT", "RETRIES", "AGE")
 NONE: Final = "-"
+# A replica retried a million times (maxRetryCount allows it) is listed with its last few attempts.
+EARLIER_LISTED: Final = 5
+
+# What a terminal acts on instead of showing: C0 and C1 controls and DEL (ESC starts every escape
+# sequence, so escaping it leaves the rest of a sequence as plain text), the line and paragraph
+# separators, and the bidi controls that reorder what follows them (Trojan Source).
+_UNPRINTABLE: Final = (
+    *range(0x20),
+    *range(0x7F, 0xA0),
+    0x2028,
+    0x2029,
+    *(0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)),
+)
+_ESCAPES: Final = {
+    **{code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" for code in _UNPRINTABLE},
+    **{ord(char): escape for char, escape in (("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))},
+}
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character, escape and bidi control shown as its escape."""
+    return text.translate(_ESCAPES)
 
 
 def age(timestamp: str, now: datetime) -> str:
-    """kubectl's short age: ``45s``, ``3m12s``, ``2h5m``, ``4d``; ``-`` without a time."""
+    """kubectl's short age: ``45s``, ``3m12s``, ``2h5m``, ``4d``; ``-`` without a time, ``?`` for a
+    time that is no time."""
     if not timestamp:
         return NONE
-    then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    try:
+        then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+        if then.tzinfo is None:
+            then = then.replace(tzinfo=UTC)
+    except ValueError:
+        return "?"
     seconds = max(0, int((now - then).total_seconds()))
     if seconds < 120:
         return f"{seconds}s"
@@ -41,12 +75,14 @@ def _exit(replica: ReplicaView) -> str:
 
 
 def _attempts(replica: ReplicaView, pod: PodView | None) -> list[dict[str, Any]]:
-    """A replica's attempts, oldest first. Only the current one has a Pod (the name is reused, the
-    earlier Pod deleted before the next is created), so earlier ones say only that they were retried."""
-    current = pod.replica_attempt if pod and pod.replica_attempt is not None else replica.retries
+    """A replica's attempts, oldest first: the last ``EARLIER_LISTED`` earlier ones and the current one
+    (the status's ``totalRetriedCount``, which the controller writes; a Pod's annotation may be anyone's).
+    Only the current one has a Pod (the name is reused, the earlier Pod deleted before the next is
+    created), so earlier ones say only that they were retried."""
+    current = replica.retries
     earlier = [
         {"attempt": n, "current": False, "phase": "Retried", "pod": None, "node": None, "exit": None}
-        for n in range(current)
+        for n in range(max(0, current - EARLIER_LISTED), current)
     ]
     now = {
         "attempt": current,
@@ -83,7 +119,8 @@ def tree(view: TaskSetView, pods: Mapping[str, PodView]) -> dict[str, Any]:
                         "stopped": replica.stopped,
                         "exit": _exit(replica),
                         "since": replica.transition_time,
-                        "attempts": _attempts(replica, pods.get(replica.pod_name)),
+                        "earlierAttemptsNotListed": max(0, replica.retries - EARLIER_LISTED),
+                        "attempts": _attempts(replica, replica_pod(view, replica, pods)),
                     }
                     for replica in role.replicas
                 ],
@@ -158,6 +195,9 @@ def _rows(data: Mapping[str, Any], now: datetime) -> list[tuple[str, ...]]:
                 )
             )
             inner = indent + ("    " if last_replica else "│   ")
+            if replica.get("earlierAttemptsNotListed"):
+                hidden = f"{replica['earlierAttemptsNotListed']} earlier attempts"
+                rows.append((inner + "├── " + hidden, "", "Retried", NONE, NONE, NONE, "", NONE))
             for a, attempt in enumerate(replica["attempts"]):
                 branch = "└── " if a == len(replica["attempts"]) - 1 else "├── "
                 rows.append(
@@ -181,7 +221,9 @@ def _colour(text: str, padded: str, colour: bool) -> str:
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], colour: bool = False) -> str:
-    """Columns padded to their widest cell, two spaces apart; trailing blanks trimmed."""
+    """Columns padded to their widest cell, two spaces apart; trailing blanks trimmed. Every cell is
+    made ``printable`` before it is measured."""
+    rows = [tuple(map(printable, row)) for row in rows]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = []
     for row in [header, *rows]:
@@ -217,11 +259,11 @@ def describe(
             f"  {role.name}: {role.state or NONE} ({role.phase or NONE}) {role.state_message}".rstrip()
         )
         for replica in role.replicas:
-            out += _replica_lines(replica, pods.get(replica.pod_name))
+            out += _replica_lines(replica, replica_pod(view, replica, pods))
     out.append("Events:")
     rows = [(e.type, e.reason, age(e.last, now), str(e.count), e.message) for e in events]
     out += _indented(table(("TYPE", "REASON", "AGE", "COUNT", "MESSAGE"), rows)) if rows else ["  none"]
-    return "\n".join(line.rstrip() for line in out) + "\n"
+    return "\n".join(printable(line).rstrip() for line in out) + "\n"
 
 
 _HISTORY_HEADER: Final = (
@@ -266,6 +308,8 @@ def _history_row(attempt: AttemptView, now: datetime) -> tuple[str, ...]:
 
 def _replica_lines(replica: ReplicaView, pod: PodView | None) -> list[str]:
     lines = [f"    {replica.key}: {replica.phase or NONE}, retried {replica.retries} times"]
+    if replica.retries > EARLIER_LISTED:
+        lines.append(f"      attempts 0-{replica.retries - EARLIER_LISTED - 1}: ended, retried (not listed)")
     for attempt in _attempts(replica, pod):
         if not attempt["current"]:
             lines.append(f"      attempt {attempt['attempt']}: ended, retried (its Pod was replaced)")

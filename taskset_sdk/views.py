@@ -1,6 +1,12 @@
 """Read-only views of a TaskSet as the API server returns it: the status as typed dataclasses, and the
 Pods found for its replicas. Parsing tolerates missing keys (a TaskSet the controller has not seen yet
-has no status at all), so a view can always be built from what ``get`` returns."""
+has no status at all) and values of the wrong type, so a view can always be built from what ``get``
+returns.
+
+Anyone who may create Pods in the namespace can plant one under a replica's name, with any labels and
+annotations, so a Pod is taken for a replica's only when the controller's own record says so: its UID is
+the one the status names (``replica_pod``). What a view says about attempts comes from the status, never
+from a Pod's annotations."""
 
 from __future__ import annotations
 
@@ -23,13 +29,14 @@ __all__ = [
     "ReplicaView",
     "RoleView",
     "TaskSetView",
+    "replica_pod",
 ]
 
 
 def _part(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """A nested object of ``raw``; empty when absent or null."""
-    part: Mapping[str, Any] = raw.get(key) or {}
-    return part
+    """A nested object of ``raw``; empty when absent, null or no object."""
+    part = raw.get(key)
+    return part if isinstance(part, Mapping) else {}
 
 
 def _text(raw: Mapping[str, Any], key: str) -> str:
@@ -38,10 +45,26 @@ def _text(raw: Mapping[str, Any], key: str) -> str:
 
 
 def _int(value: Any) -> int | None:
+    """An integer, or None for anything else (a bool, a float, text that is no number, or one of more
+    digits than Python converts)."""
+    if isinstance(value, bool):
+        return None
     try:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def _count(value: Any) -> int:
+    """A count or an index: 0 when absent, negative or not an integer."""
+    return max(0, _int(value) or 0)
+
+
+def _objects(value: Any) -> tuple[Mapping[str, Any], ...]:
+    """The objects of a list; anything else (a list of junk, or no list) gives what objects it has."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(item for item in value if isinstance(item, Mapping))
 
 
 @dataclass(frozen=True)
@@ -91,10 +114,10 @@ class ReplicaView:
         ended: Mapping[str, Any] = _part(raw, "terminatedInfo")
         return cls(
             role=role,
-            index=int(raw.get("index", 0)),
+            index=_count(raw.get("index")),
             phase=_text(raw, "phase"),
             phase_message=_text(raw, "phaseMessage"),
-            retries=int(raw.get("totalRetriedCount") or 0),
+            retries=_count(raw.get("totalRetriedCount")),
             stopped=bool(raw.get("stopped")),
             pod_name=_text(raw, "podName"),
             pod_uid=_text(raw, "podUID"),
@@ -132,7 +155,7 @@ class RoleView:
             phase=_text(raw, "phase"),
             state=_text(raw, "state"),
             state_message=_text(raw, "stateMessage"),
-            replicas=tuple(ReplicaView.parse(name, r) for r in raw.get("replicaStatus") or ()),
+            replicas=tuple(ReplicaView.parse(name, r) for r in _objects(raw.get("replicaStatus"))),
         )
 
 
@@ -190,6 +213,8 @@ class TaskSetView:
     # The last ended attempts, oldest first, and how many older ones the status no longer lists.
     attempts: tuple[AttemptView, ...] = ()
     attempts_dropped: int = 0
+    # The UID of the current attempt's ControlUnit, the owner of its Pods ("" between attempts).
+    control_unit_uid: str = ""
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> TaskSetView:
@@ -201,21 +226,20 @@ class TaskSetView:
             name=_text(meta, "name"),
             uid=_text(meta, "uid"),
             created=_text(meta, "creationTimestamp"),
-            generation=int(meta.get("generation") or 0),
+            generation=_count(meta.get("generation")),
             phase=_text(status, "phase"),
             phase_message=_text(status, "phaseMessage"),
             state=_text(status, "state"),
             state_message=_text(status, "stateMessage"),
-            retries=int(status.get("totalRetriedCount") or 0),
+            retries=_count(status.get("totalRetriedCount")),
             start_at=_text(status, "startAt"),
             finish_at=_text(status, "finishAt"),
-            roles=tuple(RoleView.parse(r) for r in status.get("roleStatus") or ()),
-            conditions=tuple(Condition.parse(c) for c in status.get("conditions") or ()),
+            roles=tuple(RoleView.parse(r) for r in _objects(status.get("roleStatus"))),
+            conditions=tuple(Condition.parse(c) for c in _objects(status.get("conditions"))),
             raw=raw,
-            attempts=tuple(
-                AttemptView.parse(a) for a in history.get("attempts") or () if isinstance(a, Mapping)
-            ),
-            attempts_dropped=_int(history.get("dropped")) or 0,
+            attempts=tuple(AttemptView.parse(a) for a in _objects(history.get("attempts"))),
+            attempts_dropped=_count(history.get("dropped")),
+            control_unit_uid=_text(status, "controlUnitUID"),
         )
 
     @property
@@ -239,7 +263,9 @@ class TaskSetView:
 
 @dataclass(frozen=True)
 class PodView:
-    """What the status does not say about a replica's current Pod: its node and attempt numbers."""
+    """What the status does not say about a replica's current Pod: its node, phase and containers.
+    The attempt numbers are the Pod's annotations, as anyone who made the Pod wrote them: shown, never
+    relied on (the status's ``totalRetriedCount`` is the replica's attempt)."""
 
     name: str
     uid: str
@@ -249,6 +275,7 @@ class PodView:
     taskset_attempt: int | None
     replica_attempt: int | None
     containers: tuple[str, ...]
+    controller_uid: str = ""  # the UID of the owner reference marked controller ("" without one)
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> PodView:
@@ -259,12 +286,29 @@ class PodView:
             name=_text(meta, "name"),
             uid=_text(meta, "uid"),
             node=_text(spec, "nodeName"),
-            phase=str((raw.get("status") or {}).get("phase") or ""),
+            phase=_text(_part(raw, "status"), "phase"),
             created=_text(meta, "creationTimestamp"),
             taskset_attempt=_int(annotations.get(ANNOTATION_TASKSET_ATTEMPT_ID)),
             replica_attempt=_int(annotations.get(ANNOTATION_REPLICA_ATTEMPT_ID)),
-            containers=tuple(str(c.get("name", "")) for c in spec.get("containers") or ()),
+            containers=tuple(_text(c, "name") for c in _objects(spec.get("containers"))),
+            controller_uid=next(
+                (_text(ref, "uid") for ref in _objects(meta.get("ownerReferences")) if ref.get("controller")),
+                "",
+            ),
         )
+
+
+def replica_pod(view: TaskSetView, replica: ReplicaView, pods: Mapping[str, PodView]) -> PodView | None:
+    """The replica's Pod among ``pods`` (by name), or None: the Pod must be the one the controller
+    recorded, its UID the status's ``podUID`` and, while the attempt has a ControlUnit, its controller
+    owner that ControlUnit. A Pod someone else made under the replica's name has another UID, whatever
+    its labels and annotations say; one the replica has no record of is no Pod of the replica."""
+    pod = pods.get(replica.pod_name) if replica.pod_name else None
+    if pod is None or not replica.pod_uid or pod.uid != replica.pod_uid:
+        return None
+    if view.control_unit_uid and pod.controller_uid != view.control_unit_uid:
+        return None
+    return pod
 
 
 @dataclass(frozen=True)
@@ -290,7 +334,7 @@ class EventView:
             type=_text(raw, "type"),
             reason=_text(raw, "reason"),
             message=_text(raw, "message"),
-            count=int(raw.get("count") or 1),
+            count=_int(raw.get("count")) or 1,
             first=str(first or ""),
             last=str(raw.get("lastTimestamp") or first or ""),
             order=_int((raw.get("metadata") or {}).get("resourceVersion")) or 0,
@@ -299,8 +343,10 @@ class EventView:
 
 @dataclass(frozen=True)
 class LogTarget:
-    """Where a replica attempt's log is: the Pod, its container, and the attempt it runs."""
+    """Where a replica attempt's log is: the Pod (its name and UID), its container, and the attempt it
+    runs."""
 
     pod: str
     container: str
     attempt: int | None
+    uid: str = ""

@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import re
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,13 @@ from tests.integration.harness import eventually
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+# The address space a verb may use: its work is bounded per object, whatever a number in an object
+# says, so a planted number that asked for more would end the verb with MemoryError, not the machine.
+PLUGIN_MEMORY = 1536 * 1024 * 1024
+
+
+def _bounded_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (PLUGIN_MEMORY, PLUGIN_MEMORY))
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +70,7 @@ def kubectl(cluster: Cluster, namespace: str, plugin_dir: Path, controller: Cont
             env=env,
             timeout=120,
             check=False,
+            preexec_fn=_bounded_memory,
         )
         if check:
             assert done.returncode == 0, done.stderr
@@ -230,3 +239,82 @@ def test_get_colours_the_states_on_a_terminal(
     assert "\x1b[36mRunning      " in text, repr(text)  # padded, then coloured: the columns stay aligned
     plain = re.sub(r"\x1b\[\d+m", "", text).replace("\r\n", "\n")
     assert mask_last_column(plain, "AGE") == mask_last_column(kubectl("get", "tty").stdout, "AGE")
+
+
+# What a container may write as its termination message: a window title, a screen clear, a colour, a
+# C1 control sequence introducer, a bidi override, a carriage return.
+HOSTILE_MESSAGE = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\x9b1m\u202eevil\r"
+
+
+def test_a_planted_pod_and_a_hostile_message_reach_no_verb(cluster: Cluster, namespace: str, kubectl) -> None:
+    """A replica finished and its Pod is gone; someone who may create Pods plants one under its name,
+    with the TaskSet's label and ``ReplicaAttemptID`` "1000000000". Every verb (the namespace's tree,
+    the TaskSet's, ``-o json``, ``describe``) answers in bounded memory and shows none of the stranger's
+    Pod; ``logs`` refuses to read it as the replica's; the container's escape codes reach the terminal
+    as text."""
+    client = Client(kubeconfig=cluster.kubeconfig, namespace=namespace)
+    client.create(TaskSet("victim").role(Role("w", 1, pod_template("busybox", ["sleep", "1000"]))))
+    client.wait("victim", state="Running", timeout=30)
+    running = eventually(lambda: client.pods("victim").get("victim-w-0"), 30, "the replica's Pod")
+    # The container ends as the kubelet reports it (kwok's templates cannot carry control characters).
+    ended = {"terminated": {"exitCode": 1, "reason": "Error", "message": HOSTILE_MESSAGE}}
+    status = {
+        "phase": "Failed",
+        "containerStatuses": [
+            {
+                "name": "main",
+                "image": "busybox",
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "state": ended,
+            }
+        ],
+    }
+    cluster.kubectl(
+        "patch",
+        "pod",
+        running.name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
+    view = client.wait("victim", state="Failed", timeout=60)
+    replica = view.replica("w", 0)
+    assert replica is not None and replica.exit_message == HOSTILE_MESSAGE, replica
+    eventually(lambda: client.pods("victim") == {}, 30, "the finished replica's Pod is gone")
+    planted = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "victim-w-0",
+            "labels": {"TaskSet": "victim", "PodTaskRole": "w"},
+            "annotations": {"ReplicaAttemptID": "1000000000", "TaskSetAttemptID": "1000000000"},
+        },
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }
+    cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(planted))
+    stranger = eventually(lambda: client.pods("victim").get("victim-w-0"), 30, "the planted Pod is listed")
+
+    outputs = {
+        " ".join(args): kubectl(*args).stdout
+        for args in [("get",), ("get", "victim"), ("get", "-o", "json"), ("describe", "victim")]
+    }
+    for verb, text in outputs.items():
+        assert "1000000000" not in text and stranger.uid not in text, verb
+        assert not {char for char in text if ord(char) < 0x20 and char != "\n"}, verb
+        assert not {char for char in text if 0x7F <= ord(char) < 0xA0 or char == "\u202e"}, verb
+    (replica_data,) = json.loads(outputs["get -o json"])[0]["roles"][0]["replicas"]
+    assert [(a["attempt"], a["pod"]) for a in replica_data["attempts"]] == [(0, None)]
+    assert (
+        "termination message: \\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred\\x9b1m\\u202eevil\\r"
+        in outputs["describe victim"]
+    )
+    assert "attempt 0: no Pod now, exit 1 Error" in outputs["describe victim"]
+
+    refused = kubectl("logs", "victim", "w", "0", check=False)
+    assert refused.returncode == 1
+    assert "Pod victim-w-0 is not the one the TaskSet's status records" in refused.stderr, refused.stderr

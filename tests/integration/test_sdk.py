@@ -9,11 +9,16 @@ and ``logs`` is checked to relay the API server's refusal for that Pod unchanged
 
 from __future__ import annotations
 
+import json
+import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import taskset_sdk
 from devcluster import Cluster, sim
 from taskset.runtime.controller import Controller
 from taskset_sdk import (
@@ -24,12 +29,16 @@ from taskset_sdk import (
     TaskSetAlreadyExistsError,
     TaskSetInvalidError,
     TaskSetNotFoundError,
+    TaskSetView,
     WaitFailedError,
     WaitTimeoutError,
     pod_template,
 )
+from tests.unit.taskset_sdk.test_sdk_builders import full_taskset
 
 pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -194,3 +203,84 @@ def test_a_client_from_the_environment(
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(RuntimeError, match="no Kubernetes configuration"):
         Client()
+
+
+def test_the_whole_spec_the_builders_write_is_accepted(
+    cluster: Cluster, namespace: str, crd_installed: None
+) -> None:
+    """Every field of the spec, as the builders write it, passes the CRD's schema and rules."""
+    done = cluster.kubectl(
+        "create",
+        "--dry-run=server",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=json.dumps(full_taskset().to_dict()),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr
+
+
+def documented_session(doc: Path, heading: str) -> str:
+    """The first Python block after ``heading`` in ``doc``."""
+    text = doc.read_text()
+    found = re.search(r"```python\n(.*?)```", text[text.index(heading) :], re.DOTALL)
+    assert found is not None, f"no Python block after {heading!r} in {doc}"
+    return found.group(1)
+
+
+@pytest.mark.usefixtures("controller")
+@pytest.mark.parametrize(
+    "session",
+    [
+        pytest.param((ROOT / "README.md", "## Python and kubectl"), id="README"),
+        pytest.param((ROOT / "docs" / "user-manual.md", "### 8.1 Python"), id="user manual 8.1"),
+    ],
+)
+def test_the_documented_session_runs_as_written_down_its_failure_path(
+    cluster: Cluster,
+    namespace: str,
+    session: tuple[Path, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The session as a reader runs it, with ``Client()`` from $KUBECONFIG. kwok runs no trainer, so
+    the test plays the job: in the first run every worker but worker-0 exits 3 in each of its attempts
+    (the role fails, and with it the TaskSet); the run by hand after it succeeds. The failure path then
+    finds the failed replica, prints its last words, and reads its log or says why it cannot."""
+
+    class PlayedJob(Client):
+        runs = 0
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("namespace", namespace)  # the namespace the test's controller watches
+            super().__init__(*args, **kwargs)
+
+        def create(self, taskset: TaskSet | Mapping[str, Any], **kwargs: Any) -> TaskSetView:
+            body = taskset.to_dict() if isinstance(taskset, TaskSet) else json.loads(json.dumps(taskset))
+            PlayedJob.runs += 1
+            for role in body["spec"]["roles"]:
+                if role["name"] != "worker":
+                    continue
+                annotations = role["template"].setdefault("metadata", {}).setdefault("annotations", {})
+                annotations.update(sim.outcome(0.2, 0))
+                for index in range(1, role["replicas"]) if PlayedJob.runs == 1 else ():
+                    for attempt in range(role["retryPolicy"]["maxRetryCount"] + 1):
+                        annotations[sim.attempt_exit_code(0, index, attempt)] = "3"
+            return super().create(body, **kwargs)
+
+    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+    monkeypatch.setattr(taskset_sdk, "Client", PlayedJob)
+    doc, heading = session
+    exec(compile(documented_session(doc, heading), str(doc), "exec"), {"__name__": "documented_session"})
+
+    out = capsys.readouterr().out
+    assert PlayedJob.runs == 2, "the failure path ran the job again by hand"
+    assert re.search(r"^worker-\d 3 Error", out, re.M), out
+    # The failed replica's Pod was kept (cleanPodPolicy Running) and found by its UID; kwok's node then
+    # serves no log, which the example prints instead of dying.
+    assert re.search(r"log of Pod mnist-worker-\d container main: ", out), out
+    with pytest.raises(TaskSetNotFoundError):
+        PlayedJob().get("mnist")

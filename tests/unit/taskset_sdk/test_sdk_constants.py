@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
+import yaml
 
 from taskset.api import constants as controller
 from taskset_sdk import constants as sdk
+
+CRD = Path(__file__).resolve().parents[3] / "manifests" / "crd" / "tasksets.octopus.openi.pcl.cn.yaml"
+
+
+def crd_enum(*path: str) -> tuple[str, ...]:
+    """The enum of a spec field of the CRD, ``path`` through properties and list items."""
+    schema: Any = yaml.safe_load(CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema = schema["properties"]["spec"]
+    for key in path:
+        schema = schema["properties"][key]
+        schema = schema.get("items", schema)
+    return tuple(schema["enum"])
 
 
 @pytest.mark.parametrize(
@@ -31,6 +47,14 @@ from taskset_sdk import constants as sdk
         pytest.param(sdk.STATES, tuple(controller.State), id="states, in order"),
         pytest.param(sdk.ROLE_EVENTS, tuple(controller.RoleEvent), id="role events"),
         pytest.param(sdk.TASKSET_ACTIONS, tuple(controller.TaskSetAction), id="actions"),
+        pytest.param(sdk.FAILURE_ACTIONS, tuple(controller.FailureAction), id="failure rule actions"),
+        pytest.param(sdk.EXIT_CODE_OPERATORS, tuple(controller.ExitCodeOperator), id="exit code operators"),
+        pytest.param(sdk.CONDITION_STATUSES, tuple(controller.ConditionStatus), id="condition statuses"),
+        pytest.param(sdk.CLEAN_POD_POLICIES, tuple(controller.CleanPodPolicy), id="clean-up policies"),
+        pytest.param(sdk.FRAMEWORKS, crd_enum("framework"), id="frameworks"),
+        pytest.param(sdk.DEPENDS_ON_UNTIL, crd_enum("roles", "dependsOn", "until"), id="dependsOn until"),
+        pytest.param(sdk.GANG_SCHEDULERS, crd_enum("gang", "scheduler"), id="gang schedulers"),
+        pytest.param(sdk.FAILURE_ACTIONS, crd_enum("failureRules", "action"), id="the CRD's actions"),
     ],
 )
 def test_the_sdk_speaks_the_controllers_words(ours: object, theirs: object) -> None:
