@@ -6,6 +6,7 @@ the gang-scheduling integration's."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from typing import Any
 
@@ -108,7 +109,7 @@ def test_a_gang_waiting_for_capacity_is_placed_soon_after_it_frees(
                 f"fits-{index}", namespace, {"metadata": {"annotations": {sim.DURATION: "0s"}}}
             )
             # Each node frees on its own, the scheduler has a turn in between (not a race to win).
-            eventually(lambda i=index: ended(core, namespace, f"fits-{i}"), 30, "a node freed")
+            eventually(functools.partial(ended, core, namespace, f"fits-{index}"), 30, "a node freed")
             time.sleep(2)
         freed = time.monotonic()
         eventually(

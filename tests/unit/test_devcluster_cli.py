@@ -4,6 +4,8 @@ writes, read into what the cluster starts, and every wrong form refused with a m
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -173,3 +175,38 @@ def test_the_summary_says_where_each_add_on_answers_and_what_to_set() -> None:
     assert "kueue: ready (http://127.0.0.1:9443/readyz)" in text and "--kueue" in text
     assert "schedulerName: coscheduling" in text and "--gang-scheduling=coscheduling" in text
     assert "nodes: 2 nodes gpu-0..1, label pool=gpu" in text
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+
+
+def documented_commands() -> list[tuple[str, list[str]]]:
+    """Every ``python -m devcluster ...`` command in the README and the docs' shell blocks (continued
+    lines joined), as its arguments."""
+    found = []
+    for doc in DOCS:
+        for block in re.findall(r"```sh\n(.*?)```", doc.read_text(), re.DOTALL):
+            for line in block.replace("\\\n", " ").splitlines():
+                if "python -m devcluster" not in line:
+                    continue
+                words = shlex.split(line.split("#")[0].strip().strip('"').removeprefix('eval "$('))
+                words = [w.rstrip(')"') for w in words]
+                if words[:3] == ["python", "-m", "devcluster"]:
+                    found.append((f"{doc.name}: {line.strip()}", words[3:]))
+    return found
+
+
+COMMANDS = documented_commands()
+
+
+def test_the_docs_show_up_with_add_ons_and_pools() -> None:
+    assert any("--with" in argv and "--pool" in argv for _, argv in COMMANDS)
+
+
+@pytest.mark.parametrize("argv", [c[1] for c in COMMANDS], ids=[c[0] for c in COMMANDS])
+def test_a_documented_devcluster_command_is_accepted(argv: list[str]) -> None:
+    """The commands the README and the manual show parse as written (``up --with ... --pool ...`` is
+    also run from the shell by the integration tests)."""
+    args = parser_().parse_args(argv)
+    nodes.check_pools(tuple(getattr(args, "pool", ())))
