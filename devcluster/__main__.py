@@ -1,7 +1,10 @@
-"""``python -m devcluster build|up|down|env|run`` — the embedded control plane from the shell.
+"""``python -m devcluster build|up|down|env|resolve|run`` — the embedded control plane from the shell.
 
-``up`` starts a detached supervisor (``run``) and returns once the cluster is ready; ``down`` stops it;
-``env`` prints the exports a shell needs (KUBECONFIG, PATH with the built kubectl).
+``up`` starts a detached supervisor (``run``) and returns once the cluster and the add-ons it was asked
+for (``--with kueue,coredns,coscheduling``) are ready, printing where each one answers; ``--pool`` adds
+simulated nodes with labels, taints or a small CPU (``devcluster.nodes``). ``down`` stops all of it;
+``env`` prints the exports a shell needs (KUBECONFIG, PATH with the built kubectl, CoreDNS's address);
+``resolve`` asks the cluster's CoreDNS for a name, as a Pod would.
 """
 
 from __future__ import annotations
@@ -14,13 +17,82 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
-from devcluster import build
+from devcluster import build, coredns, coscheduling, kueue, nodes
+from devcluster.addon import READY_TIMEOUT
 from devcluster.cluster import Cluster, Settings
 
 DEFAULT_DIR = Path(os.environ.get("TASKSET_DEVCLUSTER_DIR", "/tmp/taskset-devcluster"))
 UP_TIMEOUT = 180.0  # seconds; includes a warm start of every component
+# The add-ons ``--with`` starts, in this order, and what each is built from.
+ADDONS: dict[str, build.Component] = {
+    "coredns": build.COREDNS,
+    "kueue": build.KUEUE,
+    "coscheduling": build.SCHEDULER_PLUGINS,
+}
+
+
+def parse_addons(text: str) -> tuple[str, ...]:
+    """``--with``'s comma-separated add-on names, known and each once, in start-up order."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in ADDONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown add-on {', '.join(map(repr, unknown))}; choose from {', '.join(ADDONS)}"
+        )
+    return tuple(name for name in ADDONS if name in names)
+
+
+def parse_pool(text: str) -> nodes.NodePool:
+    try:
+        return nodes.parse_pool(text)
+    except nodes.PoolError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _start_addon(name: str, cluster: Cluster, stack: ExitStack) -> dict[str, object]:
+    """Start one add-on beside ``cluster``, to be stopped with ``stack``; what the user needs to know."""
+    if name == "coredns":
+        dns = coredns.CoreDNS(cluster).start()
+        stack.callback(dns.stop)
+        return {"address": f"127.0.0.1:{dns.port}", "port": dns.port, "zone": coredns.CLUSTER_DOMAIN}
+    if name == "kueue":
+        queue = kueue.Kueue(cluster).start()
+        stack.callback(queue.stop)
+        return {"readyz": f"http://127.0.0.1:{queue.port}/readyz", "framework": kueue.EXTERNAL_FRAMEWORK}
+    scheduler = coscheduling.Coscheduler(cluster).start()
+    stack.callback(scheduler.stop)
+    return {"schedulerName": coscheduling.SCHEDULER_NAME, "podGroupLabel": coscheduling.POD_GROUP_LABEL}
+
+
+def summary(state: dict[str, object], directory: Path) -> list[str]:
+    """What ``up`` tells the user: how to reach the cluster, each add-on and each node pool."""
+    lines = [f"devcluster up; export KUBECONFIG={directory / 'admin.kubeconfig'}"]
+    addons = state.get("addons")
+    for name, info in (addons if isinstance(addons, dict) else {}).items():
+        if name == "coredns":
+            lines.append(
+                f"  coredns: {info['address']} (UDP), zone {info['zone']}: a replica is "
+                f"<taskset>-<role>-<index>.<subdomain>.<namespace>.svc.{info['zone']}; "
+                "ask it with: python -m devcluster resolve NAME"
+            )
+        elif name == "kueue":
+            lines.append(
+                f"  kueue: ready ({info['readyz']}), TaskSets known as {info['framework']}; "
+                "run the controller with --kueue"
+            )
+        elif name == "coscheduling":
+            lines.append(
+                f"  coscheduling: ready; Pods set schedulerName: {info['schedulerName']}; "
+                "run the controller with --gang-scheduling=coscheduling"
+            )
+    pools = state.get("pools")
+    for pool in pools if isinstance(pools, list) else []:
+        lines.append(f"  nodes: {pool}")
+    return lines
 
 
 def _state(directory: Path) -> dict[str, object] | None:
@@ -44,10 +116,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    settings = Settings(nodes=args.nodes, directory=args.dir, etcd_compaction_interval=args.compaction)
+    settings = Settings(
+        nodes=args.nodes,
+        directory=args.dir,
+        etcd_compaction_interval=args.compaction,
+        pools=tuple(args.pool),
+    )
     (args.dir / "state.json").unlink(missing_ok=True)
-    with Cluster(settings) as cluster:
+    with Cluster(settings) as cluster, ExitStack() as addons:
         (args.dir / "supervisor.pid").write_text(str(os.getpid()))
+        # The cluster's own state file says the control plane is up; ``up`` waits for "ready", written
+        # once every add-on answers too, so that it never reports an add-on that is still starting.
+        state = json.loads((args.dir / "state.json").read_text())
+        state["addons"] = {name: _start_addon(name, cluster, addons) for name in args.with_}
+        state["pools"] = [pool.describe() for pool in args.pool]
+        state["ready"] = True
+        (args.dir / "state.json").write_text(json.dumps(state, indent=2))
         print(f"devcluster ready: {cluster.server}  KUBECONFIG={cluster.kubeconfig}", flush=True)
         stop.wait()
     (args.dir / "state.json").unlink(missing_ok=True)
@@ -57,23 +141,37 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     args.dir.mkdir(parents=True, exist_ok=True)
     pid_file = args.dir / "supervisor.pid"
-    if pid_file.exists() and _alive(int(pid_file.read_text())) and _state(args.dir):
-        print(f"already running; export KUBECONFIG={args.dir / 'admin.kubeconfig'}")
+    if pid_file.exists() and _alive(int(pid_file.read_text())) and (state := _state(args.dir)):
+        # A running cluster is not restarted with other add-ons or nodes behind the user's back.
+        print("already running (python -m devcluster down first to change its add-ons or nodes)")
+        print("\n".join(summary(state, args.dir)))
         return 0
-    build.build_all()  # in the foreground, so a cold build's progress is visible
-    log = (args.dir / "supervisor.log").open("ab")
+    # In the foreground, so a cold build's progress is visible.
+    build.build_all(build.COMPONENTS + tuple(ADDONS[name] for name in args.with_))
+    log_path = args.dir / "supervisor.log"
+    start_at = log_path.stat().st_size if log_path.exists() else 0
     argv = [sys.executable, "-m", "devcluster", "run", f"--dir={args.dir}", f"--nodes={args.nodes}"]
     argv.append(f"--compaction={args.compaction}")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + UP_TIMEOUT
+    if args.with_:
+        argv.append(f"--with={','.join(args.with_)}")
+    argv += [f"--pool={pool.spec()}" for pool in args.pool]
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + UP_TIMEOUT + READY_TIMEOUT * len(args.with_)
     while time.monotonic() < deadline:
-        if _state(args.dir):
-            print(f"devcluster up; export KUBECONFIG={args.dir / 'admin.kubeconfig'}")
+        state = _state(args.dir)
+        if state and state.get("ready"):
+            print("\n".join(summary(state, args.dir)))
             return 0
         if proc.poll() is not None:
             break
         time.sleep(0.2)
-    print(f"devcluster failed to start; see {args.dir / 'supervisor.log'}", file=sys.stderr)
+    if proc.poll() is None:  # timed out: stop what started rather than leave it half up
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    tail = log_path.read_bytes()[start_at:].decode(errors="replace").splitlines()[-30:]
+    print("\n".join(tail), file=sys.stderr)
+    print(f"devcluster failed to start; see {log_path}", file=sys.stderr)
     return 1
 
 
@@ -100,6 +198,30 @@ def cmd_env(args: argparse.Namespace) -> int:
     kubectl_dir = build.component_dir(build.KUBERNETES)
     print(f"export KUBECONFIG={args.dir / 'admin.kubeconfig'}")
     print(f'export PATH="{kubectl_dir}:$PATH"')
+    dns = _dns(args.dir)
+    if dns is not None:
+        print(f"export DEVCLUSTER_DNS=127.0.0.1:{dns}")
+    return 0
+
+
+def _dns(directory: Path) -> int | None:
+    """CoreDNS's port, if the running cluster was started with it."""
+    state = _state(directory) or {}
+    addons = state.get("addons")
+    info = addons.get("coredns") if isinstance(addons, dict) else None
+    return int(info["port"]) if isinstance(info, dict) else None
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    port = _dns(args.dir)
+    if port is None:
+        print("no CoreDNS: start the cluster with: python -m devcluster up --with coredns", file=sys.stderr)
+        return 1
+    addresses = coredns.resolve(args.name, port, timeout=2.0)
+    if not addresses:
+        print(f"{args.name}: no A record", file=sys.stderr)
+        return 1
+    print("\n".join(addresses))
     return 0
 
 
@@ -110,26 +232,66 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = parser_()
+    args = parser.parse_args(argv)
+    try:
+        nodes.check_pools(tuple(getattr(args, "pool", ())))
+    except nodes.PoolError as error:
+        parser.error(str(error))
+    code: int = args.func(args)
+    return code
+
+
+def _node_count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(text)
+
+
+def parser_() -> argparse.ArgumentParser:
+    """The command line; ``up`` and ``run`` take the add-ons and node pools."""
     parser = argparse.ArgumentParser(prog="python -m devcluster", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, func in (
+    commands: tuple[tuple[str, Callable[[argparse.Namespace], int]], ...] = (
         ("build", cmd_build),
         ("up", cmd_up),
         ("down", cmd_down),
         ("env", cmd_env),
+        ("resolve", cmd_resolve),
         ("run", cmd_run),
-    ):
-        p = sub.add_parser(name)
+    )
+    for name, func in commands:
+        p = sub.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter)
         p.set_defaults(func=func)
         p.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state directory (default %(default)s)")
-        p.add_argument("--nodes", type=int, default=4, help="simulated nodes (default %(default)s)")
+        p.add_argument(
+            "--nodes", type=_node_count, default=4, help="plain simulated nodes (default %(default)s)"
+        )
         p.add_argument("--compaction", default="5m", help="etcd compaction interval (default %(default)s)")
+    for name in ("up", "run"):
+        p = sub.choices[name]
+        p.description = nodes.__doc__
+        p.add_argument(
+            "--with",
+            dest="with_",
+            type=parse_addons,
+            default=(),
+            metavar="ADDONS",
+            help=f"add-ons to start beside the control plane, comma-separated: {', '.join(ADDONS)}",
+        )
+        p.add_argument(
+            "--pool",
+            action="append",
+            type=parse_pool,
+            default=[],
+            metavar="SPEC",
+            help=f"simulated nodes of one shape, repeatable; for example {nodes.EXAMPLE}",
+        )
     sub.choices["build"].add_argument(
         "--part", choices=tuple(build.PARTS), default="all", help="what to build"
     )
-    args = parser.parse_args(argv)
-    code: int = args.func(args)
-    return code
+    sub.choices["resolve"].add_argument("name", help="a DNS name, e.g. kubernetes.default.svc.cluster.local")
+    return parser
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from devcluster import build, certs
+from devcluster.nodes import NodePool
 from devcluster.ports import free_port
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ class Settings:
     component_qps: int = 1000
     directory: Path | None = None
     extra_apiserver_args: tuple[str, ...] = ()
+    # Simulated nodes of other shapes beside the plain ones (``python -m devcluster up --pool``).
+    pools: tuple[NodePool, ...] = ()
 
 
 def _die_with_parent() -> None:
@@ -166,6 +169,8 @@ class Cluster:
             self._start_terminator()
             self._wait_for(self._default_service_account_exists, "kube-controller-manager")
             self.create_nodes(self.settings.nodes)
+            for pool in self.settings.pools:
+                self.create_pool(pool)
             self._wait_for(self._nodes_ready, "kwok")
         except BaseException:
             self.stop()
@@ -317,6 +322,20 @@ class Cluster:
                 self.request("POST", "/api/v1/nodes", node)
         return names
 
+    def create_pool(self, pool: NodePool) -> list[str]:
+        """The simulated nodes of one pool: its labels and taints, its CPU if it names one."""
+        capacity = None
+        if pool.cpu is not None:
+            capacity = {
+                "cpu": pool.cpu,
+                "memory": self.settings.node_memory,
+                "pods": self.settings.node_pods,
+                **dict(self.settings.node_extended),
+            }
+        return self.create_nodes(
+            pool.count, pool.name, capacity=capacity, labels=dict(pool.labels), taints=pool.taint_objects()
+        )
+
     # ----- components ------------------------------------------------------------------------
     def _start(self, name: str, argv: Sequence[str]) -> _Process:
         process = _Process(name, [str(self.binaries[name]), *argv], self.directory / "logs" / f"{name}.log")
@@ -467,7 +486,7 @@ class Cluster:
                 for c in n.get("status", {}).get("conditions", [])
             )
         ]
-        return len(ready) >= self.settings.nodes
+        return len(ready) >= self.settings.nodes + sum(pool.count for pool in self.settings.pools)
 
     def _wait_for(self, predicate: Any, component: str, process: _Process | None = None) -> None:
         process = process or self._processes.get(component)
