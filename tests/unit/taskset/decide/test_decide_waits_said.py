@@ -161,6 +161,41 @@ def test_a_denial_for_now_is_said_once_in_the_replica_and_the_running_condition_
     assert running_condition is not None and "waiting" not in running_condition.message
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param(
+            ActionResult(
+                ResultKind.REFUSED,
+                message='pods "{pod}" is forbidden: exceeded quota: q, requested: pods=1, limited: pods=0',
+            ),
+            id="a full quota refuses every Pod, naming it",
+        ),
+        pytest.param(
+            ActionResult(ResultKind.ERROR, message='Internal error: failed calling webhook for pods "{pod}"'),
+            id="a failing webhook fails every Pod, naming it",
+        ),
+    ],
+)
+def test_a_failure_every_pod_meets_is_one_event_for_the_taskset_not_one_per_pod(
+    failure: ActionResult,
+) -> None:
+    world = single("w", replicas=40)
+    world.pod_refusal = failure
+    first = world.reconcile()
+    assert first.backoff
+    assert reasons(first).count(EventReason.POD_CREATION_FAILED) == 1
+    assert all(r.phase == P.ATTEMPT_PENDING for r in the_status(world).roles[0].replicas)
+    for _ in range(3):  # the backoff's retries, failing the same way
+        again = world.reconcile()
+        assert reasons(again).count(EventReason.POD_CREATION_FAILED) <= 1
+        if failure.kind == ResultKind.REFUSED:  # the status says it: never again while it lasts
+            assert EventReason.POD_CREATION_FAILED not in reasons(again)
+    world.pod_refusal = ActionResult(failure.kind, message=failure.message + ", and now another reason")
+    changed = world.reconcile()
+    assert reasons(changed).count(EventReason.POD_CREATION_FAILED) == 1  # a change of reason is said
+
+
 def test_a_refusal_for_good_sets_pod_creation_refused_and_a_later_create_clears_it() -> None:
     world = single("w", retry=(True, 1, 0))
     refusal = 'pods "job-w-0" is forbidden: violates PodSecurity "restricted:latest": privileged'
