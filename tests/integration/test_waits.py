@@ -30,6 +30,7 @@ from kubernetes import client
 
 from devcluster import Cluster
 from taskset.api import constants as c
+from taskset.decide.roles import UNFINISHED_AT_END
 from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.conftest import start_controller
@@ -238,6 +239,12 @@ def test_a_control_unit_deleted_by_someone_else_is_named(ts: TaskSets) -> None:
     assert final["stateMessage"] == "ControlUnit c-unitgone-0 was deleted", final
     failed = condition(final, c.ConditionType.FAILED)
     assert failed["message"] == "ControlUnit c-unitgone-0 was deleted", failed
+    # The replica the end overtook says so, not "Pod is running".
+    assert replica(final, "w", 0)["phaseMessage"] == UNFINISHED_AT_END, final
+    # Deleted in the background, the ControlUnit left its Pod to the garbage collector: no orphans.
+    eventually(lambda: not ts.pods("unitgone"), REPORT, "the Pod collected")
+    eventually(lambda: warnings(ts, "unitgone", c.EventReason.TASKSET_FAILED), REPORT, "the end said")
+    assert warnings(ts, "unitgone", c.EventReason.ORPHANED_POD_DELETED) == []
 
 
 def _stranger(ts: TaskSets, name: str, taskset: dict[str, Any]) -> str:
