@@ -363,3 +363,20 @@ def test_replicas_unfinished_at_the_end_do_not_say_their_pod_is_running(end: str
     assert status.roles[1].phase_message == UNFINISHED_AT_END
     if end == "another role failed":
         assert status.roles[0].replicas[0].phase_message == "Retry is forbidden"  # its own outcome stays
+
+
+def test_a_taskset_deleted_with_orphan_propagation_leaves_its_control_units_pods_alone() -> None:
+    """The TaskSet's orphaning delete strips the ControlUnit's owner reference before the TaskSet is
+    gone; a pass in between (a loaded collector, a lagging cache) finds a ControlUnit no longer the
+    TaskSet's and ends the attempt, but the Pods, still the ControlUnit's, are no orphans of it."""
+    world = single("w", replicas=2)
+    world.settle()
+    assert the_status(world).phase == T.ATTEMPT_PREPARING
+    pods = {name: pod["metadata"]["uid"] for name, pod in world.pods.items()}
+    world.deleting = True
+    for unit in world.units.values():
+        unit["metadata"].pop("ownerReferences")
+    plans = [world.reconcile() for _ in range(3)]
+    assert not [i for plan in plans for i in plan.intents if isinstance(i, DeletePod)]
+    assert {name: pod["metadata"]["uid"] for name, pod in world.pods.items()} == pods
+    assert EventReason.ORPHANED_POD_DELETED not in [r for plan in plans for r in reasons(plan)]
