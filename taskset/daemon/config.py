@@ -113,7 +113,8 @@ class Config:
     """Requests that may exceed ``qps`` momentarily (token-bucket size); unused while ``qps`` is 0."""
 
     metrics_bind_address: str = ":8080"
-    """Where ``/metrics`` is served: ``:port``, ``host:port``, or ``0`` to disable."""
+    """Where ``/metrics`` is served: ``:port``, ``host:port`` (port 0: a free port the kernel picks),
+    or ``0`` to disable."""
 
     metrics_secure: bool = True
     """``/metrics`` over HTTPS, for bearer tokens the API server authenticates (TokenReview) and allows
@@ -373,7 +374,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("burst", "--burst", _env("BURST"), "burst", _positive_integer, "N",
             "requests allowed above --qps in a burst"),
     Setting("metrics_bind_address", "--metrics-bind-address", _env("METRICS_BIND_ADDRESS"),
-            "metricsBindAddress", _bind_address, "ADDR", "serve /metrics here (:port, host:port); 0 = off"),
+            "metricsBindAddress", _bind_address, "ADDR",
+            "serve /metrics here (:port, host:port; port 0: any free one); 0 = off"),
     Setting("metrics_secure", "--metrics-secure", _env("METRICS_SECURE"), "metricsSecure", _boolean, "BOOL",
             "/metrics over HTTPS for callers allowed to get it (TokenReview, SubjectAccessReview); "
             "false = plain HTTP, no authentication"),
@@ -495,7 +497,7 @@ def load_config(argv: Sequence[str], environ: Mapping[str, str], read_file: Call
             )
             values["workers"] = DEFAULT_WORKERS
     config = Config(**values, config_file=config_file, warnings=tuple(warnings), sources=sources)
-    if config.metrics_secure and config.metrics_bind_address == config.health_probe_bind_address != "0":
+    if config.metrics_secure and _same_port(config.metrics_bind_address, config.health_probe_bind_address):
         raise ConfigError("with --metrics-secure, /metrics needs its own address: probes stay plain HTTP")
     if config.leader_elect:
         timings = Timings(
@@ -507,6 +509,13 @@ def load_config(argv: Sequence[str], environ: Mapping[str, str], read_file: Call
         if errors:
             raise ConfigError(f"invalid leader election timings: {'; '.join(errors)}")
     return config
+
+
+def _same_port(metrics: str, probes: str) -> bool:
+    """Whether the two addresses would bind one port: the same string naming a fixed port. Port 0
+    asks the kernel for a free port each time it binds, and two such ports never collide."""
+    address = parse_bind_address(metrics)
+    return metrics == probes and address is not None and address.port != 0
 
 
 def _pick(

@@ -19,7 +19,9 @@ client that connects and stays silent holds no one else up.
 Bind addresses use controller-runtime's spelling: ``:8080`` (every interface), ``127.0.0.1:8080``,
 ``[::1]:8080``, port ``0`` for a free port chosen by the kernel (read it back from ``metrics_port`` /
 ``probe_port``), and the bare string ``0`` to disable an endpoint set. When the metrics and probe
-addresses are the same string, one server answers all three paths.
+addresses are the same string, one server answers all three paths, unless ``/metrics`` is secured: then
+a port 0 address gives each its own free port (two ports the kernel picks never collide), and a fixed
+port is refused.
 
 Each server is a stdlib ``ThreadingHTTPServer`` on a daemon thread: scrapes and probes are rare and tiny,
 and a daemon thread never holds the process open at exit.
@@ -189,10 +191,11 @@ class ObservabilityServer:
         self._probe_server: _Server | None = None
         # Binding happens here, so a taken port fails construction (and startup) rather than a thread.
         secure = metrics_tls is not None or metrics_guard is not None
-        if secure and metrics_address is not None and metrics_address == probe_address:
+        same = metrics_address if metrics_address == probe_address else None
+        if secure and same is not None and same.port != 0:
             raise ValueError("a secured /metrics needs an address apart from the plain-HTTP probes")
-        if metrics_address is not None and metrics_address == probe_address:
-            shared = _Server(metrics_address, {**metrics_routes, **probe_routes})
+        if same is not None and not secure:
+            shared = _Server(same, {**metrics_routes, **probe_routes})
             self._metrics_server = self._probe_server = shared
         else:
             try:

@@ -58,7 +58,7 @@ from taskset.decide.owned_sync import sync_owned
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind, RowRef
 from taskset.decide.policies import Outcome, attempt_outcome, retry_delay, retry_due, taskset_retry_decision
 from taskset.decide.retrying import next_retry_at
-from taskset.decide.roles import sync_roles
+from taskset.decide.roles import say_unfinished_ended, sync_roles
 from taskset.decide.upkeep import STRAY_UNIT
 from taskset.decide.waiting import report_waiting
 from taskset.objects.controlunit import SNAPSHOT_KEY, build_control_unit
@@ -90,7 +90,7 @@ def run_taskset(ctx: PassContext) -> None:
         transition = TASKSET_MACHINE.step(status.phase, facts)
         if transition is None:  # terminal
             _remove_stray_units(ctx)
-            remove_orphaned_pods(ctx, kept_unit(ctx))
+            remove_orphaned_pods(ctx)
             clean_finished(ctx)  # what cleanPodPolicy keeps
             expire_finished(ctx)
             return
@@ -553,6 +553,7 @@ def _complete(ctx: PassContext, label: str) -> None:
     if final_message and not succeeded:
         status.state_message = final_message
     status.finish_at = ctx.stamp
+    say_unfinished_ended(ctx)
     _set_state(ctx, State.SUCCEEDED if succeeded else State.FAILED)
     kind = ConditionType.SUCCEEDED if succeeded else ConditionType.FAILED
     reason = ConditionReason.VALIDATION_FAILED if label == "T1" else ConditionReason(str(status.state))

@@ -49,6 +49,10 @@ class PassContext:
     gates: dict[int, str | None] = field(default_factory=dict)
     # Role positions whose hold this pass already reported in an event.
     held_reported: set[int] = field(default_factory=set)
+    # The Pod create failures already said in an event, each with its Pod's name taken out
+    # (taskset.decide.waiting.creation_failure_said): a quota refuses every Pod in the same words.
+    # None until the first failure of the pass reads the refusals the status already records.
+    failures_said: set[str] | None = None
     # What the integrations are told of the attempt (taskset.decide.owned_sync.attempt_of), made once per
     # attempt and spec rather than once per Pod created.
     attempt: Attempt | None = None

@@ -105,19 +105,24 @@ def report_terminating(ctx: PassContext) -> None:
         )
 
 
-def remove_orphaned_pods(ctx: PassContext, kept: str | None = None) -> None:
+def remove_orphaned_pods(ctx: PassContext) -> None:
     """A completed TaskSet has no running Pod: the attempt's end waits until its ControlUnit is gone,
     and the ControlUnit's foreground deletion until its Pods are. A Pod whose UID the status recorded
-    that is still there was orphaned (its ControlUnit deleted with orphan propagation, which strips
-    the owner reference from the Pod and would leave it running for ever): delete it, UID precondition,
-    once (a Pod already being deleted is only waited for). A Pod still controlled by ``kept``, the
-    ControlUnit a ``cleanPodPolicy`` keeps, is no orphan (``taskset.decide.cleanup``)."""
+    that is still there *without a controlling owner* was orphaned (its ControlUnit deleted with orphan
+    propagation, which strips the owner reference from the Pod and would leave it running for ever):
+    delete it, UID precondition, once (a Pod already being deleted is only waited for).
+
+    A Pod that still names a controller is no orphan, and not ours to delete: the ControlUnit a
+    ``cleanPodPolicy`` keeps (``taskset.decide.cleanup``), or one deleted in the background (``kubectl
+    delete`` without ``--cascade``), whose Pods the garbage collector takes a moment later; or the
+    Pod cache is only behind the ControlUnit cache, showing a Pod the foreground deletion already took.
+    Deleting those said "orphan propagation" when nobody had orphaned anything."""
     if not ctx.observed.pods:
         return
     recorded = recorded_uids(ctx.status)
     for pod in sorted(ctx.observed.pods.values(), key=lambda pod: pod.name):
         found = recorded.get(pod.uid)
-        if found is None or pod.deleting or pod.uid in ctx.deleted or (kept and pod.controller_uid == kept):
+        if found is None or pod.controller_uid or pod.deleting or pod.uid in ctx.deleted:
             continue
         ctx.deleted.add(pod.uid)
         position, index = found

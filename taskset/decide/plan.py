@@ -27,9 +27,11 @@ from taskset.observed.views import ControlUnitView, OwnedView, PodView
 # them together with what it learns. If they are lost (a crash, a conflict), the pass that redoes them
 # finds the object and adopts it (W-1) or repeats the delete, which its UID precondition makes safe.
 # TaskSetAttemptPending is the first pass's step before T3, and T14's after a retry, whose ControlUnit
-# name (from the retry count) is the same when redone. A created Pod's way to running (Pending, then
-# scheduled) is news of the same kind: the Pod's next events bring the pass that writes it, and one that
-# stays there is written HOLD_LIMIT (reconciler.py) later; the TaskSet's state is Waiting throughout.
+# name (from the retry count) is the same when redone; a pass that rests there (suspended, or held for
+# a deletion) has nothing in flight (Plan.only_requests_in_flight). A created Pod's way to running
+# (Pending, then scheduled) is news of the same kind: the Pod's next events bring the pass that writes
+# it, and one that stays there is written HOLD_LIMIT (reconciler.py) later; the TaskSet's state is
+# Waiting throughout.
 IN_FLIGHT_PHASES: frozenset[str] = frozenset(
     {
         TaskSetPhase.ATTEMPT_PENDING,
@@ -281,10 +283,14 @@ class Plan:
     def only_requests_in_flight(self) -> bool:
         """Whether every move since the last write went into an ``IN_FLIGHT_PHASES`` phase, so the write
         may wait for the next pass (status writes are the API server's costliest TaskSet requests). A
-        warning is news of its own: a Pod that will not start says why at once."""
+        warning is news of its own: a Pod that will not start says why at once. A TaskSet that ends the
+        pass still in AttemptPending has no request in flight: it stays there for a resume or for a
+        deletion to finish (T3-suspended, T3-hold), which no watch event of ours brings, so a TaskSet
+        created suspended shows its status at once rather than none until the hold runs out."""
         return (
             bool(self.moves)
             and all(target in IN_FLIGHT_PHASES for target in self.moves)
+            and self.status.phase != TaskSetPhase.ATTEMPT_PENDING
             and not any(event.warning for event in self.events)
         )
 

@@ -49,6 +49,7 @@ from taskset.decide.waiting import (
     WAITING_PHASES,
     creation_accepted,
     creation_denied_for_now,
+    creation_failed,
     creation_refused,
     deleted_pod,
     pod_wait,
@@ -481,7 +482,7 @@ def pod_created(ctx: PassContext, intent: CreatePod, result: ActionResult) -> No
     if result.kind == ResultKind.REFUSED:
         creation_denied_for_now(ctx, intent.name, replica, result.message)
         return
-    transient(ctx, EventReason.POD_CREATION_FAILED, f"{intent.name}: {result.message}")
+    creation_failed(ctx, intent.name, result.message)
 
 
 def _pod_exists(

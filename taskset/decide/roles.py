@@ -83,6 +83,23 @@ def _run_role(ctx: PassContext, position: int, role: Role, status: RoleStatus) -
     unhandled(ctx, f"role {role.name} did not settle within the chain bound")
 
 
+# The message of a role or replica still unfinished when the TaskSet ends.
+UNFINISHED_AT_END = "Not finished when the TaskSet ended"
+
+
+def say_unfinished_ended(ctx: PassContext) -> None:
+    """The roles and replicas still unfinished when the TaskSet ends (another role's outcome, a
+    deadline, the ControlUnit's deletion ended the attempt first) keep their last phase, since no role
+    or replica machine runs after the attempt; their messages say that the TaskSet ended, not what the
+    last sync saw (the "Pod is running" of a Pod the attempt's end deleted)."""
+    for status in ctx.status.roles:
+        if status.phase != RolePhase.COMPLETED:
+            status.phase_message = UNFINISHED_AT_END
+        for replica in status.replicas:
+            if replica.phase != ReplicaPhase.COMPLETED:
+                replica.phase_message = UNFINISHED_AT_END
+
+
 # ----- what the rows do ----------------------------------------------------------------------------------
 
 

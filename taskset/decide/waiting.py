@@ -190,14 +190,55 @@ CREATION_ACCEPTED = "Created"
 def creation_denied_for_now(ctx: PassContext, name: str, replica: ReplicaStatus, refusal: str) -> None:
     """Admission denies the Pod for now (a quota, a missing service account): the replica stays where
     it is and says why in its phaseMessage (so in the Running condition too), a Warning event says it
-    once per distinct refusal, and the create is retried with backoff."""
+    once per distinct refusal for the whole TaskSet (not once per Pod: a full quota refuses each of a
+    thousand Pods, naming it), and the create is retried with backoff."""
     message = create_refused_message(name, refusal)
-    if replica.phase_message != message:
+    if replica.phase_message != message and not creation_failure_said(ctx, name, message):
         ctx.plan.events.append(
             Event(EventReason.POD_CREATION_FAILED, clip(f"{name}: {refusal}", WAIT_MESSAGE_MAX))
         )
     replica.phase_message = message
     ctx.plan.backoff = True
+
+
+def creation_failed(ctx: PassContext, name: str, error: str) -> None:
+    """A Pod create failed in a way retried with backoff (an API server error, a webhook down): a
+    Warning event says it once per pass for every Pod failing alike, so a pass that creates a thousand
+    Pods against a failing API server sends one event, not a thousand."""
+    ctx.plan.backoff = True
+    if not creation_failure_said(ctx, name, f"{name}: {error}"):
+        ctx.plan.events.append(Event(EventReason.POD_CREATION_FAILED, f"{name}: {error}"))
+
+
+def creation_failure_said(ctx: PassContext, name: str, text: str) -> bool:
+    """Whether ``text``, a failure of Pod ``name``'s create, was already said for the TaskSet, for this
+    or another Pod: the texts compare with each one's Pod name taken out. What is said is remembered
+    for the pass, beginning with the refusals the status records (each replica's phaseMessage was
+    written with its event, so a refusal said once is not said again on the retries)."""
+    said = ctx.failures_said
+    if said is None:
+        said = ctx.failures_said = set()
+        for role in ctx.status.roles:
+            for other in role.replicas:
+                waiting = _refused_pod(other.phase_message)
+                if waiting is not None:
+                    said.add(other.phase_message.replace(waiting, _POD))
+    key = text.replace(name, _POD)
+    if key in said:
+        return True
+    said.add(key)
+    return False
+
+
+# A Pod's name in a failure's text, taken out (no Pod name holds a NUL).
+_POD = "\0"
+_REFUSED = re.compile(rf"^{re.escape(CREATE_REFUSED_PREFIX)}(\S+), retrying with backoff: ")
+
+
+def _refused_pod(message: str) -> str | None:
+    """The Pod a replica's phaseMessage says admission refuses for now (``create_refused_message``)."""
+    found = _REFUSED.match(message)
+    return found.group(1) if found else None
 
 
 def creation_refused(ctx: PassContext, name: str, refusal: str) -> None:

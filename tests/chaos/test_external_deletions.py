@@ -23,7 +23,10 @@ to a phase, a deletion is injected, and what follows is checked against the spec
 * the TaskSet with each propagation policy, section 8.4: it disappears and no retry starts (W-10). With
   Foreground and Background its ControlUnit and Pods go too. With Orphan the garbage collector strips the
   ControlUnit's owner reference only: the ControlUnit stays, its Pods with it (they are its dependents,
-  not the TaskSet's), and the controller leaves them alone. A TaskSet re-created under the same name
+  not the TaskSet's), and the controller leaves them alone, even in the pass that sees the ControlUnit
+  stripped while the TaskSet still lingers (a loaded collector: that pass ends the attempt, and
+  deleting the Pods it recorded as orphans made them vanish here), since Pods that still name their
+  ControlUnit are no orphans (``taskset.decide.deletions``). A TaskSet re-created under the same name
   (W-16) meets the orphaned ``c-<ts>-0``: a ControlUnit name conflict (W-24: a Warning event, the attempt
   failed, nothing adopted, nothing deleted); once they are cleaned away, and after every other TaskSet
   deletion, the re-created TaskSet succeeds.

@@ -6,8 +6,9 @@ admission; kube-controller-manager computes quota usage and collects garbage), e
 conditions and state message, and the Warning events.
 
 * a missing ServiceAccount and a ``pods: 0`` quota are waits that clear up: the replica's phaseMessage
-  and the Running condition quote the API server and say the create is retried; once the
-  ServiceAccount exists, or the quota is lifted, the TaskSet goes on and succeeds;
+  and the Running condition quote the API server and say the create is retried, one Warning event
+  says it for all the Pods the quota refuses; once the ServiceAccount exists, or the quota is lifted,
+  the TaskSet goes on and succeeds;
 * a PodSecurity ``restricted`` namespace refuses a privileged template for good: the TaskSet fails,
   and the ``PodCreationRefused`` condition names the Pod and the API server's words;
 * a Pod held in Terminating by a finalizer: its replica's phaseMessage names the finalizer at once, and
@@ -29,6 +30,7 @@ from kubernetes import client
 
 from devcluster import Cluster
 from taskset.api import constants as c
+from taskset.decide.roles import UNFINISHED_AT_END
 from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.conftest import start_controller
@@ -41,6 +43,7 @@ REPORT = 60.0  # seconds until a status says what the test did
 FINAL = 120.0  # seconds until a TaskSet completes once nothing holds it
 HOLD = "example.com/hold"
 REFUSED_PREFIX = "Waiting to create Pod "
+QUOTA_REPLICAS = 5  # a full quota refuses each of them, in the same words but its name
 
 
 @pytest.fixture
@@ -65,6 +68,13 @@ def warnings(ts: TaskSets, name: str, reason: str) -> list[str]:
         ts.namespace, field_selector=f"involvedObject.name={name},involvedObject.kind={c.KIND}"
     ).items
     return [e.message or "" for e in items if e.reason == reason and e.type == c.EVENT_TYPE_WARNING]
+
+
+def normal_events(ts: TaskSets, name: str, reason: str) -> list[str]:
+    items = ts.core.list_namespaced_event(
+        ts.namespace, field_selector=f"involvedObject.name={name},involvedObject.kind={c.KIND}"
+    ).items
+    return [e.message or "" for e in items if e.reason == reason and e.type == c.EVENT_TYPE_NORMAL]
 
 
 def one_replica(name: str, template: dict[str, Any]) -> dict[str, Any]:
@@ -112,10 +122,18 @@ def test_a_quota_of_no_pods_is_a_wait_the_status_names_until_it_is_lifted(ts: Ta
         REPORT,
         "the quota's usage computed",
     )
-    ts.create(one_replica("quota", pod_template(annotations=exits(0, 0.3).annotations())))
-    message = eventually(
-        lambda: "exceeded quota" in (m := replica_message(ts, "quota")) and m, REPORT, "the quota named"
-    )
+    template = pod_template(annotations=exits(0, 0.3).annotations())
+    ts.create(TaskSetBuilder("quota").role("w", QUOTA_REPLICAS, template=template).obj())
+
+    def refused() -> list[str] | None:
+        status = ts.status("quota")
+        messages = [
+            str(replica(status, "w", i).get("phaseMessage", "")) if status.get("roleStatus") else ""
+            for i in range(QUOTA_REPLICAS)
+        ]
+        return messages if all("exceeded quota" in m for m in messages) else None
+
+    message = eventually(refused, REPORT, "the quota named by every replica")[0]
     assert message.startswith("Waiting to create Pod quota-w-0, retrying with backoff: "), message
     assert "no-pods" in message
     running = condition(ts.status("quota"), c.ConditionType.RUNNING)
@@ -128,6 +146,10 @@ def test_a_quota_of_no_pods_is_a_wait_the_status_names_until_it_is_lifted(ts: Ta
     assert not any("waiting" in cond["message"] for cond in final.get("conditions") or []), (
         "nothing says it still waits"
     )
+    # A TaskSet's events go out in order: once its end is said, every refusal before it was.
+    eventually(lambda: normal_events(ts, "quota", c.EventReason.TASKSET_SUCCEEDED), REPORT, "the end said")
+    refusals = warnings(ts, "quota", c.EventReason.POD_CREATION_FAILED)
+    assert len(refusals) == 1, f"one event for the refusal every Pod met, not one per Pod: {refusals}"
 
 
 # ----- a refusal for good ----------------------------------------------------------------------------------
@@ -217,6 +239,12 @@ def test_a_control_unit_deleted_by_someone_else_is_named(ts: TaskSets) -> None:
     assert final["stateMessage"] == "ControlUnit c-unitgone-0 was deleted", final
     failed = condition(final, c.ConditionType.FAILED)
     assert failed["message"] == "ControlUnit c-unitgone-0 was deleted", failed
+    # The replica the end overtook says so, not "Pod is running".
+    assert replica(final, "w", 0)["phaseMessage"] == UNFINISHED_AT_END, final
+    # Deleted in the background, the ControlUnit left its Pod to the garbage collector: no orphans.
+    eventually(lambda: not ts.pods("unitgone"), REPORT, "the Pod collected")
+    eventually(lambda: warnings(ts, "unitgone", c.EventReason.TASKSET_FAILED), REPORT, "the end said")
+    assert warnings(ts, "unitgone", c.EventReason.ORPHANED_POD_DELETED) == []
 
 
 def _stranger(ts: TaskSets, name: str, taskset: dict[str, Any]) -> str:

@@ -73,7 +73,8 @@ class World:
     deleting: bool = False
     taskset_deletes: list[str] = field(default_factory=list)  # UIDs the TTL's deletes named
     pods_refused: bool = False  # Pod creates answer 503, as an overloaded API server does
-    # When set, what every Pod create answers instead (an admission denial, for now or for good).
+    # When set, what every Pod create answers instead (an admission denial, for now or for good); a
+    # "{pod}" in its message is the Pod's name, as the API server's own words name it.
     pod_refusal: ActionResult | None = None
     # Objects integrations own, by (kind key, name), as the API server keeps them; and, when set, the
     # message with which the API server refuses to create any more of them (a 422).
@@ -180,7 +181,8 @@ class World:
             return ActionResult(ResultKind.OK)
         if isinstance(intent, CreatePod):
             if self.pod_refusal is not None:
-                return self.pod_refusal
+                refusal = self.pod_refusal
+                return ActionResult(refusal.kind, message=refusal.message.replace("{pod}", intent.name))
             if self.pods_refused:
                 return ActionResult(ResultKind.ERROR, message="the server is currently unable to handle it")
             if intent.name in self.pods:

@@ -370,9 +370,13 @@ def test_metrics_security(argv: list[str], env: dict[str, str], want: tuple[bool
         pytest.param(["--metrics-secure=false", "--metrics-bind-address=:9000",
                       "--health-probe-bind-address=:9000"], id="plain metrics may share the probes' port"),
         pytest.param(["--metrics-bind-address=0", "--health-probe-bind-address=0"], id="both off"),
+        pytest.param(["--metrics-bind-address=:0", "--health-probe-bind-address=:0"],
+                     id="port 0 for both: two free ports never collide, secure or not"),
+        pytest.param(["--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"],
+                     id="port 0 on one host for both"),
     ],
 )  # fmt: skip
-def test_one_address_for_all_is_fine_without_tls(argv: list[str]) -> None:
+def test_one_address_for_all_is_fine_without_tls_or_on_port_0(argv: list[str]) -> None:
     assert _load(argv).metrics_bind_address == _load(argv).health_probe_bind_address
 
 

@@ -22,6 +22,7 @@ from taskset.daemon.metrics import (
     request_verb_and_resource,
     workqueue_metrics_provider,
 )
+from taskset.daemon.metrics_auth import Decision
 
 
 @dataclass(frozen=True)
@@ -455,6 +456,42 @@ def test_the_http_server_serves_metrics_and_probes(registry: CollectorRegistry, 
     finally:
         server.stop()
         server.stop()  # idempotent
+
+
+def test_a_secured_metrics_and_the_probes_on_port_0_get_a_free_port_each(
+    registry: CollectorRegistry,
+) -> None:
+    """Port 0 is a free port the kernel picks at each bind: /metrics, secured, and the plain-HTTP
+    probes both asking for it never share a port, so nothing is refused."""
+    address = BindAddress(host="127.0.0.1", port=0)
+    server = ObservabilityServer(
+        metrics_address=address,
+        probe_address=address,
+        registry=registry,
+        ready=lambda: True,
+        not_ready_reason=lambda: "",
+        metrics_guard=lambda request: Decision(200, ""),
+    )
+    server.start()
+    try:
+        assert server.metrics_port != server.probe_port
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.probe_port}/healthz", timeout=5) as response:
+            assert response.status == 200
+    finally:
+        server.stop()
+
+
+def test_a_secured_metrics_on_the_probes_fixed_port_is_refused(registry: CollectorRegistry) -> None:
+    address = BindAddress(host="127.0.0.1", port=free_port())
+    with pytest.raises(ValueError, match="apart from the plain-HTTP probes"):
+        ObservabilityServer(
+            metrics_address=address,
+            probe_address=address,
+            registry=registry,
+            ready=lambda: True,
+            not_ready_reason=lambda: "",
+            metrics_guard=lambda request: Decision(200, ""),
+        )
 
 
 BIND_ADDRESSES = [

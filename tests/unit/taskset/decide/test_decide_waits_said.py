@@ -14,6 +14,7 @@ from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
 from taskset.decide import ActionResult, DeletePod, ResultKind
 from taskset.decide.deletions import orphan_message, stuck_message
+from taskset.decide.roles import UNFINISHED_AT_END
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
     create_refused_message,
@@ -22,6 +23,7 @@ from taskset.decide.waiting import (
     wait_kind,
 )
 from taskset.observed.views import pod_view
+from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import reasons, running, single, the_status
 from tests.unit.taskset.world import PodBuilder, World, replica
 
@@ -161,6 +163,41 @@ def test_a_denial_for_now_is_said_once_in_the_replica_and_the_running_condition_
     assert running_condition is not None and "waiting" not in running_condition.message
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param(
+            ActionResult(
+                ResultKind.REFUSED,
+                message='pods "{pod}" is forbidden: exceeded quota: q, requested: pods=1, limited: pods=0',
+            ),
+            id="a full quota refuses every Pod, naming it",
+        ),
+        pytest.param(
+            ActionResult(ResultKind.ERROR, message='Internal error: failed calling webhook for pods "{pod}"'),
+            id="a failing webhook fails every Pod, naming it",
+        ),
+    ],
+)
+def test_a_failure_every_pod_meets_is_one_event_for_the_taskset_not_one_per_pod(
+    failure: ActionResult,
+) -> None:
+    world = single("w", replicas=40)
+    world.pod_refusal = failure
+    first = world.reconcile()
+    assert first.backoff
+    assert reasons(first).count(EventReason.POD_CREATION_FAILED) == 1
+    assert all(r.phase == P.ATTEMPT_PENDING for r in the_status(world).roles[0].replicas)
+    for _ in range(3):  # the backoff's retries, failing the same way
+        again = world.reconcile()
+        assert reasons(again).count(EventReason.POD_CREATION_FAILED) <= 1
+        if failure.kind == ResultKind.REFUSED:  # the status says it: never again while it lasts
+            assert EventReason.POD_CREATION_FAILED not in reasons(again)
+    world.pod_refusal = ActionResult(failure.kind, message=failure.message + ", and now another reason")
+    changed = world.reconcile()
+    assert reasons(changed).count(EventReason.POD_CREATION_FAILED) == 1  # a change of reason is said
+
+
 def test_a_refusal_for_good_sets_pod_creation_refused_and_a_later_create_clears_it() -> None:
     world = single("w", retry=(True, 1, 0))
     refusal = 'pods "job-w-0" is forbidden: violates PodSecurity "restricted:latest": privileged'
@@ -276,3 +313,70 @@ def test_pods_orphaned_by_a_control_unit_delete_are_deleted_by_their_recorded_ui
     assert sorted(e for e in events if e.startswith(EventReason.ORPHANED_POD_DELETED)) == [
         f"{EventReason.ORPHANED_POD_DELETED}: {orphan_message(name)}" for name in sorted(recorded)
     ]
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param("background", id="the ControlUnit deleted in the background: the collector's turn"),
+        pytest.param("cache behind", id="the Pod cache behind the ControlUnit cache's foreground deletion"),
+    ],
+)
+def test_pods_that_still_name_their_control_unit_are_no_orphans(how: str) -> None:
+    """Only an orphaning delete strips the Pods' owner reference; a Pod still naming its (gone)
+    ControlUnit is the garbage collector's, or already gone where the Pod cache does not show it yet."""
+    world = running(single("w", replicas=2))
+    if how == "background":
+        world.units.clear()  # the Pods keep their owner reference until the collector deletes them
+        plans = [world.reconcile() for _ in range(4)]
+    else:
+        kept = {name: dict(pod) for name, pod in world.pods.items()}
+        world.exit("job-w-0", 1)  # the attempt fails, and its end deletes the ControlUnit and its Pods
+        world.settle()
+        world.pods.update(kept)  # as the lagging Pod cache still shows them
+        plans = [world.reconcile() for _ in range(2)]
+    assert the_status(world).phase == T.COMPLETED
+    assert not [i for plan in plans for i in plan.intents if isinstance(i, DeletePod)]
+    assert EventReason.ORPHANED_POD_DELETED not in [r for plan in plans for r in reasons(plan)]
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        pytest.param("another role failed", id="another role's failure ended the attempt"),
+        pytest.param("deadline", id="activeDeadlineSeconds ended the attempt"),
+    ],
+)
+def test_replicas_unfinished_at_the_end_do_not_say_their_pod_is_running(end: str) -> None:
+    builder = TaskSetBuilder("job").role("a", replicas=1).role("b", replicas=2)
+    if end == "deadline":
+        builder = builder.spec_field("activeDeadlineSeconds", 5)
+    world = running(World(builder.obj()))
+    if end == "deadline":
+        world.tick(10)
+    else:
+        world.exit("job-a-0", 1)
+    world.settle(40)
+    status = the_status(world)
+    assert status.phase == T.COMPLETED and not world.pods
+    assert {r.phase_message for r in status.roles[1].replicas} == {UNFINISHED_AT_END}
+    assert status.roles[1].phase_message == UNFINISHED_AT_END
+    if end == "another role failed":
+        assert status.roles[0].replicas[0].phase_message == "Retry is forbidden"  # its own outcome stays
+
+
+def test_a_taskset_deleted_with_orphan_propagation_leaves_its_control_units_pods_alone() -> None:
+    """The TaskSet's orphaning delete strips the ControlUnit's owner reference before the TaskSet is
+    gone; a pass in between (a loaded collector, a lagging cache) finds a ControlUnit no longer the
+    TaskSet's and ends the attempt, but the Pods, still the ControlUnit's, are no orphans of it."""
+    world = single("w", replicas=2)
+    world.settle()
+    assert the_status(world).phase == T.ATTEMPT_PREPARING
+    pods = {name: pod["metadata"]["uid"] for name, pod in world.pods.items()}
+    world.deleting = True
+    for unit in world.units.values():
+        unit["metadata"].pop("ownerReferences")
+    plans = [world.reconcile() for _ in range(3)]
+    assert not [i for plan in plans for i in plan.intents if isinstance(i, DeletePod)]
+    assert {name: pod["metadata"]["uid"] for name, pod in world.pods.items()} == pods
+    assert EventReason.ORPHANED_POD_DELETED not in [r for plan in plans for r in reasons(plan)]

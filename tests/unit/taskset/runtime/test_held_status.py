@@ -206,3 +206,24 @@ def test_the_status_held_is_the_one_the_next_pass_builds_on() -> None:
     reconciler.reconcile(KEY)
 
     assert client.calls == []
+
+
+def test_a_taskset_resting_in_attempt_pending_has_nothing_in_flight() -> None:
+    """Suspended (T3-suspended) or held for a deletion (T3-hold), the TaskSet stays in AttemptPending
+    with no request out: no watch event of ours brings the next pass, so its status is written now."""
+    resting = TaskSetStatus(phase=T.ATTEMPT_PENDING)
+    assert not Plan(status=resting, spec=None, moves=[T.ATTEMPT_PENDING]).only_requests_in_flight
+
+
+def test_a_taskset_created_suspended_shows_its_status_on_the_first_pass() -> None:
+    world = World(TaskSetBuilder("job").role("r").suspend().obj())
+    client = RecordingClient(cached_taskset(world))
+    reconciler, _ = reconciler_over(world, client, clock=FakeClock(wall_start=world.now))
+
+    result = reconciler.reconcile(KEY)
+
+    assert client.calls == [("status", P.ATTEMPT_PENDING)]  # nothing created, the status written
+    status = client.live["status"]
+    assert status["phase"] == T.ATTEMPT_PENDING
+    assert [c["type"] for c in status["conditions"] if c["status"] == "True"] == ["Suspended"]
+    assert result.requeue_after is None  # the resume's own update event brings the next pass
