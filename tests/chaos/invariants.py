@@ -370,3 +370,59 @@ def same_outcomes(expected: Mapping[str, Outcome], actual: Mapping[str, Outcome]
         for name in sorted(expected)
         if not expected[name].admits(actual.get(name))
     ]
+
+
+@dataclass(frozen=True)
+class Published:
+    """One version of a TaskSet's live membership ConfigMap as the record saw it: the generation its
+    ``membership.json`` says and the digest of the rest of it (what that generation stands for)."""
+
+    revision: int
+    generation: int
+    digest: str
+
+
+def _announced(status: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """The membership generations a status announces: its own and each role's ``lastScale``'s."""
+    found = []
+    membership = status.get("membership") or {}
+    if isinstance(membership.get("generation"), int):
+        found.append(("status.membership", int(membership["generation"])))
+    for role in status.get("roleStatus") or []:
+        scale = role.get("lastScale") or {}
+        if isinstance(scale.get("generation"), int) and scale["generation"]:
+            found.append((f"lastScale of {role.get('name')}", int(scale["generation"])))
+    return found
+
+
+def membership_generations(
+    name: str, statuses: Sequence[Mapping[str, Any]], published: Sequence[Published]
+) -> Verdict:
+    """The live membership's generation never goes back, neither in the ConfigMap nor in the status; one
+    generation never stands for two contents; and every generation the status announces is one the
+    ConfigMap carried (a process that reads the file must find what the status and events said)."""
+    verdict = Verdict()
+    for before, after in itertools.pairwise(published):
+        if after.generation < before.generation:
+            verdict.violations.append(
+                f"{name}: the membership ConfigMap went from generation {before.generation} to "
+                f"{after.generation} (rv {before.revision} -> {after.revision})"
+            )
+        elif after.generation == before.generation and after.digest != before.digest:
+            verdict.violations.append(
+                f"{name}: membership generation {after.generation} stood for two contents "
+                f"(rv {before.revision} -> {after.revision})"
+            )
+    seen = [g for status in statuses if (g := (status.get("membership") or {}).get("generation")) is not None]
+    for before_g, after_g in itertools.pairwise(seen):
+        if after_g < before_g:
+            verdict.violations.append(f"{name}: status.membership.generation went {before_g} -> {after_g}")
+    carried = {p.generation for p in published}
+    announced = {(what, g) for status in statuses for what, g in _announced(status)}
+    for what, generation in sorted(announced):
+        if published and generation not in carried:
+            verdict.violations.append(
+                f"{name}: {what} announced membership generation {generation}, which the ConfigMap never "
+                f"carried (it carried {sorted(carried)})"
+            )
+    return verdict
