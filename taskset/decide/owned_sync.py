@@ -117,7 +117,9 @@ def _sync_one(ctx: PassContext, wanted: OwnedObject) -> str | None:
         proof = creation_proof(key, subject)
         body = manifest(wanted, taskset=ctx.ref.name, namespace=ctx.ref.namespace, owner=owner, proof=proof)
         ctx.plan.intents.append(
-            CreateOwned(wanted.name, wanted.kind, wanted.integration, body, row=OWNED_OBJECT)
+            CreateOwned(
+                wanted.name, wanted.kind, wanted.integration, body, row=OWNED_OBJECT, follows=wanted.updates
+            )
         )
         return f"waiting for {label} ({wanted.integration})" if wanted.holds else None
     # Its controlling owner reference is anyone's to write; the proof is only the controller's.
