@@ -402,7 +402,7 @@ class Reconciler:
             return self._existing(namespace, intent, err)
         if err.conflict:
             return ActionResult(ResultKind.CONFLICT, message=err.message)
-        if err.invalid and isinstance(intent, CreatePod | CreateOwned):
+        if err.invalid and isinstance(intent, CreatePod | CreateOwned | UpdateOwned):
             # The API server's words go into the status: bounded, so the retry decision after them fits.
             return ActionResult(ResultKind.INVALID, message=clip(err.message, QUOTED_MAX))
         if err.denied_for_now and isinstance(intent, CreatePod | CreateOwned):

@@ -120,6 +120,7 @@ def test_resource_identity() -> None:
                 "ReplicaFailure",
                 "TaskSetSuspended",
                 "TaskSetResumed",
+                "OwnedObjectUpdateRefused",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),
