@@ -43,6 +43,12 @@ def elastic(replicas: int = 2, *, retry: tuple[bool, int, int] | None = None, **
     return World(obj)
 
 
+def elastic_named(name: str, role: str, **spec: Any) -> World:
+    obj = TaskSetBuilder(name).role(role, 2, maxReplicas=10000).obj()
+    obj["spec"].update(spec)
+    return World(obj)
+
+
 def membership(world: World) -> dict[str, Any]:
     data = world.owned[KEY]["data"]
     document: dict[str, Any] = json.loads(data[MEMBERSHIP_FILE])
@@ -276,3 +282,42 @@ def test_the_generation_never_goes_back_and_the_status_announces_what_the_config
     assert status is not None and (final.generation, final.digest) == (status.generation, status.digest)
     last = role_status(world, "r").last_scale
     assert last is None or last.generation <= status.generation
+
+
+# ----- a membership too large for a ConfigMap ----------------------------------------------------------
+
+
+def test_a_membership_too_large_for_a_configmap_is_refused_said_and_never_announced() -> None:
+    # Long names make each peer's DNS name about 130 bytes: 9,000 of them pass the API server's 1 MiB.
+    name, role = "t" * 30, "worker" + "w" * 14
+    world = elastic_named(name, role, network={"subdomain": "s" * 63})
+    running(world)
+    key = ("configmaps", f"{name}-membership")
+    before = copy.deepcopy(world.owned[key]["data"])
+    world.taskset["spec"]["roles"][0]["replicas"] = 9000
+    world.reconcile()
+    membership = the_status(world).membership
+    assert membership is not None and membership.generation == 1
+    assert membership.refused.startswith(
+        f"ConfigMap {name}-membership not updated: the membership would hold "
+    )
+    assert "above the 1048576 a ConfigMap's data may hold; it still shows generation 1" in membership.refused
+    assert world.owned[key]["data"] == before  # never written, never announced
+    assert not any(isinstance(i, UpdateOwned) for i in world.plans[-1].intents)
+    last = role_status(world, role).last_scale
+    assert last is not None and (last.after, last.generation) == (9000, 0)
+    scaled = [e for e in world.events if e.startswith("TaskRoleScaled")]
+    assert scaled == [
+        f"TaskRoleScaled: TaskRole:{role}, replicas 2 -> 9000, membership not updated "
+        f"(ConfigMap {name}-membership would be too large)"
+    ]
+    world.reconcile()  # said once, not on every pass
+    assert [e for e in world.events if e.startswith("OwnedObjectUpdateRefused")] == [
+        f"OwnedObjectUpdateRefused: {membership.refused}"
+    ]
+    world.taskset["spec"]["roles"][0]["replicas"] = 3  # fits again: the next generation, published
+    world.settle()
+    document = json.loads(world.owned[key]["data"][MEMBERSHIP_FILE])
+    status = the_status(world).membership
+    assert status is not None and status.refused == "" and document["generation"] == status.generation == 2
+    assert len(document["roles"][role]["peers"]) == 3
