@@ -271,9 +271,9 @@ def test_the_generation_never_goes_back_and_the_status_announces_what_the_config
     shown.append(_shown(world))
     persisted.append(the_status(world).membership)
     published = [s for s in shown if s is not None]
-    for before, after in itertools.pairwise(published):
-        assert after.generation >= before.generation, f"the ConfigMap went {before} -> {after}"
-        assert after.generation > before.generation or after.digest == before.digest, "two contents"
+    for earlier, later in itertools.pairwise(published):
+        assert later.generation >= earlier.generation, f"the ConfigMap went {earlier} -> {later}"
+        assert later.generation > earlier.generation or later.digest == earlier.digest, "two contents"
     generations = [m.generation for m in persisted if m is not None]
     assert generations == sorted(generations), f"the status went back: {generations}"
     for showing, status in zip(shown, persisted, strict=True):  # the status allocates, then it is shown
