@@ -3,11 +3,11 @@ can (the role's ``replicas`` by read-replace, and the scale subresource an autos
 controller's status writes conflicting with every one of them and its caches lagging behind.
 
 A process in a replica watches the live membership's generation and re-reads the file when it moves, so
-the generation must never go back (neither in the ConfigMap nor in the status), one generation must
-never stand for two contents, and every generation the status announces (``status.membership``,
-``lastScale``) must be one the ConfigMap carried (``tests.chaos.invariants.membership_generations``,
-checked on the whole record by ``History.verdict``). Once the writes stop, every TaskSet settles at the
-count last asked for, with no retry counted and no duplicate Pod.
+the generation must never go back (neither in the ConfigMap nor in the status) and one generation must
+never stand for two contents (``tests.chaos.invariants.membership_generations``, checked on the whole
+record by ``History.verdict``). With no fault but the conflicts, every generation the status announces
+(``status.membership``, ``lastScale``) is one the ConfigMap showed. Once the writes stop, every TaskSet
+settles at the count last asked for, with no retry counted and no duplicate Pod.
 """
 
 from __future__ import annotations
@@ -55,6 +55,13 @@ def flap(api: TaskSets, name: str, by_scale: bool, counts: list[int]) -> None:
             write_scale(api, name, count)
         else:
             api.set_replicas(name, count)
+
+
+def announced_by(status: dict[str, Any]) -> set[int]:
+    """The membership generations a status announces: its own and its roles' ``lastScale``'s."""
+    found = {(status.get("membership") or {}).get("generation")}
+    found |= {(role.get("lastScale") or {}).get("generation") for role in status.get("roleStatus") or []}
+    return {generation for generation in found if isinstance(generation, int) and generation > 0}
 
 
 def settled(api: TaskSets, name: str, count: int) -> bool:
@@ -113,4 +120,8 @@ def test_flapping_scales_never_move_the_membership_generation_back(
     published = history.published()
     moved = [len(versions) for versions in published.values()]
     assert len(moved) == TASKSETS and min(moved) > 2, f"the membership followed the scales: {moved}"
+    for record in history.tasksets().values():
+        shown = {version.generation for version in published[record.uid]}
+        announced = {generation for status in record.statuses for generation in announced_by(status)}
+        assert announced <= shown, f"{record.label}: announced {sorted(announced - shown)}, never shown"
     print(f"{FLAPS} flaps on {TASKSETS} TaskSets: {summary}, membership versions {moved}")
