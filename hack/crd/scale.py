@@ -115,7 +115,13 @@ def status_properties() -> Schema:
         "membership": {
             "type": "object",
             "description": "The live membership ConfigMap and its generation, which every "
-            "change of the peers (a scale, a replica retry, a new attempt) increments.",
-            "properties": {"configMap": string(), "generation": count(), "digest": string()},
+            "change of the peers (a scale, a replica retry, a new attempt) increments; refused: why the "
+            "current peers are not published (too large for a ConfigMap), absent when they are.",
+            "properties": {
+                "configMap": string(),
+                "generation": count(),
+                "digest": string(),
+                "refused": string(),
+            },
         },
     }

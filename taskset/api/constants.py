@@ -297,6 +297,9 @@ class EventReason(StrEnum):
     # R only: spec.suspend turned true (the Pods are being deleted) or false again.
     TASKSET_SUSPENDED = "TaskSetSuspended"
     TASKSET_RESUMED = "TaskSetResumed"
+    # R only: an owned object's data that follows the TaskSet (the live membership) was not written, for
+    # good: too large for the API server (said once per refused content) or refused by it.
+    OWNED_OBJECT_UPDATE_REFUSED = "OwnedObjectUpdateRefused"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"
@@ -313,6 +316,7 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.POD_UNSCHEDULABLE,
         EventReason.POD_CONTAINER_WAITING,
         EventReason.OWNED_OBJECT_CREATION_FAILED,
+        EventReason.OWNED_OBJECT_UPDATE_REFUSED,
         EventReason.CONTROL_UNIT_TAMPERED,
         EventReason.STATUS_WRITE_REFUSED,
         EventReason.POD_STUCK_TERMINATING,

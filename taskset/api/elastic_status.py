@@ -69,14 +69,21 @@ class MembershipStatus:
     config_map: str
     generation: int
     digest: str
+    # Why the content the TaskSet makes now is not published ("" when it is): the ConfigMap keeps
+    # showing ``generation``, and no generation is allocated until a content fits again.
+    refused: str = ""
 
     def to_json(self) -> Json:
-        return {"configMap": self.config_map, "generation": self.generation, "digest": self.digest}
+        shown = {"configMap": self.config_map, "generation": self.generation, "digest": self.digest}
+        return {**shown, "refused": self.refused} if self.refused else shown
 
     @classmethod
     def from_json(cls, raw: object) -> MembershipStatus | None:
         if not isinstance(raw, dict) or as_int(raw.get("generation")) is None:
             return None
         return cls(
-            as_text(raw.get("configMap")), as_int(raw.get("generation")) or 0, as_text(raw.get("digest"))
+            as_text(raw.get("configMap")),
+            as_int(raw.get("generation")) or 0,
+            as_text(raw.get("digest")),
+            as_text(raw.get("refused")),
         )

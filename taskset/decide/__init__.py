@@ -48,6 +48,7 @@ from taskset.decide.plan import (
     Settings,
     TaskSetRef,
     UpdateOwned,
+    publishes_status,
 )
 from taskset.decide.replicas import REPLICA_ROWS, UNSEEN_DELETE_POLL
 from taskset.decide.roles import ROLE_ROWS
@@ -114,6 +115,7 @@ __all__ = [
     "clip",
     "decide",
     "pod_wait",
+    "publishes_status",
     "waiting_summary",
 ]
 

@@ -117,7 +117,9 @@ def _sync_one(ctx: PassContext, wanted: OwnedObject) -> str | None:
         proof = creation_proof(key, subject)
         body = manifest(wanted, taskset=ctx.ref.name, namespace=ctx.ref.namespace, owner=owner, proof=proof)
         ctx.plan.intents.append(
-            CreateOwned(wanted.name, wanted.kind, wanted.integration, body, row=OWNED_OBJECT)
+            CreateOwned(
+                wanted.name, wanted.kind, wanted.integration, body, row=OWNED_OBJECT, follows=wanted.updates
+            )
         )
         return f"waiting for {label} ({wanted.integration})" if wanted.holds else None
     # Its controlling owner reference is anyone's to write; the proof is only the controller's.
@@ -158,8 +160,15 @@ def _update_of(ctx: PassContext, wanted: OwnedObject) -> UpdateOwned | None:
 
 def owned_updated(ctx: PassContext, intent: UpdateOwned, result: ActionResult) -> None:
     """An owned object's update came back: gone or replaced meanwhile (its events bring the next pass,
-    which creates or compares it anew), or a failure to retry with backoff."""
-    if result.kind == ResultKind.ERROR:
+    which creates or compares it anew), a failure to retry with backoff, or refused by the API server
+    (its validation or an admission webhook): the status already says the generation the object does
+    not show, so a Warning event names it and why, and the retries back off."""
+    if result.kind == ResultKind.INVALID:
+        message = f"{intent.kind.kind} {intent.name} update refused: {result.message}"
+        ctx.plan.events.append(
+            Event(EventReason.OWNED_OBJECT_UPDATE_REFUSED, clip(message, WAIT_MESSAGE_MAX))
+        )
+    if result.kind in (ResultKind.ERROR, ResultKind.INVALID):
         ctx.plan.backoff = True
 
 

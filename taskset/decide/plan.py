@@ -119,6 +119,9 @@ class CreateOwned:
     integration: str = CONTROL_UNIT
     manifest: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
+    # Its data follows the TaskSet (``OwnedObject.updates``: the live membership), so it publishes what
+    # the status holds (``publishes_status``).
+    follows: bool = field(default=False, compare=False, repr=False, kw_only=True)
 
     @property
     def control_unit(self) -> bool:
@@ -237,6 +240,15 @@ class DeleteTaskSet:
 
 
 Intent = CreateOwned | DeleteOwned | UpdateOwned | CreatePod | DeletePod | DeleteTaskSet | ApplyOwnedStatus
+
+
+def publishes_status(intent: Intent) -> bool:
+    """Whether ``intent`` writes what the pass's status allocates: an owned object's data that follows
+    the TaskSet (the live membership and its generation). Such a write goes out only once that status is
+    persisted, so no later pass, whatever became of this one, allocates again what was already
+    published: a generation shown for one content is never shown for another, nor followed by a lower
+    one (``taskset.decide.membership_generation``)."""
+    return isinstance(intent, UpdateOwned) or (isinstance(intent, CreateOwned) and intent.follows)
 
 
 @dataclass(frozen=True)

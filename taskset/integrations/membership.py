@@ -22,6 +22,12 @@ they were then: a Pod made before a scale still says the old count there; the fi
 A TaskSet with no elastic role gets neither the ConfigMap nor the mount: its peers change only by
 retries under the same names, and a 10,000-replica TaskSet is spared a 600 KB object rewritten on every
 retry.
+
+The API server refuses a ConfigMap whose data exceeds 1 MiB (``CONFIG_MAP_DATA_MAX``), which peers'
+DNS names reach at some ten thousand replicas across the elastic TaskSet's roles; no bound on the spec
+can say when, since it depends on the names. A content that would not fit is therefore not published:
+its generation is not allocated, the file keeps the last content that fitted, and the status
+(``status.membership.refused``) and a Warning event say why (``taskset.decide.membership_generation``).
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ MEMBERSHIP_FILE: Final = "membership.json"
 GENERATION_FILE: Final = "generation"
 MEMBERSHIP_VOLUME: Final = "taskset-membership"
 ENV_MEMBERSHIP_DIR: Final = "TASKSET_MEMBERSHIP_DIR"
+# The most a ConfigMap's data may hold, its values' bytes summed, as the API server validates it.
+CONFIG_MAP_DATA_MAX: Final = 1024 * 1024
 
 
 def membership_name(taskset: str) -> str:
@@ -100,6 +108,12 @@ def membership_data(content: Mapping[str, Any], generation: int) -> dict[str, st
     return {MEMBERSHIP_FILE: json.dumps(document, separators=(",", ":")), GENERATION_FILE: str(generation)}
 
 
+def data_size(data: Mapping[str, str]) -> int:
+    """What the API server counts of a ConfigMap's data against ``CONFIG_MAP_DATA_MAX``: its values'
+    bytes."""
+    return sum(len(value.encode()) for value in data.values())
+
+
 class Membership(OwnsObjects, DecoratesPods):
     name = "membership"
     updates_owned = True
@@ -108,9 +122,13 @@ class Membership(OwnsObjects, DecoratesPods):
         if not is_elastic(attempt):
             return ()
         recorded = attempt.status.membership if attempt.status is not None else None
-        data = membership_data(membership_content(attempt), recorded.generation if recorded else 0)
+        content = membership_content(attempt)
+        data = membership_data(content, recorded.generation if recorded else 0)
+        # Followed only while the content is the one the status allocated its generation to: one it
+        # refused (too large) is never written, so no generation shows two contents.
+        follows = recorded is not None and recorded.digest == content_digest(content)
         name = membership_name(attempt.taskset)
-        return (OwnedObject(CONFIGMAPS, name, Scope.TASKSET, {"data": data}, self.name, updates=True),)
+        return (OwnedObject(CONFIGMAPS, name, Scope.TASKSET, {"data": data}, self.name, updates=follows),)
 
     def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration | None:
         if not is_elastic(attempt):

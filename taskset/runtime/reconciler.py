@@ -57,6 +57,7 @@ from taskset.decide import (
     TaskSetRef,
     UpdateOwned,
     decide,
+    publishes_status,
 )
 from taskset.objects.controlunit import SNAPSHOT_KEY, snapshot_of
 from taskset.objects.owned import CONFIGMAPS
@@ -211,11 +212,14 @@ class Reconciler:
         while done < len(plan.intents):  # results may add intents (a chain that goes on, decide.py)
             batch = _next_batch(plan.intents, done)
             done += len(batch)
-            if not persisted and any(_advancing_delete(intent) for intent in batch):
+            if not persisted and any(_persist_first(intent) for intent in batch):
                 # Persist before destroying (spec 4.4): a finished Pod, or the ControlUnit, is the only
                 # evidence of what this pass decided from it (an exit code, an attempt's end). Deleting it
                 # and then failing the status write would leave a status that waits forever for an
-                # object that is gone, and whose outcome can no longer be observed.
+                # object that is gone, and whose outcome can no longer be observed. And persist before
+                # publishing: the live membership shows the generation this status allocated; shown
+                # and then lost (a conflicting or held write, a kill), it would be allocated again by the
+                # next pass, for another content or below what the replicas already read.
                 error = self._write_status(key, obj, record, plan, persist=True)
                 if error is not None:
                     return ReconcileResult(error=error)
@@ -398,7 +402,7 @@ class Reconciler:
             return self._existing(namespace, intent, err)
         if err.conflict:
             return ActionResult(ResultKind.CONFLICT, message=err.message)
-        if err.invalid and isinstance(intent, CreatePod | CreateOwned):
+        if err.invalid and isinstance(intent, CreatePod | CreateOwned | UpdateOwned):
             # The API server's words go into the status: bounded, so the retry decision after them fits.
             return ActionResult(ResultKind.INVALID, message=clip(err.message, QUOTED_MAX))
         if err.denied_for_now and isinstance(intent, CreatePod | CreateOwned):
@@ -557,6 +561,12 @@ def _next_batch(intents: list[Intent], start: int) -> list[Intent]:
 def _advancing_delete(intent: Intent) -> bool:
     """A delete whose acceptance moves a machine on (P9, T10), as opposed to removing a stray object."""
     return isinstance(intent, DeletePod | DeleteOwned) and intent.advances
+
+
+def _persist_first(intent: Intent) -> bool:
+    """An intent that may go out only once the pass's status is persisted: an advancing delete, or a
+    write of what the status allocates (``publishes_status``)."""
+    return _advancing_delete(intent) or publishes_status(intent)
 
 
 def _machine_of(record: LogRecord) -> str:

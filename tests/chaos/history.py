@@ -14,6 +14,8 @@ share a bug with the code it checks. Lifetimes are kept in etcd revisions (see `
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,13 +26,16 @@ from informers.kube import KubeListerWatcher
 from informers.listwatch import ApiError, ListOptions, Resource, TransportError, WatchTarget
 from taskset.api import constants as c
 from taskset.api.names import is_control_unit_name
+from taskset.integrations.membership import MEMBERSHIP_FILE, membership_name
 from tests.chaos.invariants import (
     FINAL_STATES,
     Lifetime,
     Outcome,
+    Published,
     TaskSetRecord,
     Verdict,
     attempts_recorded_once,
+    membership_generations,
     monotone_status,
     nothing_after_the_end,
     one_attempt_at_a_time,
@@ -160,6 +165,7 @@ class History:
         self._lifetimes: dict[str, Lifetime] = {}
         self._tasksets: dict[str, TaskSetRecord] = {}  # by UID
         self._latest: dict[str, dict[str, Any]] = {}  # TaskSet name -> newest object
+        self._published: dict[str, list[Published]] = {}  # TaskSet UID -> its membership's versions
         self._watches = [
             _Watch(cluster, namespace, PODS, self._on_pod),
             _Watch(cluster, namespace, CONFIGMAPS, self._on_configmap),
@@ -226,13 +232,31 @@ class History:
         self._track("Pod", event, obj, revision, exact)
 
     def _on_configmap(self, event: str, obj: dict[str, Any], revision: int, exact: bool) -> None:
-        """ControlUnits only: a TaskSet's other ConfigMaps (the live membership, which lives as long
-        as the TaskSet) are no attempts."""
+        """ControlUnits as lifetimes; a TaskSet's live membership (which lives as long as the TaskSet,
+        no attempt) as the generations it carried."""
         meta = obj.get("metadata") or {}
         labels = meta.get("labels") or {}
         taskset = str(labels.get(c.LABEL_TASKSET, ""))
+        owners = [o for o in meta.get("ownerReferences") or [] if o.get("kind") == c.KIND]
+        if event != "DELETED" and owners and str(meta.get("name", "")) == membership_name(taskset):
+            self._publish(str(owners[0].get("uid", "")), obj, revision)
         if event == "DELETED" or is_control_unit_name(taskset, str(meta.get("name", ""))):
             self._track("ConfigMap", event, obj, revision, exact)
+
+    def _publish(self, taskset_uid: str, obj: Mapping[str, Any], revision: int) -> None:
+        text = (obj.get("data") or {}).get(MEMBERSHIP_FILE)
+        try:
+            document = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            document = None
+        if not isinstance(document, dict) or not isinstance(document.get("generation"), int):
+            return  # not the controller's writing (a stranger's edit it writes over)
+        generation = document.pop("generation")
+        digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            versions = self._published.setdefault(taskset_uid, [])
+            if not versions or (versions[-1].generation, versions[-1].digest) != (generation, digest):
+                versions.append(Published(revision, generation, digest))
 
     def _on_taskset(self, event: str, obj: dict[str, Any], revision: int, exact: bool) -> None:
         meta = obj.get("metadata") or {}
@@ -258,6 +282,11 @@ class History:
     def lifetimes(self, kind: str) -> list[Lifetime]:
         with self._lock:
             return [life for life in self._lifetimes.values() if life.kind == kind]
+
+    def published(self) -> dict[str, list[Published]]:
+        """Every version of each TaskSet's live membership, in watch order, by TaskSet UID."""
+        with self._lock:
+            return {name: list(versions) for name, versions in self._published.items()}
 
     def statuses(self) -> dict[str, list[dict[str, Any]]]:
         """Every status each TaskSet went through, in watch order, by name."""
@@ -292,7 +321,7 @@ class History:
         return retry_waits(self.lifetimes("Pod"), self.tasksets())
 
     def verdict(self) -> Verdict:
-        pods, records = self.lifetimes("Pod"), self.tasksets()
+        pods, records, published = self.lifetimes("Pod"), self.tasksets(), self.published()
         verdict = one_pod_per_replica(pods)
         verdict.extend(one_attempt_at_a_time(pods, self.lifetimes("ConfigMap")))
         for record in sorted(records.values(), key=lambda r: r.label):
@@ -300,6 +329,9 @@ class History:
             verdict.extend(retries_as_matched(record.label, record.statuses))
             verdict.extend(within_retry_limits(record))
             verdict.extend(attempts_recorded_once(record.label, record.statuses))
+            verdict.extend(
+                membership_generations(record.label, record.statuses, published.get(record.uid, []))
+            )
         verdict.extend(nothing_after_the_end(pods, records))
         verdict.extend(delays_respected(retry_waits(pods, records)))
         verdict.extend(deadline_respected(pods, records))

@@ -370,3 +370,45 @@ def same_outcomes(expected: Mapping[str, Outcome], actual: Mapping[str, Outcome]
         for name in sorted(expected)
         if not expected[name].admits(actual.get(name))
     ]
+
+
+@dataclass(frozen=True)
+class Published:
+    """One version of a TaskSet's live membership ConfigMap as the record saw it: the generation its
+    ``membership.json`` says and the digest of the rest of it (what that generation stands for)."""
+
+    revision: int
+    generation: int
+    digest: str
+
+
+def membership_generations(
+    name: str, statuses: Sequence[Mapping[str, Any]], published: Sequence[Published]
+) -> Verdict:
+    """The live membership's generation never goes back, neither in the ConfigMap nor in the status; one
+    generation never stands for two contents; and the status ends announcing the generation the ConfigMap
+    ends showing. (A generation the status announced may be skipped by the ConfigMap, when a kill or a
+    failed write came between the two and the content changed again: a reader then sees a jump, never
+    a step back.)"""
+    verdict = Verdict()
+    for before, after in itertools.pairwise(published):
+        if after.generation < before.generation:
+            verdict.violations.append(
+                f"{name}: the membership ConfigMap went from generation {before.generation} to "
+                f"{after.generation} (rv {before.revision} -> {after.revision})"
+            )
+        elif after.generation == before.generation and after.digest != before.digest:
+            verdict.violations.append(
+                f"{name}: membership generation {after.generation} stood for two contents "
+                f"(rv {before.revision} -> {after.revision})"
+            )
+    seen = [g for status in statuses if (g := (status.get("membership") or {}).get("generation")) is not None]
+    for before_g, after_g in itertools.pairwise(seen):
+        if after_g < before_g:
+            verdict.violations.append(f"{name}: status.membership.generation went {before_g} -> {after_g}")
+    if published and seen and published[-1].generation != seen[-1]:
+        verdict.violations.append(
+            f"{name}: the status ends announcing membership generation {seen[-1]}, the ConfigMap ends "
+            f"showing {published[-1].generation}"
+        )
+    return verdict

@@ -19,10 +19,12 @@ from kubernetes import client
 from devcluster import Cluster, sim
 from taskset.api import constants as c
 from taskset.integrations.membership import (
+    CONFIG_MAP_DATA_MAX,
     GENERATION_FILE,
     MEMBERSHIP_DIR,
     MEMBERSHIP_FILE,
     MEMBERSHIP_VOLUME,
+    data_size,
 )
 from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
@@ -316,3 +318,19 @@ def test_a_scale_during_a_taskset_retry_is_the_next_attempts_count(ts: TaskSets)
     eventually(lambda: running_pods(ts, "r", 3), SEEN, "the next attempt's three Pods")
     second = eventually(lambda: peers_are(ts, "r", 3, first["generation"]), SEEN, "the membership of three")
     assert second["attempt"] == 1 and ts.status("r")["totalRetriedCount"] == 1
+
+
+def test_the_membership_bound_is_the_api_servers(cluster: Cluster, namespace: str) -> None:
+    """The controller refuses a membership above ``CONFIG_MAP_DATA_MAX`` (by ``data_size``) rather than
+    announce a generation the API server would then refuse to store: the bound is exactly the server's."""
+    core = client.CoreV1Api(cluster.api_client())
+
+    def configmap(name: str, size: int) -> client.V1ConfigMap:
+        data = {MEMBERSHIP_FILE: "x" * (size - 1), GENERATION_FILE: "1"}
+        assert data_size(data) == size
+        return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data=data)
+
+    core.create_namespaced_config_map(namespace, configmap("at-the-bound", CONFIG_MAP_DATA_MAX))
+    with pytest.raises(client.ApiException) as refused:
+        core.create_namespaced_config_map(namespace, configmap("above-it", CONFIG_MAP_DATA_MAX + 1))
+    assert refused.value.status == 422, refused.value.body
