@@ -297,6 +297,11 @@ class EventReason(StrEnum):
     # R only: spec.suspend turned true (the Pods are being deleted) or false again.
     TASKSET_SUSPENDED = "TaskSetSuspended"
     TASKSET_RESUMED = "TaskSetResumed"
+    # R only: someone else changed a field the controller declares on an object the TaskSet owns (a
+    # Service's selector, a PodGroup's minMember): patched back, or, where that is forbidden (a Kueue
+    # Workload), the attempt ends naming the object.
+    OWNED_OBJECT_RESTORED = "OwnedObjectRestored"
+    OWNED_OBJECT_CHANGED = "OwnedObjectChanged"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"
@@ -318,6 +323,8 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.POD_STUCK_TERMINATING,
         EventReason.ORPHANED_POD_DELETED,
         EventReason.REPLICA_FAILURE,
+        EventReason.OWNED_OBJECT_RESTORED,
+        EventReason.OWNED_OBJECT_CHANGED,
     }
 )
 

@@ -120,6 +120,8 @@ def test_resource_identity() -> None:
                 "ReplicaFailure",
                 "TaskSetSuspended",
                 "TaskSetResumed",
+                "OwnedObjectRestored",
+                "OwnedObjectChanged",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),
@@ -186,6 +188,8 @@ def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
         "PodStuckTerminating",  # a Pod held in Terminating past the documented bound
         "OrphanedPodDeleted",  # a Pod left running by an orphaning delete of its ControlUnit
         "ReplicaFailure",  # a replica attempt failed, with the failure rule it matched
+        "OwnedObjectRestored",  # a stranger's edit of an owned object, written back
+        "OwnedObjectChanged",  # a stranger's edit that cannot be written back: the attempt ends
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 
