@@ -214,7 +214,11 @@ def test_a_gang_overlay_adds_its_flag_and_only_its_podgroups(
     assert f"--gang-scheduling={overlay}" in container["args"]
     role = find(objects, "ClusterRole", f"taskset-controller-{overlay}")
     assert role["rules"] == [
-        {"apiGroups": [group], "resources": ["podgroups"], "verbs": ["get", "list", "watch", "create", "patch"]}
+        {
+            "apiGroups": [group],
+            "resources": ["podgroups"],
+            "verbs": ["get", "list", "watch", "create", "patch"],
+        }
     ]
     base = render(cluster, MANIFESTS / "base")
     assert find(objects, "ClusterRole", "taskset-controller") == find(
