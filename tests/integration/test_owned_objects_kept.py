@@ -27,8 +27,11 @@ RESTORED = "OwnedObjectRestored"
 
 
 def running_taskset(ts: TaskSets, name: str, **spec: Any) -> None:
-    """Two replicas that run until told to exit, running."""
-    builder = TaskSetBuilder(name).role("r", 2, template=pod_template(FOREVER))
+    """Two replicas that run until told to exit, running; they declare a port, so the Service has one
+    (whose defaults the API server fills in are not drift)."""
+    template = pod_template(FOREVER)
+    template["spec"]["containers"][0]["ports"] = [{"containerPort": 2222}]
+    builder = TaskSetBuilder(name).role("r", 2, template=template)
     for key, value in spec.items():
         builder = builder.spec_field(key, value)
     ts.create(builder.obj())
@@ -46,6 +49,7 @@ def test_an_edited_service_selector_is_patched_back_and_said(
     running_taskset(ts, "dns")
     made = eventually(lambda: ts.service("dns"), 30, "the headless Service")
     uid = made["metadata"]["uid"]
+    assert restored_events(ts, "dns") == [], "what the API server filled in is not drift"
 
     patch = {"spec": {"selector": {"app": "someone-else"}}}
     ts.core.patch_namespaced_service("dns", namespace, patch)
@@ -53,6 +57,7 @@ def test_an_edited_service_selector_is_patched_back_and_said(
     eventually(lambda: (ts.service("dns") or {})["spec"]["selector"] == {"TaskSet": "dns"}, 30, "restored")
     after = ts.service("dns")
     assert after is not None and after["metadata"]["uid"] == uid, "patched in place, never made anew"
+    assert [p["port"] for p in after["spec"]["ports"]] == [2222]
     said = eventually(lambda: restored_events(ts, "dns"), 30, "the event")
     assert said == [
         "Service dns: spec.selector changed by someone else, restored as declared (headless-service)"
@@ -84,6 +89,7 @@ def test_an_edited_podgroup_min_member_is_patched_back_and_said(
         )
 
     uid = group()["metadata"]["uid"]
+    assert restored_events(ts, "gang") == [], "what the API server filled in is not drift"
     patch = {"spec": {"minMember": 1}}
     api.patch_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural, name, patch)
 
