@@ -300,6 +300,11 @@ class EventReason(StrEnum):
     # R only: an owned object's data that follows the TaskSet (the live membership) was not written, for
     # good: too large for the API server (said once per refused content) or refused by it.
     OWNED_OBJECT_UPDATE_REFUSED = "OwnedObjectUpdateRefused"
+    # R only: someone else changed a field the controller declares on an object the TaskSet owns (a
+    # Service's selector, a PodGroup's minMember): patched back, or, where that is forbidden (a Kueue
+    # Workload), the attempt ends naming the object.
+    OWNED_OBJECT_RESTORED = "OwnedObjectRestored"
+    OWNED_OBJECT_CHANGED = "OwnedObjectChanged"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"
@@ -322,6 +327,8 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.POD_STUCK_TERMINATING,
         EventReason.ORPHANED_POD_DELETED,
         EventReason.REPLICA_FAILURE,
+        EventReason.OWNED_OBJECT_RESTORED,
+        EventReason.OWNED_OBJECT_CHANGED,
     }
 )
 

@@ -12,6 +12,14 @@ deletes them. An object the API server refuses to create ends the attempt (a Fai
 the object and the refusal), since the same request can never succeed; so does a create that finds a
 stranger's object under the name that the caches cannot show (it lacks the TaskSet label).
 
+Every object that is there and ours is kept as declared (``keep_declared``): the digest of each field
+its kind declares (``ObjectKind.declared``) that the integration's body holds is compared with the one
+its cache kept, and a field someone else changed is patched back (``UpdateOwned``, guarded by the UID,
+with an ``OwnedObjectRestored`` event), or, for a kind that may not be written back (a Kueue Workload),
+the attempt ends naming the object (an ``OwnedObjectChanged`` event). An object that follows the TaskSet
+(``OwnedObject.updates``: the live membership) is compared the same way at the end of the pass, once the
+moves settled what it holds; its changes are the controller's own, so they go without an event.
+
 Nothing here asks the clock: a gate opens on a watch event (a Pod, an owned object, the TaskSet).
 """
 
@@ -30,13 +38,14 @@ from taskset.integrations.base import Attempt
 from taskset.integrations.framework import Admissions
 from taskset.objects.owned import OwnedObject, Owner, Scope, control_unit_owner, manifest, taskset_owner
 from taskset.observed.proof import ProofSubject, creation_proof, owned_subject, proves
-from taskset.observed.slim import data_digest
+from taskset.observed.slim import EVERY_ITEM, declared_digests, declared_value, path_label
 from taskset.observed.views import OwnedView
 
 # Seconds until the pass that makes anew an object an earlier TaskSet object of the same name left behind.
 LEFT_BEHIND_RECHECK: Final = 1.0
 # Reasons joined into one hold when several objects are missing, bounded like every wait message.
 _JOIN = "; "
+_RUNNING: Final = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
 
 
 def attempt_of(ctx: PassContext, spec: TaskSetSpec | None = None) -> Attempt | None:
@@ -127,42 +136,75 @@ def _sync_one(ctx: PassContext, wanted: OwnedObject) -> str | None:
         return foreign_message(label, wanted.integration)
     if seen.deleting:
         return f"waiting for {label} to be deleted and made anew ({wanted.integration})"
+    if not wanted.updates:  # one that follows the TaskSet is kept at the end of the pass
+        keep_declared(ctx, wanted, seen)
     return None
 
 
 def update_owned(ctx: PassContext) -> None:
-    """At the end of a pass that compared the owned objects (the attempt runs): write over the data of
-    each one that follows the TaskSet (``OwnedObject.updates``), is there, ours and not going away, and
-    whose cached data differs from what the TaskSet makes of it now. Nothing is read back from it: what
-    it holds is computed from the TaskSet, so a difference (a stranger's edit included) is overwritten."""
+    """At the end of a pass that compared the owned objects (the attempt runs): keep each one that
+    follows the TaskSet (``OwnedObject.updates``) as the pass's moves made it, when it is there, ours and
+    not going away. Nothing is read back from it: what it holds is computed from the TaskSet, so a
+    difference (a stranger's edit included) is overwritten."""
     attempt = attempt_of(ctx) if ctx.owned_synced else None
     if attempt is None:
         return
     for wanted in ctx.settings.framework.followed_objects(attempt):
-        update = _update_of(ctx, wanted)
-        if update is not None:
-            ctx.plan.intents.append(update)
+        seen = ctx.observed.owned.get((wanted.kind.key, wanted.name))
+        if seen is not None and not seen.deleting and _ours(ctx, wanted, seen):
+            keep_declared(ctx, wanted, seen)
 
 
-def _update_of(ctx: PassContext, wanted: OwnedObject) -> UpdateOwned | None:
-    """The write that brings ``wanted``'s cached data to what is wanted, or None when none is needed (or
-    the object is absent, going away, or not ours)."""
-    seen = ctx.observed.owned.get((wanted.kind.key, wanted.name))
-    data = wanted.body.get("data")
-    if seen is None or seen.deleting or not isinstance(data, dict) or seen.data_digest == data_digest(data):
-        return None
+def _ours(ctx: PassContext, wanted: OwnedObject, seen: OwnedView) -> bool:
+    """Whether ``seen`` is the controller's object for ``wanted``: controlled by its owner, with the proof."""
     owner = _owner(ctx, wanted.scope)
     subject = _subject(ctx, wanted.kind.key, wanted.name, owner.kind, owner.uid)
-    if seen.controller_uid != owner.uid or not proves(seen.proof, ctx.settings.proof_key, subject):
-        return None
-    return UpdateOwned(wanted.name, seen.uid, data, wanted.kind, wanted.integration, row=OWNED_DATA)
+    return seen.controller_uid == owner.uid and proves(seen.proof, ctx.settings.proof_key, subject)
+
+
+def drifted(wanted: OwnedObject, seen: OwnedView) -> tuple[tuple[str, ...], ...]:
+    """The fields of ``wanted``'s kind that its body declares and whose cached digest differs (changed or
+    removed by someone else, or, for one that follows the TaskSet, declared anew), in declared order."""
+    want = declared_digests(wanted.body, wanted.kind.declared)
+    return tuple(
+        path
+        for path in wanted.kind.declared
+        if (label := path_label(path)) in want and seen.declared.get(label) != want[label]
+    )
+
+
+def keep_declared(ctx: PassContext, wanted: OwnedObject, seen: OwnedView) -> None:
+    """Keep ``seen`` (there and ours) as ``wanted`` declares it: patch its drifted fields back, or, where
+    its kind may not be written back (``ObjectKind.restorable``), end the running attempt naming it."""
+    paths = drifted(wanted, seen)
+    if not paths:
+        return
+    label, names = f"{wanted.kind.kind} {wanted.name}", ", ".join(path_label(path) for path in paths)
+    if wanted.kind.restorable and not any(EVERY_ITEM in path for path in paths):
+        fields = tuple((path, declared_value(wanted.body, path)) for path in paths)
+        update = UpdateOwned(wanted.name, seen.uid, fields, wanted.kind, wanted.integration, row=OWNED_DATA)
+        ctx.plan.intents.append(update)
+        if not wanted.updates:  # a follower's changes are the controller's own
+            text = f"{label}: {names} changed by someone else, restored as declared ({wanted.integration})"
+            ctx.plan.events.append(Event(EventReason.OWNED_OBJECT_RESTORED, clip(text, WAIT_MESSAGE_MAX)))
+        return
+    if ctx.status.phase not in _RUNNING or ctx.status.attempt_result is not None:
+        return
+    message = clip(
+        f"{label} was changed by someone else ({names}) and may not be written back ({wanted.integration})",
+        WAIT_MESSAGE_MAX,
+    )
+    ctx.plan.events.append(Event(EventReason.OWNED_OBJECT_CHANGED, message))
+    ctx.status.attempt_result = AttemptResult(False, message)
+    next_pass_now(ctx)
 
 
 def owned_updated(ctx: PassContext, intent: UpdateOwned, result: ActionResult) -> None:
-    """An owned object's update came back: gone or replaced meanwhile (its events bring the next pass,
-    which creates or compares it anew), a failure to retry with backoff, or refused by the API server
-    (its validation or an admission webhook): the status already says the generation the object does
-    not show, so a Warning event names it and why, and the retries back off."""
+    """An owned object's declared fields came back: written, gone or replaced meanwhile (its events bring
+    the next pass, which creates or compares it anew), a failure to retry with backoff, or refused by the
+    API server (its validation or an admission webhook): a Warning event names it and why (for the
+    live membership, the status already says the generation the object does not show), and the
+    retries back off."""
     if result.kind == ResultKind.INVALID:
         message = f"{intent.kind.kind} {intent.name} update refused: {result.message}"
         ctx.plan.events.append(

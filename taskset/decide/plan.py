@@ -173,12 +173,14 @@ class ApplyOwnedStatus:
 
 @dataclass(frozen=True)
 class UpdateOwned:
-    """Write an owned object's ``data`` as the pass computed it from the TaskSet (the live
-    membership), guarded by its UID; the rest of the object, its creation proof included, is untouched."""
+    """Write declared fields of an owned object back to what the integration declares (the live
+    membership's data as the pass computed it from the TaskSet, a Service's selector a stranger
+    edited), guarded by its UID; the rest of the object, its creation proof included, is untouched."""
 
     name: str
     uid: str
-    data: Mapping[str, Any] = field(compare=False, repr=False)  # the whole data, as the pass computed it
+    # Each drifted field's path (``ObjectKind.declared``) and the whole value to write there.
+    fields: tuple[tuple[tuple[str, ...], Any], ...] = field(compare=False, repr=False)
     kind: ObjectKind = CONFIGMAPS
     integration: str = CONTROL_UNIT
     row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)

@@ -32,7 +32,8 @@ STRAY_UNIT: Final = RowRef(UPKEEP, "stray-unit")
 OWNED_OBJECT: Final = RowRef(UPKEEP, "owned-object")
 # An object of this controller's left by an earlier TaskSet object of the same name, in the way of a create.
 LEFT_BEHIND_OBJECT: Final = RowRef(UPKEEP, "left-behind-object")
-# The data of an owned object that follows the TaskSet (the live membership).
+# Declared fields of an owned object written back: the data of one that follows the TaskSet (the live
+# membership), or a field someone else changed (a Service's selector, a PodGroup's minMember).
 OWNED_DATA: Final = RowRef(UPKEEP, "owned-data")
 # An object an integration wants made anew once the attempt has no Pod left (an evicted Workload).
 STALE_OBJECT: Final = RowRef(UPKEEP, "stale-object")

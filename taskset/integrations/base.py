@@ -8,7 +8,8 @@ runtime plugins and Volcano's job plugins do:
   TaskSet that fails a check is illegal like any other (Failed, with the message naming the field);
 * ``OwnsObjects.owned_objects(attempt)``: the objects it wants to exist while the TaskSet or the attempt
   lasts (``taskset.objects.owned``). The controller creates them, caches them (``kinds`` says which kinds
-  to watch), keeps those that follow the TaskSet (``updates_owned``) as wanted, and lets the garbage
+  to watch), keeps each as its body declares (the fields its kind declares, ``ObjectKind.declared``;
+  those that follow the TaskSet, ``updates_owned``, at the end of a pass), and lets the garbage
   collector take them away with their owner;
 * ``ReadsObjects.reads``: cluster-scoped kinds it reads and never writes (Kueue's ResourceFlavors); the
   controller caches them as each kind's ``kept`` says and hands them over in ``Observed.read``;

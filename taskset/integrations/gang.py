@@ -29,11 +29,20 @@ from taskset.objects.pods import PodIdentity
 COSCHEDULING: Final = "coscheduling"
 VOLCANO: Final = "volcano"
 SCHEDULERS: Final = (COSCHEDULING, VOLCANO)
+# A PodGroup's gang (``minMember``) and its scheduler's own field, both mutable: patched back on drift.
 COSCHEDULING_PODGROUPS: Final = ObjectKind(
-    group="scheduling.x-k8s.io", version="v1alpha1", plural="podgroups", kind="PodGroup"
+    group="scheduling.x-k8s.io",
+    version="v1alpha1",
+    plural="podgroups",
+    kind="PodGroup",
+    declared=(("spec", "minMember"), ("spec", "scheduleTimeoutSeconds")),
 )
 VOLCANO_PODGROUPS: Final = ObjectKind(
-    group="scheduling.volcano.sh", version="v1beta1", plural="podgroups", kind="PodGroup"
+    group="scheduling.volcano.sh",
+    version="v1beta1",
+    plural="podgroups",
+    kind="PodGroup",
+    declared=(("spec", "minMember"), ("spec", "queue")),
 )
 COSCHEDULING_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION: Final = "scheduling.k8s.io/group-name"

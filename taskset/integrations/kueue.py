@@ -17,7 +17,10 @@ template contradicts its admission, and so does this integration: such an attemp
 When Kueue evicts the Workload (preemption by a higher ``spec.priority``, which the Workload carries),
 the attempt stops its Pods as a suspension does, counting nothing (``Admission.suspended``), then deletes the
 evicted Workload (``Admission.stale``), which frees its quota; the next pass asks for a new one, which
-queues again, and the Pods start again once it is admitted. When the attempt ends, its Workload is
+queues again, and the Pods start again once it is admitted. A Workload deleted (or otherwise no longer
+admitted) while the attempt's Pods run stops them the same way, as Kueue's jobframework stops a running
+job whose Workload is deleted: the next pass asks for a new Workload, which queues, and the Pods start
+again once it is admitted; nothing runs outside the quota meanwhile. When the attempt ends, its Workload is
 marked ``Finished`` (``after_attempt``: reason ``Succeeded`` or ``Failed``, as the jobframework marks a
 job's), which frees the quota; the last one stays until the TaskSet is deleted, and a retried attempt's
 is deleted once the next attempt's exists.
@@ -35,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from taskset.api.constants import ReplicaPhase
 from taskset.api.spec import Role
 from taskset.api.status import AttemptResult, clip
 from taskset.integrations.base import (
@@ -55,12 +59,28 @@ QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
 # What a Workload's cache keeps besides its conditions: the admission (each role's flavors and count)
 # and the admission checks' pod set updates, which this integration injects into the Pods.
+# What it declares is what decides whose quota the Pods take and how much of it: the queue, the
+# priority, and per pod set its name and containers' resources (not the whole templates: Kueue's CRD
+# defaults fields inside them, a port's protocol, so they never read back as declared). Not a pod set's
+# count: it is what the attempt asked for when it queued, while the attempt's spec follows a scale or
+# a partial admission, and the Pods never outnumber what Kueue admitted (``RoleAdmission.cap``).
+# Never restored: Kueue forbids changing the pod sets of a Workload that holds quota, and one changed
+# before admission may have been counted as changed; an attempt whose Workload drifted ends, naming it,
+# and its retry queues anew.
 WORKLOADS: Final = ObjectKind(
     group="kueue.x-k8s.io",
     version="v1beta2",
     plural="workloads",
     kind="Workload",
     kept=(("status", "admission"), ("status", "admissionChecks")),
+    declared=(
+        ("spec", "queueName"),
+        ("spec", "priority"),
+        ("spec", "podSets", "*", "name"),
+        ("spec", "podSets", "*", "template", "spec", "containers", "*", "resources"),
+        ("spec", "podSets", "*", "template", "spec", "initContainers", "*", "resources"),
+    ),
+    restorable=False,
 )
 # Cluster-scoped, written by cluster admins: read (never written) for the node labels and tolerations
 # an admission's flavors give the Pods; its cache keeps nothing else of their spec.
@@ -239,6 +259,25 @@ def _add_updates(merge: _Merge, workload: OwnedView, role: Role) -> Admitted | N
     return None
 
 
+# Replica phases in which the attempt has a live Pod of the replica, which counts against the quota.
+_LIVE: Final = frozenset(
+    {
+        ReplicaPhase.ATTEMPT_CREATION_REQUESTED,
+        ReplicaPhase.ATTEMPT_PREPARING,
+        ReplicaPhase.ATTEMPT_ASSIGNED,
+        ReplicaPhase.ATTEMPT_RUNNING,
+    }
+)
+
+
+def _has_pods(attempt: Attempt) -> bool:
+    """Whether the attempt has started Pods that are still live, as the pass's status records them."""
+    status = attempt.status
+    return status is not None and any(
+        replica.phase in _LIVE for role in status.roles for replica in role.replicas
+    )
+
+
 class KueueWorkload(OwnsObjects, ReadsObjects, Admits, FinishesAttempts):
     """A Workload per attempt of a queued TaskSet; the roles wait for its admission, whose flavors and
     admission checks then decorate their Pods."""
@@ -278,9 +317,14 @@ class KueueWorkload(OwnsObjects, ReadsObjects, Admits, FinishesAttempts):
         if seen is None:
             evicted = self._evicted(attempt, observed)
             name = workload_name(attempt.taskset, attempt.attempt)
+            suspended = None if evicted is None else f"Kueue evicted Workload {evicted}"
+            if suspended is None and _has_pods(attempt):
+                # As Kueue's jobframework stops a running job whose Workload is deleted or not admitted:
+                # Pods that run without an admitted Workload run outside any quota.
+                suspended = f"Workload {name} is not admitted (deleted, or not admitted again)"
             return Admission(
                 waiting=f"waiting for Kueue to admit Workload {name} (queue {queue})",
-                suspended=None if evicted is None else f"Kueue evicted Workload {evicted}",
+                suspended=suspended,
                 stale=() if evicted is None else ((WORKLOADS, evicted),),
             )
         roles: dict[str, RoleAdmission] = {}
@@ -335,10 +379,14 @@ class KueueWorkload(OwnsObjects, ReadsObjects, Admits, FinishesAttempts):
         return observed.owned.get((WORKLOADS.key, workload_name(attempt.taskset, attempt.attempt)))
 
     def _admitted(self, attempt: Attempt, observed: Observed) -> OwnedView | None:
-        """The attempt's Workload once Kueue admitted it (and has not evicted it), else None."""
+        """The attempt's Workload once Kueue admitted it (and has not evicted it, nor is it being
+        deleted: Kueue frees the quota of a Workload it sees deleted), else None."""
         seen = self._workload(attempt, observed)
         admitted = (
-            seen is not None and ADMITTED in seen.true_conditions and EVICTED not in seen.true_conditions
+            seen is not None
+            and not seen.deleting
+            and ADMITTED in seen.true_conditions
+            and EVICTED not in seen.true_conditions
         )
         return seen if admitted else None
 

@@ -127,8 +127,12 @@ class Membership(OwnsObjects, DecoratesPods):
         # Followed only while the content is the one the status allocated its generation to: one it
         # refused (too large) is never written, so no generation shows two contents.
         follows = recorded is not None and recorded.digest == content_digest(content)
+        # A content whose generation is not allocated (not yet, or refused) declares nothing once the
+        # status has a generation: kept as declared under the old generation, one generation would show
+        # two contents.
+        body = {"data": data} if follows or recorded is None else {}
         name = membership_name(attempt.taskset)
-        return (OwnedObject(CONFIGMAPS, name, Scope.TASKSET, {"data": data}, self.name, updates=follows),)
+        return (OwnedObject(CONFIGMAPS, name, Scope.TASKSET, body, self.name, updates=follows),)
 
     def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration | None:
         if not is_elastic(attempt):

@@ -25,7 +25,20 @@ from taskset.api.names import pod_name
 from taskset.api.spec import CheckFailure, spec_object
 from taskset.objects.owned import ObjectKind
 
-SERVICES: Final = ObjectKind(group="", version="v1", plural="services", kind="Service")
+# The headless Service: what makes it one (no cluster IP), whose Pods it names (its selector), that
+# their addresses are published before they are ready, and its ports. Each can be patched back.
+SERVICES: Final = ObjectKind(
+    group="",
+    version="v1",
+    plural="services",
+    kind="Service",
+    declared=(
+        ("spec", "clusterIP"),
+        ("spec", "selector"),
+        ("spec", "publishNotReadyAddresses"),
+        ("spec", "ports"),
+    ),
+)
 
 NETWORK_FIELD: Final = "network"
 ENABLE_FIELD: Final = "enableDNSHostnames"

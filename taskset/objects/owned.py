@@ -26,6 +26,7 @@ from taskset.api.constants import (
     KIND,
     LABEL_TASKSET,
 )
+from taskset.observed.slim import CONFIG_MAP_DECLARED
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,15 @@ class ObjectKind:
     # field, field in it): a Kueue Workload's ``("status", "admission")``, a ResourceFlavor's
     # ``("spec", "nodeLabels")``. Each is bounded (``taskset.observed.slim.KEPT_FIELD_MAX``).
     kept: tuple[tuple[str, str], ...] = ()
+    # The fields the controller declares for an object of the kind and keeps as declared, as paths
+    # (``taskset.observed.slim.EVERY_ITEM`` maps over a list): its cache keeps their digests, and a pass
+    # compares them with what the integration's body declares. Only the fields the body holds are
+    # compared, so what the API server or another controller adds beside them is never drift.
+    declared: tuple[tuple[str, ...], ...] = ()
+    # What a pass does when a declared field drifted: patch the declared value back (True), or, where
+    # writing it is forbidden or unsafe, end the attempt naming the object (False). docs/design.md,
+    # "Owned objects are kept as declared", says why for each kind.
+    restorable: bool = True
 
     @property
     def api_version(self) -> str:
@@ -52,7 +62,10 @@ class ObjectKind:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-CONFIGMAPS = ObjectKind(group="", version="v1", plural="configmaps", kind="ConfigMap")
+# A ConfigMap's data (the live membership, an MPI hostfile) is only ever the controller's to write.
+CONFIGMAPS = ObjectKind(
+    group="", version="v1", plural="configmaps", kind="ConfigMap", declared=CONFIG_MAP_DECLARED
+)
 
 
 class Scope(StrEnum):

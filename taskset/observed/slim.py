@@ -216,28 +216,59 @@ def slim_config_map(obj: dict[str, Any]) -> dict[str, Any]:
     as ``slim_metadata`` keeps it and, of its data, only the digest of the ControlUnit's snapshot
     (``SNAPSHOT_DIGEST_FIELD``): a stranger's labelled ConfigMap of 1 MB costs what an empty one costs.
     Idempotent, and it never changes ``obj``."""
-    slim = slim_owned(obj)
+    slim = slim_owned(obj, declared=CONFIG_MAP_DECLARED)
     kept = obj.get(SNAPSHOT_DIGEST_FIELD)
     slim[SNAPSHOT_DIGEST_FIELD] = kept if isinstance(kept, str) and "data" not in obj else _digest_of(obj)
-    slim[DATA_DIGEST_FIELD] = config_data_digest(obj)
     return slim
 
 
-# What a cached ConfigMap keeps of its whole data: its digest, which an owned object's wanted
-# content is compared with (``taskset.decide.owned_sync.update_owned``), under a key no ConfigMap has.
-DATA_DIGEST_FIELD: Final = "dataDigest"
+# What the controller declares of a ConfigMap it owns: its whole data (``ObjectKind.declared``).
+CONFIG_MAP_DECLARED: Final = (("data",),)
+# What a cache keeps of the fields the controller declares for an owned object (``ObjectKind.declared``):
+# one digest per field, by its dotted path, under a key no object has (the API server drops unknown
+# fields, so it never sends one): only ``slim_owned`` writes it. A stranger's edit of a declared field
+# changes its digest, which a pass compares with the digest of what the integration declares
+# (``taskset.decide.owned_sync``); the values themselves are not kept, so a Workload's pod templates
+# or a 1 MiB membership cost 64 characters a field.
+DECLARED_DIGESTS_FIELD: Final = "declaredDigests"
+# A path step that stands for every item of a list (a Workload's ``podSets``): the field's value is
+# then the list of what each item holds there (None where it holds nothing).
+EVERY_ITEM: Final = "*"
 
 
-def data_digest(data: object) -> str:
-    """sha256 of a ConfigMap's ``data`` as canonical JSON (keys sorted); absent data digests as empty."""
-    canonical = json.dumps(data if isinstance(data, dict) else {}, sort_keys=True, separators=(",", ":"))
+def value_digest(value: object) -> str:
+    """sha256 of ``value`` as canonical JSON (keys sorted)."""
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def config_data_digest(obj: Mapping[str, Any]) -> str:
-    """The digest of an object's data: from its data when it has any, else the one its cache kept."""
-    kept = obj.get(DATA_DIGEST_FIELD)
-    return kept if isinstance(kept, str) and "data" not in obj else data_digest(obj.get("data"))
+def path_label(path: tuple[str, ...]) -> str:
+    """A declared field's name in the cache and in messages: ``spec.selector``, ``spec.podSets.*.count``."""
+    return ".".join(path)
+
+
+def declared_value(obj: object, path: tuple[str, ...]) -> Any:
+    """What ``obj`` holds at ``path`` (``EVERY_ITEM`` maps over a list), or None where it holds nothing."""
+    if not path:
+        return obj
+    head, rest = path[0], path[1:]
+    if head == EVERY_ITEM:
+        return [declared_value(item, rest) for item in obj] if isinstance(obj, list) else None
+    return declared_value(obj.get(head), rest) if isinstance(obj, Mapping) and head in obj else None
+
+
+def declared_digests(obj: Mapping[str, Any], declared: tuple[tuple[str, ...], ...]) -> dict[str, str]:
+    """The digest of each ``declared`` field ``obj`` holds, by ``path_label``: from the fields when it is
+    a whole object, else the digests its cache kept. A field it does not hold has no digest."""
+    kept = obj.get(DECLARED_DIGESTS_FIELD)
+    if isinstance(kept, Mapping):
+        return {k: v for k, v in kept.items() if isinstance(k, str) and isinstance(v, str)}
+    found: dict[str, str] = {}
+    for path in declared:
+        value = declared_value(obj, path)
+        if value is not None:
+            found[path_label(path)] = value_digest(value)
+    return found
 
 
 def _digest_of(cm: Mapping[str, Any]) -> str:
@@ -291,15 +322,22 @@ def _only(value: Any, keys: frozenset[str] | set[str]) -> Any:
     return {k: v for k, v in value.items() if k in keys} if isinstance(value, dict) else value
 
 
-def slim_owned(obj: dict[str, Any], kept: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+def slim_owned(
+    obj: dict[str, Any],
+    kept: tuple[tuple[str, str], ...] = (),
+    declared: tuple[tuple[str, ...], ...] = (),
+) -> dict[str, Any]:
     """The transform of the caches of the kinds integrations own or read (besides ConfigMaps): the
     metadata as ``slim_metadata`` keeps it, which status conditions hold, and the fields ``kept`` names
     (``ObjectKind.kept``: a Kueue Workload's admission, a ResourceFlavor's node labels), each only
     while it is at most ``KEPT_FIELD_MAX`` characters of JSON: a stranger's labelled object of any kind
-    costs a bounded amount. Idempotent, never changes ``obj``."""
+    costs a bounded amount. Of the fields the controller ``declared`` (``ObjectKind.declared``), only
+    their digests (``DECLARED_DIGESTS_FIELD``). Idempotent, never changes ``obj``."""
     slim: dict[str, Any] = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
     if "metadata" in obj:
         slim["metadata"] = slim_metadata(obj["metadata"])
+    if declared:
+        slim[DECLARED_DIGESTS_FIELD] = declared_digests(obj, declared)
     conditions = get_path(obj, "status", "conditions")
     if isinstance(conditions, list):  # which conditions hold, and nothing else (a Kueue Workload's)
         kept_conditions = [

@@ -37,7 +37,7 @@ from taskset.observed.slim import (
     LIST_KEPT,
     NO_SNAPSHOT_DIGEST,
     SNAPSHOT_DIGEST_FIELD,
-    config_data_digest,
+    declared_digests,
     snapshot_digest,
 )
 
@@ -293,8 +293,9 @@ class OwnedView:
     true_conditions: frozenset[str] = frozenset()
     # The rest of its status as its cache keeps it (``ObjectKind.kept``: a Workload's admission).
     status: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    # The digest of its data (an owned object the controller keeps up to date is compared by it).
-    data_digest: str = ""
+    # The digest of each field the controller declares for its kind (``ObjectKind.declared``) that it
+    # holds, by dotted path: what the pass compares with the integration's declaration.
+    declared: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 def _annotation(obj: Mapping[str, Any], key: str) -> str:
@@ -302,7 +303,9 @@ def _annotation(obj: Mapping[str, Any], key: str) -> str:
     return as_text(annotations.get(key)) if isinstance(annotations, dict) else ""
 
 
-def owned_view(obj: Mapping[str, Any]) -> OwnedView:
+def owned_view(obj: Mapping[str, Any], declared: tuple[tuple[str, ...], ...] = ()) -> OwnedView:
+    """The view of a cached owned object, or of a whole one (a create's response, a live read) whose
+    kind declares the fields ``declared``."""
     return OwnedView(
         name=as_text(get_path(obj, "metadata", "name")),
         uid=as_text(get_path(obj, "metadata", "uid")),
@@ -317,7 +320,7 @@ def owned_view(obj: Mapping[str, Any]) -> OwnedView:
         status={k: v for k, v in status.items() if k != "conditions"}
         if isinstance(status := obj.get("status"), dict)
         else {},
-        data_digest=config_data_digest(obj),
+        declared=declared_digests(obj, declared),
     )
 
 

@@ -178,8 +178,9 @@ class Controller:
             namespace=namespace,
             label_selector=LABEL_TASKSET,
             indexers={POD_INDEX: taskset_index, OWNER_INDEX: controller_uid_index},
-            # owned_view reads the metadata, which conditions hold, and what the kind keeps
-            transform=functools.partial(slim_owned, kept=kind.kept),
+            # owned_view reads the metadata, which conditions hold, what the kind keeps, and the digests
+            # of the fields the controller declares for it
+            transform=functools.partial(slim_owned, kept=kind.kept, declared=kind.declared),
         )
 
     # ----- event handlers: every change -> the owning TaskSet's key --------------------------------------

@@ -349,7 +349,7 @@ class Reconciler:
             elif isinstance(intent, ApplyOwnedStatus):  # a Workload marked Finished
                 self._client.apply_status(intent.kind, ns, intent.name, intent.body)
                 result = ActionResult(ResultKind.OK)
-            elif isinstance(intent, UpdateOwned):  # the live membership
+            elif isinstance(intent, UpdateOwned):  # declared fields written back (the live membership)
                 result = update_owned_data(self._client, ns, intent)
             elif isinstance(intent, DeleteTaskSet):  # ttlSecondsAfterFinished passed
                 name = obj["metadata"]["name"]
@@ -379,7 +379,7 @@ class Reconciler:
         store_key = f"{namespace}/{intent.name}"
         self._expect(key, create=(store_key, created["metadata"]["uid"]))
         if not intent.control_unit:
-            return ActionResult(ResultKind.OK, owned_view(created))
+            return ActionResult(ResultKind.OK, owned_view(created, kind.declared))
         self._remember_created_unit(store_key, created)
         return ActionResult(ResultKind.OK, control_unit_view(created, SNAPSHOT_KEY))
 
@@ -425,7 +425,9 @@ class Reconciler:
             return ActionResult(ResultKind.EXISTS, message=err.message)
         if isinstance(intent, CreatePod):
             return ActionResult(ResultKind.EXISTS, pod_view(live), err.message)
-        view = control_unit_view(live, SNAPSHOT_KEY) if intent.control_unit else owned_view(live)
+        if intent.control_unit:
+            return ActionResult(ResultKind.EXISTS, control_unit_view(live, SNAPSHOT_KEY), err.message)
+        view = owned_view(live, intent.kind.declared)
         return ActionResult(ResultKind.EXISTS, view, err.message)
 
     # ----- expectations ---------------------------------------------------------------------------------

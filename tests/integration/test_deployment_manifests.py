@@ -207,14 +207,18 @@ def test_the_kueue_overlay_adds_the_flag_and_only_the_workloads_it_needs(cluster
 def test_a_gang_overlay_adds_its_flag_and_only_its_podgroups(
     cluster: Cluster, overlay: str, group: str
 ) -> None:
-    """--gang-scheduling=<scheduler>, and get/list/watch/create on that scheduler's PodGroups
+    """--gang-scheduling=<scheduler>, and get/list/watch/create/patch on that scheduler's PodGroups
     bound to the controller's ServiceAccount; nothing else of the base changes."""
     objects = render(cluster, MANIFESTS / "overlays" / overlay)
     container = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert f"--gang-scheduling={overlay}" in container["args"]
     role = find(objects, "ClusterRole", f"taskset-controller-{overlay}")
     assert role["rules"] == [
-        {"apiGroups": [group], "resources": ["podgroups"], "verbs": ["get", "list", "watch", "create"]}
+        {
+            "apiGroups": [group],
+            "resources": ["podgroups"],
+            "verbs": ["get", "list", "watch", "create", "patch"],
+        }
     ]
     base = render(cluster, MANIFESTS / "base")
     assert find(objects, "ClusterRole", "taskset-controller") == find(

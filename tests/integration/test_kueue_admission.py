@@ -162,6 +162,63 @@ def test_a_higher_priority_preempts_a_running_taskset_which_requeues_and_finishe
     assert never_overlapping(log)
 
 
+@pytest.fixture
+def queue_for_one(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
+    """Quota for one one-CPU TaskSet, without preemption."""
+    make_queue(cluster, namespace, "1")
+    yield "team"
+    client.CustomObjectsApi(cluster.api_client()).delete_cluster_custom_object(
+        GROUP, VERSION, "clusterqueues", namespace
+    )
+
+
+def waiting(ts: TaskSets, name: str) -> bool:
+    """Whether the TaskSet's replica says it waits for Kueue (its status may not list it yet)."""
+    status = ts.status(name)
+    listed = bool(status.get("roleStatus"))
+    return listed and "waiting for Kueue to admit" in replica(status, "r", 0)["phaseMessage"]
+
+
+def test_a_deleted_workload_stops_the_running_pods_until_a_new_one_is_admitted_within_quota(
+    cluster: Cluster, namespace: str, kueue_controller: Controller, queue_for_one: str
+) -> None:
+    """As Kueue's jobframework stops a running job whose Workload is deleted: the Pod stops counting
+    nothing and a new Workload queues; the Pod starts again only once that one is admitted (before or
+    after the TaskSet waiting for the freed quota, as Kueue orders them), and at no time do both
+    TaskSets' Pods run on quota for one."""
+    ts = TaskSets(cluster, namespace)
+    api = client.CustomObjectsApi(cluster.api_client())
+    with recording(cluster, namespace) as recorder:
+        ts.create(queued("first", queue_for_one))
+        eventually(lambda: running(ts, "first"), 90, "the first TaskSet admitted and running")
+        ts.create(queued("second", queue_for_one))
+        eventually(lambda: waiting(ts, "second"), 30, "the second waiting for quota")
+        (pod,) = ts.pods("first")
+        deleted = workload_of(cluster, namespace, "first")["metadata"]["uid"]
+        api.delete_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", workload_name("first", 0))
+
+        eventually(
+            lambda: all(p["metadata"]["uid"] != pod["metadata"]["uid"] for p in ts.pods("first")),
+            30,
+            "the first's running Pod stopped",
+        )
+        assert workload_of(cluster, namespace, "first")["metadata"]["uid"] != deleted, "a new one queues"
+        for _ in range(2):  # each runs alone on the quota, in the order Kueue admits them, to the end
+            (now,) = eventually(
+                lambda: [n for n in ("first", "second") if running(ts, n)] or None,
+                90,
+                "one TaskSet admitted and running",
+            )
+            ts.end_pod(f"{now}-r-0", 0)
+            assert ts.final(now)["state"] == "Succeeded"
+        final = ts.final("first")
+        first, second = recorder.pod_log("first-r-0"), recorder.pod_log("second-r-0")
+    assert (final["state"], final["totalRetriedCount"]) == ("Succeeded", 0)
+    assert replica(final, "r", 0)["totalRetriedCount"] == 0, "the stop counted nothing"
+    assert len(first) == 2, "one Pod before the deletion, one after the new Workload's admission"
+    assert never_overlapping(first + second), "never two Pods on quota for one"
+
+
 GPU_TOLERATION = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 

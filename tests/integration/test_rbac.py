@@ -190,6 +190,7 @@ ALLOWED = [
     pytest.param(("watch", "configmaps", "--all-namespaces"), id="watch ConfigMaps everywhere"),
     pytest.param(("patch", "configmaps", "--all-namespaces"), id="patch the live membership"),
     pytest.param(("create", "services", "--all-namespaces"), id="create headless Services"),
+    pytest.param(("patch", "services", "--all-namespaces"), id="patch a headless Service back"),
     pytest.param(("update", "tasksets.octopus.openi.pcl.cn", "--subresource=status"), id="update status"),
     pytest.param(
         ("delete", "tasksets.octopus.openi.pcl.cn", "--all-namespaces"), id="delete a TaskSet past its TTL"

@@ -183,7 +183,7 @@ def test_can_i_list_adds_exactly_the_overlays_rules(cluster: Cluster, namespace:
         ("workloads.kueue.x-k8s.io", (), frozenset({"get", "list", "watch", "create", "delete"})),
         ("workloads.kueue.x-k8s.io/status", (), frozenset({"patch"})),
         ("resourceflavors.kueue.x-k8s.io", (), frozenset({"list", "watch"})),
-        ("podgroups.scheduling.x-k8s.io", (), frozenset({"get", "list", "watch", "create"})),
+        ("podgroups.scheduling.x-k8s.io", (), frozenset({"get", "list", "watch", "create", "patch"})),
     }
     ours = {rule for rule in rules if rule[0] not in EVERYONE}
     assert ours == documented_rbac_rules() | added

@@ -45,6 +45,7 @@ from taskset.decide import (
 from taskset.integrations import Framework, Integration
 from taskset.integrations.identity_env import IdentityEnv
 from taskset.objects.controlunit import build_control_unit
+from taskset.objects.owned import CONFIGMAPS
 from taskset.objects.pods import build_pod
 from taskset.observed.proof import PROCESS_PROOF_KEY, ProofSubject, creation_proof
 from taskset.observed.views import Observed, control_unit_view, owned_view, pod_view
@@ -105,6 +106,11 @@ class World:
             scale_requesters=scale_requesters(self.taskset),
         )
 
+    def declared(self, kind_key: str) -> tuple[tuple[str, ...], ...]:
+        """The fields the controller declares for the kind of ``kind_key`` (``ObjectKind.declared``)."""
+        kinds = {kind.key: kind for kind in (CONFIGMAPS, *self.settings.framework.owned_kinds())}
+        return kinds[kind_key].declared if kind_key in kinds else ()
+
     def observed(self) -> Observed:
         status = self.status
         attempt = status.total_retried_count if status else 0
@@ -115,7 +121,7 @@ class World:
             control_unit=control_unit_view(unit, "spec.json") if unit else None,
             pods={n: pod_view(p) for n, p in self.pods.items()},
             other_control_units=others,
-            owned={key: owned_view(obj) for key, obj in self.owned.items()},
+            owned={key: owned_view(obj, self.declared(key[0])) for key, obj in self.owned.items()},
             gone={n: pod_view(p) for n, p in self.gone.items()},
             read=self.read,
         )
@@ -208,13 +214,13 @@ class World:
     def _create_owned(self, intent: CreateOwned) -> ActionResult:
         key = (intent.kind.key, intent.name)
         if key in self.owned:
-            return ActionResult(ResultKind.EXISTS, owned_view(self.owned[key]))
+            return ActionResult(ResultKind.EXISTS, owned_view(self.owned[key], intent.kind.declared))
         if self.owned_refused is not None:
             return ActionResult(ResultKind.INVALID, message=self.owned_refused)
         obj = copy.deepcopy(dict(intent.manifest))
         obj["metadata"]["uid"] = new_uid()
         self.owned[key] = obj
-        return ActionResult(ResultKind.OK, owned_view(obj))
+        return ActionResult(ResultKind.OK, owned_view(obj, intent.kind.declared))
 
     def _apply_status(self, intent: ApplyOwnedStatus) -> ActionResult:
         """Server-side apply of status conditions, a list mapped by type: the applied ones replace those
@@ -231,13 +237,17 @@ class World:
         return ActionResult(ResultKind.OK)
 
     def _update_owned(self, intent: UpdateOwned) -> ActionResult:
-        """As the JSON patch does it: the data replaced whole, only on the object with the UID."""
+        """As the JSON patch does it: each field replaced whole, only on the object with the UID."""
         found = self.owned.get((intent.kind.key, intent.name))
         if found is None:
             return ActionResult(ResultKind.NOT_FOUND)
         if found["metadata"]["uid"] != intent.uid:
             return ActionResult(ResultKind.ERROR, message="the test of metadata.uid failed")
-        found["data"] = dict(intent.data)
+        for path, value in intent.fields:
+            parent = found
+            for step in path[:-1]:
+                parent = parent[step]
+            parent[path[-1]] = copy.deepcopy(value)
         return ActionResult(ResultKind.OK)
 
     def _delete_owned(self, intent: DeleteOwned) -> ActionResult:

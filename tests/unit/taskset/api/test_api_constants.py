@@ -121,6 +121,8 @@ def test_resource_identity() -> None:
                 "TaskSetSuspended",
                 "TaskSetResumed",
                 "OwnedObjectUpdateRefused",
+                "OwnedObjectRestored",
+                "OwnedObjectChanged",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),
@@ -188,6 +190,8 @@ def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
         "OrphanedPodDeleted",  # a Pod left running by an orphaning delete of its ControlUnit
         "ReplicaFailure",  # a replica attempt failed, with the failure rule it matched
         "OwnedObjectUpdateRefused",  # the live membership not written: too large, or refused
+        "OwnedObjectRestored",  # a stranger's edit of an owned object, written back
+        "OwnedObjectChanged",  # a stranger's edit that cannot be written back: the attempt ends
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 

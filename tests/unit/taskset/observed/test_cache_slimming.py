@@ -17,7 +17,7 @@ from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.controlunit import SNAPSHOT_KEY
 from taskset.objects.pods import PodIdentity, build_pod
 from taskset.observed.slim import (
-    DATA_DIGEST_FIELD,
+    DECLARED_DIGESTS_FIELD,
     FINALIZERS_KEPT,
     LIST_KEPT,
     NO_SNAPSHOT_DIGEST,
@@ -236,7 +236,7 @@ def test_a_cached_config_map_keeps_only_its_snapshot_s_digest_and_the_controller
 
     slim = slim_config_map(unit)
 
-    assert set(slim) == {"apiVersion", "kind", "metadata", SNAPSHOT_DIGEST_FIELD, DATA_DIGEST_FIELD}
+    assert set(slim) == {"apiVersion", "kind", "metadata", SNAPSHOT_DIGEST_FIELD, DECLARED_DIGESTS_FIELD}
     assert slim[SNAPSHOT_DIGEST_FIELD] == snapshot_digest(snapshot)
     assert size(slim) < 1024
     assert slim["metadata"]["annotations"] == {"TaskSet": "train"}
