@@ -9,9 +9,10 @@ never be written again, and the TaskSet wedged. This module decides the shape th
 * **Compact** otherwise. Each role keeps its own fields and counts, and under ``replicaRows``:
 
   - ``rows``: one short string per replica, in index order: ``"<phase><flags> <retries> <transition>
-    <podUID> <text>"``. The phase is one letter (``PHASE_CODES``), the flags ``s`` (stopped) and ``p``
-    (the Pod name is recorded: ``podNamePrefix`` + index), the transition time in Unix seconds, ``-`` for
-    none, and ``text`` the index of an entry in ``texts``;
+    <podUID> <text>"``. The phase is one letter (``PHASE_CODES``), the flags ``s`` (stopped), ``p``
+    (the Pod name is recorded: ``podNamePrefix`` + index) and ``h`` (its Pod goes because of a
+    suspension, so its end counts nothing), the transition time in Unix seconds, ``-`` for none, and
+    ``text`` the index of an entry in ``texts``;
   - ``texts``: the distinct combinations of the replicas' texts (phaseMessage, podReason, node IP,
     container name, exit code, signal and reason), each stored once: ten thousand running replicas share
     a handful;
@@ -105,6 +106,7 @@ DECISION_FIELDS: Final = (
     "podHostIP",
     "containerName",
     "uncountedRetries",
+    "suspended",
 )
 # The action of the failure rule that matched the current attempt is a decision too, kept as a
 # row flag; the rule's name and why go with the replica's texts (a stand-in drops them: the event said it).
@@ -300,6 +302,8 @@ def _row(replica: Json, prefix: str, text: int) -> str:
     pod_name = str(replica.get("podName") or "")
     if pod_name and prefix and pod_name == f"{prefix}{replica.get('index')}":
         code += "p"
+    if replica.get("suspended") is True:
+        code += "h"
     code += _failure_flags(replica)
     uid = replica.get("podUID")
     uid_text = uid if isinstance(uid, str) and 0 < len(uid) <= UID_MAX and " " not in uid else _NONE
@@ -461,7 +465,7 @@ def _replica(row: str, index: int, role: str, prefix: str, texts: list[Json]) ->
             "signal": text.get("signal") if isinstance(text.get("signal"), int) else 0,
             "reason": str(text.get("reason") or ""),
         }
-    return {
+    replica = {
         "index": index,
         "name": role,
         "phase": _PHASES.get(code[:1], str(ReplicaPhase.ATTEMPT_PENDING)),
@@ -482,6 +486,9 @@ def _replica(row: str, index: int, role: str, prefix: str, texts: list[Json]) ->
         "uncountedRetries": int(uncounted) if uncounted.isdigit() else 0,
         "failure": _failure(code, text),
     }
+    if "h" in code[1:]:  # written only while true, as the full shape does
+        replica["suspended"] = True
+    return replica
 
 
 def _failure(code: str, text: Json) -> Json | None:
@@ -518,10 +525,10 @@ def worst_case_bytes(message_max: int, name_max: int, reason_max: int, history_b
     condition = text + reason_max + 200
     top = 3 * text + scalars + len(ConditionType) * condition
     role = 2 * (ROLE_MESSAGE_BYTES + 20) + 2 * name_max + 600  # keys, phases, counts, prefix
-    # "Xspu99 <retries> <epoch> <uid> <text>", quoted, with its comma: retries at most 7 digits (MAX_RETRY_
+    # "Xsphu99 <retries> <epoch> <uid> <text>", quoted, with its comma: retries at most 7 digits (MAX_RETRY_
     # COUNT + 1), an epoch 10 digits until 2286, a text index at most 5 digits (TEXTS_BUDGET / 8 bytes).
     # One more flag (the failure rule's action) and two digits (uncounted retries).
-    row = 6 + 1 + 7 + 1 + 10 + 1 + UID_MAX + 1 + 5 + 3
+    row = 7 + 1 + 7 + 1 + 10 + 1 + UID_MAX + 1 + 5 + 3
     stand_ins = MAX_ROLES * 3 * 40  # at most three per role, each under 40 bytes
     return {
         "top": top,

@@ -123,6 +123,7 @@ def _classify(ctx: PassContext, replica: ReplicaStatus, pod: PodView | None) -> 
         proof_key=ctx.settings.proof_key,
         namespace=ctx.ref.namespace,
         taskset_name=ctx.ref.name,
+        deleted=ctx.deleted,
     )
 
 

@@ -13,6 +13,7 @@ from taskset.decide.context import PassContext
 from taskset.decide.failure_rules import end_of_pod, end_of_replica, note_failure
 from taskset.decide.policies import retry_delay
 from taskset.decide.start_deadline import replaced_late
+from taskset.decide.suspension import ended_by_suspension
 from taskset.observed.views import PodView
 
 _GONE = (ReplicaPhase.ATTEMPT_DELETION_REQUESTED, ReplicaPhase.ATTEMPT_COMPLETED)
@@ -22,12 +23,14 @@ def observe_end(ctx: PassContext, role: Role, replica: ReplicaStatus, pod: PodVi
     """Match the failure rules as soon as the replica's own Pod (``pod``) shows its end (it exited,
     its phase became Unknown, or it is being deleted), while the Pod still says how. An attempt whose
     Pod is gone unseen (it vanished, its create was refused) is matched, before the retry decision, on
-    what the status says. A stopped or succeeded replica did not fail."""
+    what the status says. A stopped or succeeded replica did not fail, nor one whose Pod the suspension
+    ends (its end, even an exit as its containers are stopped, counts nothing)."""
     if (
         ctx.ref.deleting
         or replica.stopped
         or replica.succeeded
         or replica.phase == ReplicaPhase.ATTEMPT_PENDING
+        or ended_by_suspension(ctx, replica, pod)
     ):
         return
     if replaced_late(replica):  # P-start-deadline recorded the failure, with why the Pod waited

@@ -33,8 +33,16 @@ from taskset.decide.context import PassContext, Row
 from taskset.decide.owned_sync import admission_of, attempt_of
 from taskset.decide.plan import DeleteOwned, Event
 from taskset.decide.upkeep import STALE_OBJECT
+from taskset.observed.views import PodView
 
 _RUNNING = (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
+# Replica phases with a live Pod of this replica attempt: the ones P-suspend and P10-suspended leave.
+_LIVE = (
+    ReplicaPhase.ATTEMPT_CREATION_REQUESTED,
+    ReplicaPhase.ATTEMPT_PREPARING,
+    ReplicaPhase.ATTEMPT_ASSIGNED,
+    ReplicaPhase.ATTEMPT_RUNNING,
+)
 # Replica phases without a Pod of this replica attempt.
 _PODLESS = (ReplicaPhase.ATTEMPT_PENDING, ReplicaPhase.ATTEMPT_RETRY_PENDING, ReplicaPhase.COMPLETED)
 
@@ -97,6 +105,16 @@ def suspended(ctx: PassContext) -> bool:
             reason = admission_of(ctx, attempt).suspended
         ctx.suspension = (ctx.ref.suspended or reason is not None, reason)
     return ctx.suspension[0]
+
+
+def ended_by_suspension(ctx: PassContext, replica: ReplicaStatus, pod: PodView | None) -> bool:
+    """Whether the replica's Pod (``pod``, its own, or None) ends because of the suspension, so that
+    its end is no outcome and matches no failure rule: the replica is marked, or this pass marks it
+    (suspended, with a live Pod that has not exited: P-suspend deletes it, P10-suspended sees it go).
+    A Pod that exited before the suspension reached it keeps its outcome (P5 comes first)."""
+    if replica.suspended:
+        return True
+    return suspended(ctx) and replica.phase in _LIVE and (pod is None or not pod.terminal)
 
 
 def retire_stale(ctx: PassContext) -> None:

@@ -7,7 +7,7 @@ attempt's Pod is adopted, a previous attempt's Pod is waited for, anything else 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -346,6 +346,7 @@ def classify_pod(
     proof_key: bytes,
     namespace: str,
     taskset_name: str = "",
+    deleted: Collection[str] = (),
 ) -> PodClass:
     """Spec 5.3.1. A Pod made by an earlier TaskSet *object* of the same name (deleted and re-created,
     W-16) counts as previous too: it is on its way out with its owner, not someone else's Pod.
@@ -353,7 +354,12 @@ def classify_pod(
     Two cases come from a controller killed between an action and its status write: a Pod of a *later*
     replica attempt than the status records (the retry was started but not recorded) is the next
     attempt's, to be adopted once the retry is recorded, never deleted as a duplicate; and an unrecorded
-    Pod that is already being deleted is waited for, not adopted only to be lost again.
+    Pod that is already being deleted is waited for, not adopted only to be lost again. So is one whose
+    delete the pass asked for (``deleted``, UIDs), which the cache does not show terminating yet: a
+    suspension restarts the same replica attempt, so when the write of the pass that recreated a Pod
+    after a resume is lost (a spec write made it conflict), the status still names the Pod the suspension
+    deleted, the new one is a duplicate to delete, and adopting it would take that delete for someone
+    else's.
 
     A Pod that claims this attempt or a later one (controlled by the ControlUnit, the attempt id in its
     annotation) is believed only with its creation proof (``taskset.observed.proof``): the claim is
@@ -368,7 +374,7 @@ def classify_pod(
         if not proves(pod.proof, proof_key, subject):
             return PodClass.FOREIGN
         if not recorded_uid:
-            return PodClass.PREVIOUS if pod.deleting else PodClass.ADOPTABLE
+            return PodClass.PREVIOUS if pod.deleting or pod.uid in deleted else PodClass.ADOPTABLE
         return PodClass.NEXT if pod.replica_attempt_id > replica_attempt else PodClass.DUPLICATE
     if ours_now or (taskset_uid and pod.taskset_uid == taskset_uid):
         return PodClass.PREVIOUS

@@ -85,6 +85,9 @@ class World:
     gone: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Cluster-scoped objects integrations read (Kueue's ResourceFlavors), by (kind key, name).
     read: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # Set: a deleted Pod stays, terminating, until ``remove`` (its kubelet stopped it), as on a cluster;
+    # unset: it is gone at once, as under kwok without a grace period.
+    graceful: bool = False
 
     def __post_init__(self) -> None:
         meta = self.taskset.setdefault("metadata", {})
@@ -208,7 +211,10 @@ class World:
         pod = existing
         if pod["metadata"]["uid"] != intent.uid:
             return ActionResult(ResultKind.CONFLICT)
-        del self.pods[intent.name]  # like kwok: gone at once
+        if self.graceful:
+            pod["metadata"].setdefault("deletionTimestamp", "2026-01-01T00:00:05Z")
+        else:
+            del self.pods[intent.name]  # like kwok: gone at once
         return ActionResult(ResultKind.OK)
 
     def _create_owned(self, intent: CreateOwned) -> ActionResult:
@@ -274,6 +280,11 @@ class World:
                 del self.units[name]
 
     # ----- the kubelet's side --------------------------------------------------------------
+    def remove(self, name: str) -> None:
+        """A terminating Pod's containers stopped: the kubelet removes it (``graceful`` deletes)."""
+        assert "deletionTimestamp" in self.pods[name]["metadata"], f"{name} is not terminating"
+        del self.pods[name]
+
     def run(self, name: str) -> None:
         pod = self.pods[name]
         pod["status"] = {
@@ -339,6 +350,35 @@ def execute(world: World, step: Pass) -> None:
     world.status = plan.status
     world.events += [f"{e.reason}: {e.message}" for e in plan.events]
     world.plans.append(plan)
+
+
+def execute_write_lost(world: World, step: Pass) -> None:
+    """Carry out the pass's intents, as ``execute``, but lose its status write, as when a write of the
+    TaskSet's spec lands between the pass's read and its write, twice (a flapping ``spec.suspend``): the
+    status stays the one the reconciler wrote before the pass's first delete that moves a machine on
+    (persisted before destroying, spec 4.4), or else the one before the pass."""
+    plan = step.plan
+    kept, said = world.status, []
+    persisted = False
+    for intent in plan.intents:
+        if not persisted and isinstance(intent, DeletePod | DeleteOwned) and intent.advances:
+            kept, persisted = TaskSetStatus.from_json(plan.status.to_json()), True
+            said = [f"{e.reason}: {e.message}" for e in plan.events]  # sent with the persisted status
+        step.fold(intent, world._execute(intent, plan))
+    world.status = kept
+    world.events += said
+    world.plans.append(plan)
+
+
+def settle_terminating(world: World, rounds: int = 10) -> None:
+    """Settle, with the kubelet removing every terminating Pod after each round (``graceful``)."""
+    for _ in range(rounds):
+        world.settle()
+        terminating = [n for n, pod in world.pods.items() if "deletionTimestamp" in pod["metadata"]]
+        if not terminating:
+            return
+        for name in terminating:
+            world.remove(name)
 
 
 def control_unit_ready(world: World) -> World:

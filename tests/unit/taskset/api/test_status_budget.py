@@ -69,6 +69,7 @@ def worst_replica(index: int, role: str) -> ReplicaStatus:
         phase=P.ATTEMPT_DELETION_REQUESTED,
         phase_message=worst_text(bounds.MESSAGE_MAX, index),
         stopped=True,
+        suspended=True,
         transition_time=T0,
         start_at=T0,
         finish_at=T0,
@@ -192,7 +193,12 @@ CASES = [
         (replica(P.ATTEMPT_DELETION_REQUESTED, terminated_info=FAILURE), True, "failed, ending"),
         (replica(P.COMPLETED, terminated_info=FAILURE, phase_message="No retry"), True, "failed for good"),
         (ReplicaStatus(0, "w", P.ATTEMPT_RETRY_PENDING, total_retried_count=2), True, "retrying"),
-        (ReplicaStatus(0, "w", P.COMPLETED, "stopped", True, T0), False, "stopped by its role"),
+        (
+            ReplicaStatus(0, "w", P.COMPLETED, "stopped", True, transition_time=T0),
+            False,
+            "stopped by its role",
+        ),
+        (replica(P.ATTEMPT_DELETION_REQUESTED, suspended=True), False, "its Pod deleted by a suspension"),
         (
             replica(P.ATTEMPT_PENDING, pod_reason=POD_REASON_NAME_CONFLICT, pod_uid=None),
             True,

@@ -18,7 +18,14 @@ from taskset.api.constants import (
 from taskset.decide import CreateOwned, CreatePod, DeletePod
 from taskset.decide.suspension import SUSPENDED_HOLD
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.world import World, decide_once, pass_once, replica
+from tests.unit.taskset.world import (
+    World,
+    decide_once,
+    execute_write_lost,
+    pass_once,
+    replica,
+    settle_terminating,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -137,6 +144,47 @@ def test_a_pod_deleted_by_someone_else_while_suspended_counts_nothing() -> None:
     plan = decide_once(world)
     kept = plan.status.roles[0].replicas[0]
     assert (kept.phase, kept.suspended) == (P.ATTEMPT_DELETION_REQUESTED, True)
+
+
+def test_a_suspended_pods_end_records_no_failure_while_it_terminates() -> None:
+    """The Pod a suspension deletes is seen terminating, and perhaps exiting as its containers are
+    stopped: neither is the attempt's end, so no failure rule is matched and no ReplicaFailure said."""
+    world = running(replicas=1)
+    world.graceful = True
+    suspend(world)
+    world.reconcile()
+    assert "deletionTimestamp" in world.pods["job-r-0"]["metadata"]
+    world.exit("job-r-0", 143)  # SIGTERM
+    world.settle()
+    world.remove("job-r-0")
+    world.settle()
+    kept = replica(world, "r", 0)
+    assert (kept.phase, kept.failure, kept.total_retried_count) == (P.ATTEMPT_PENDING, None, 0)
+    assert count(world, "ReplicaFailure") == 0
+
+
+def test_a_resumed_pod_is_never_adopted_while_deleted_after_a_lost_status_write() -> None:
+    """A write of spec.suspend makes the status write of the pass that recreated the Pod conflict: the
+    status still records the Pod the suspension deleted. The new Pod (same replica attempt) may be
+    deleted as a duplicate, but a Pod whose delete is under way is never the replica's own, so its
+    deletion counts nothing and the TaskSet still succeeds."""
+    world = running(replicas=1)
+    world.graceful = True
+    suspend(world)
+    world.reconcile()
+    world.remove("job-r-0")  # the suspension's delete is done
+    suspend(world, False)
+    execute_write_lost(world, pass_once(world))
+    assert "job-r-0" in world.pods, "the resume created the Pod again"
+    kept = replica(world, "r", 0)
+    assert (kept.phase, kept.suspended) == (P.ATTEMPT_DELETION_REQUESTED, True), "but the status lost it"
+    settle_terminating(world)
+    world.exit("job-r-0", 0)
+    settle_terminating(world)
+    assert world.status is not None
+    assert (world.status.phase, world.status.state) == (T.COMPLETED, "Succeeded"), world.events
+    assert replica(world, "r", 0).total_retried_count == 0
+    assert count(world, "ReplicaFailure") == 0
 
 
 # ----- timers (docs/user-manual.md, "Shared clusters"): none pauses ----------------------------------------
