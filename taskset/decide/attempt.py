@@ -553,7 +553,7 @@ def _complete(ctx: PassContext, label: str) -> None:
     if final_message and not succeeded:
         status.state_message = final_message
     status.finish_at = ctx.stamp
-    say_unfinished_ended(ctx)
+    say_unfinished_ended(ctx, label)
     _set_state(ctx, State.SUCCEEDED if succeeded else State.FAILED)
     kind = ConditionType.SUCCEEDED if succeeded else ConditionType.FAILED
     reason = ConditionReason.VALIDATION_FAILED if label == "T1" else ConditionReason(str(status.state))

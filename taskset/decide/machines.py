@@ -46,6 +46,8 @@ class ReplicaFacts:
     start_deadline_passed: bool = False
     # spec.cleanPodPolicy keeps finished Pods (None, Running), and the TaskSet is not deleted.
     keeps_finished: bool = False
+    # The TaskSet ended (TaskSetCompleted) while this replica was unfinished: nothing follows it now.
+    taskset_ended: bool = False
 
     @property
     def ours(self) -> bool:
@@ -76,6 +78,7 @@ _LIVE = (
     ReplicaPhase.ATTEMPT_RUNNING,
 )
 _GONE_WAIT = (ReplicaPhase.ATTEMPT_DELETION_REQUESTED, ReplicaPhase.ATTEMPT_COMPLETED)
+_UNFINISHED = tuple(phase for phase in ReplicaPhase if phase != ReplicaPhase.COMPLETED)
 
 REPLICA_MACHINE: Machine[ReplicaPhase, ReplicaFacts] = Machine(
     name="replica",
@@ -83,6 +86,14 @@ REPLICA_MACHINE: Machine[ReplicaPhase, ReplicaFacts] = Machine(
     initial=ReplicaPhase.ATTEMPT_PENDING,
     terminal=frozenset({ReplicaPhase.COMPLETED}),
     transitions=(
+        Transition(
+            "S3",
+            _UNFINISHED,
+            ReplicaPhase.COMPLETED,
+            lambda f: f.taskset_ended,
+            "the TaskSet ended first (another role's outcome, a deadline, its ControlUnit's deletion): "
+            "stopped where it was, its Pod deleted with the attempt or kept by cleanPodPolicy",
+        ),
         # --- a new attempt's Pod ---
         Transition(
             "S1",
@@ -278,6 +289,7 @@ class RoleFacts:
     complete: bool  # the completion policy is satisfied (spec 6.1, with R's rule 3)
     started: bool  # some replica ran or finished
     all_replicas_completed: bool
+    taskset_ended: bool = False  # the TaskSet ended (TaskSetCompleted) while this role was unfinished
 
 
 ROLE_MACHINE: Machine[RolePhase, RoleFacts] = Machine(
@@ -286,6 +298,14 @@ ROLE_MACHINE: Machine[RolePhase, RoleFacts] = Machine(
     initial=RolePhase.WAITING,
     terminal=frozenset({RolePhase.COMPLETED}),
     transitions=(
+        Transition(
+            "S3",
+            (RolePhase.WAITING, RolePhase.RUNNING, RolePhase.CLEANING_PENDING),
+            RolePhase.COMPLETED,
+            lambda f: f.taskset_ended,
+            "the TaskSet ended first: the role stops where it was, its state (an outcome only its "
+            "completion policy decides) as it was",
+        ),
         Transition(
             "R1",
             (RolePhase.WAITING, RolePhase.RUNNING),

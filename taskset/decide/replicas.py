@@ -148,8 +148,7 @@ def _earlier_attempt_alive(ctx: PassContext) -> bool:
 
 def _creates_allowed(ctx: PassContext, position: int, role: Role, replica: ReplicaStatus) -> bool:
     """Whether the replica's Pod may be created: not while the TaskSet is being deleted, nor while an
-    integration holds the role (asked only of replicas about to create, so a running role costs
-    nothing)."""
+    integration holds the role (asked only of replicas about to create: a running role costs nothing)."""
     if ctx.ref.deleting:
         return False
     return replica.phase != ReplicaPhase.ATTEMPT_PENDING or gate(ctx, position, role) is None
@@ -199,8 +198,7 @@ def _delete_stray(ctx: PassContext, position: int, replica: ReplicaStatus, pod: 
 
 
 def _create_pod(ctx: PassContext, at: ReplicaAt) -> bool:
-    """Ask for the replica's Pod, with what every integration adds to it; the create's result moves
-    the replica."""
+    """Ask for the replica's Pod, with what every integration adds; the create's result moves it."""
     replica, attempt = at.replica, ctx.status.attempt_id
     name = pod_name(ctx.ref.name, at.role.name, replica.index)
     identity = PodIdentity(
@@ -529,6 +527,7 @@ _CREATE_POD = RowRef(REPLICA_MACHINE.name, "P1")
 _DELETE_POD = RowRef(REPLICA_MACHINE.name, "P9")
 
 REPLICA_ROWS: dict[str, Row[ReplicaAt]] = {
+    "S3": Row(message="Not finished when the TaskSet ended"),  # closed at the end (roles)
     "S1": Row(message=_STOPPED),
     "P0": Row(wait=_wait_for_earlier_pods),
     "P1-conflict": Row(effect=_pod_conflict, message=_conflict_message),

@@ -9,23 +9,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from taskset.api.constants import EventReason, QueryKey, ReplicaPhase, RolePhase, State
+from taskset.api.constants import LOG_MSG_POD_COMPLETED, EventReason, QueryKey, ReplicaPhase, RolePhase, State
+from taskset.api.names import pod_name
 from taskset.api.spec import Role
 from taskset.api.status import RoleStatus
+from taskset.decide.capture import pod_history
 from taskset.decide.context import (
     PassContext,
     Row,
     check_rows,
+    fixed_message,
     row_message,
     shape_matches,
     transition_record,
     unhandled,
 )
 from taskset.decide.elastic import counted_replicas
-from taskset.decide.machines import ROLE_MACHINE, RoleFacts
+from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, ReplicaFacts, RoleFacts
 from taskset.decide.plan import Event
 from taskset.decide.policies import role_completion
-from taskset.decide.replicas import run_replica
+from taskset.decide.replicas import REPLICA_ROWS, run_replica
+from taskset.observed.views import PodClass
 
 # Replica phases that say the replica's Pod ran (or the replica is done): the role has started.
 _STARTED_PHASES = (
@@ -83,21 +87,51 @@ def _run_role(ctx: PassContext, position: int, role: Role, status: RoleStatus) -
     unhandled(ctx, f"role {role.name} did not settle within the chain bound")
 
 
-# The message of a role or replica still unfinished when the TaskSet ends.
-UNFINISHED_AT_END = "Not finished when the TaskSet ended"
+# The message of a role or replica still unfinished when the TaskSet ends: the replica row's.
+UNFINISHED_AT_END = fixed_message(REPLICA_ROWS, "S3")
 
 
-def say_unfinished_ended(ctx: PassContext) -> None:
-    """The roles and replicas still unfinished when the TaskSet ends (another role's outcome, a
-    deadline, the ControlUnit's deletion ended the attempt first) keep their last phase, since no role
-    or replica machine runs after the attempt; their messages say that the TaskSet ended, not what the
-    last sync saw (the "Pod is running" of a Pod the attempt's end deleted)."""
+def say_unfinished_ended(ctx: PassContext, label: str) -> None:
+    """Close the roles and replicas still unfinished when the TaskSet ends (another role's outcome, a
+    deadline, the ControlUnit's deletion ended the attempt first) along row ``S3`` of their machines:
+    each becomes ``TaskRoleCompleted`` / ``TaskRoleReplicaCompleted``, since nothing will move them
+    again, and a reader of the final status should not see a replica ``Running`` whose Pod the end
+    deleted (as FrameworkController completes every Task with its Framework). A replica is marked
+    ``stopped`` (the end stopped it; its outcome counts as failed, spec 2.5.3, though nothing counts
+    after the end); a role keeps its state, which only its completion policy decides. Their messages
+    say that the TaskSet ended, not what the last sync saw (the "Pod is running" of a deleted Pod).
+
+    An illegal TaskSet (``T1``, ``label``) ran no attempt: its roles stay as built, only saying so."""
     for status in ctx.status.roles:
-        if status.phase != RolePhase.COMPLETED:
+        if label == "T1":
             status.phase_message = UNFINISHED_AT_END
-        for replica in status.replicas:
-            if replica.phase != ReplicaPhase.COMPLETED:
+            for replica in status.replicas:
                 replica.phase_message = UNFINISHED_AT_END
+            continue
+        for replica in status.replicas:
+            facts = ReplicaFacts(pod=PodClass.ABSENT, stopped=True, taskset_ended=True)
+            transition = REPLICA_MACHINE.step(replica.phase, facts)
+            if transition is None or transition.target is None:
+                continue  # completed already: a final phase never moves
+            name = replica.pod_name or pod_name(ctx.ref.name, status.name, replica.index)
+            ctx.plan.records.append(
+                transition_record(
+                    ctx,
+                    QueryKey.REPLICA_TRANSITION,
+                    str(replica.phase),
+                    str(transition.target),
+                    UNFINISHED_AT_END,
+                    Role=status.name,
+                    PodName=name,
+                )
+            )
+            replica.phase, replica.phase_message = transition.target, UNFINISHED_AT_END
+            replica.transition_time, replica.stopped = ctx.stamp, True
+            ctx.plan.records.append(pod_history(ctx, replica, LOG_MSG_POD_COMPLETED))
+        ended = RoleFacts(complete=False, started=False, all_replicas_completed=True, taskset_ended=True)
+        transition = ROLE_MACHINE.step(status.phase, ended)
+        if transition is not None and transition.target is not None:
+            _move_role(ctx, status.name, status, transition.target, UNFINISHED_AT_END)
 
 
 # ----- what the rows do ----------------------------------------------------------------------------------
@@ -136,6 +170,7 @@ ROLE_ROWS: dict[str, Row[RoleAt]] = {
     "R-wait": Row(),
     "R4": Row(message="TaskRole is completed ,because all replica are completed"),
     "R4b": Row(),
+    "S3": Row(message=UNFINISHED_AT_END),
 }
 check_rows(ROLE_MACHINE, ROLE_ROWS)
 

@@ -266,6 +266,19 @@ REPLICA_ROWS = [
         P.ATTEMPT_RETRY_PENDING, "P14", P.ATTEMPT_PENDING, "P14 the retry delay has passed", retry_due=True
     ),
     replica(P.ATTEMPT_RETRY_PENDING, "P14b", P.ATTEMPT_RETRY_PENDING, "P14b the retry delay has not passed"),
+    *(
+        replica(
+            phase,
+            "S3",
+            P.COMPLETED,
+            f"S3 the TaskSet's end closes a replica in {phase}",
+            pod=CURRENT,
+            pod_running=True,
+            taskset_ended=True,
+        )
+        for phase in P
+        if phase != P.COMPLETED
+    ),
 ]
 
 # ----- role ---------------------------------------------------------------------------------------------
@@ -282,6 +295,10 @@ ROLE_ROWS = [
         R.CLEANING_PENDING,
         "R4 stopped replicas are still going away",
         complete=True,
+    ),
+    *(
+        role(phase, "S3", R.COMPLETED, f"S3 the TaskSet's end closes a role in {phase}", taskset_ended=True)
+        for phase in (R.WAITING, R.RUNNING, R.CLEANING_PENDING)
     ),
 ]
 
@@ -1140,7 +1157,7 @@ def test_edges_taken_on_action_results_are_declared(
         ),
         pytest.param(ROLE_MACHINE, R.RUNNING, R.WAITING, id="a running role never waits again"),
         pytest.param(ROLE_MACHINE, R.CLEANING_PENDING, R.RUNNING, id="a decided role is never undecided"),
-        pytest.param(ROLE_MACHINE, R.WAITING, R.COMPLETED, id="a role completes only through cleaning"),
+        pytest.param(ROLE_MACHINE, R.COMPLETED, R.RUNNING, id="a completed role never runs again"),
         pytest.param(REPLICA_MACHINE, P.COMPLETED, P.ATTEMPT_PENDING, id="a completed replica never retries"),
         pytest.param(
             REPLICA_MACHINE, P.ATTEMPT_RUNNING, P.ATTEMPT_PREPARING, id="a running replica never unruns"
@@ -1180,8 +1197,8 @@ def every_facts(kind: type[Any]) -> list[Any]:
     ("machine", "kind", "count"),
     [
         pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**11, id="the TaskSet machine"),
-        pytest.param(ROLE_MACHINE, RoleFacts, 2**3, id="the role machine"),
-        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**14, id="the replica machine"),
+        pytest.param(ROLE_MACHINE, RoleFacts, 2**4, id="the role machine"),
+        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**15, id="the replica machine"),
     ],
 )
 def test_every_state_has_a_declared_answer_for_every_combination_of_facts(
