@@ -124,6 +124,7 @@ def _classify(ctx: PassContext, replica: ReplicaStatus, pod: PodView | None) -> 
         namespace=ctx.ref.namespace,
         taskset_name=ctx.ref.name,
         deleted=ctx.deleted,
+        resumed=replica.suspended,
     )
 
 

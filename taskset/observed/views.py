@@ -331,6 +331,7 @@ class PodClass(Enum):
     CURRENT = "current"  # the replica's recorded Pod (UID matches)
     ADOPTABLE = "adoptable"  # this attempt's Pod, not yet recorded (lost status write, W-1)
     DUPLICATE = "duplicate"  # controlled by the current ControlUnit, but not the recorded Pod
+    RESUMED = "resumed"  # this attempt's Pod made on a resume whose recording was lost: adopted, not deleted
     NEXT = "next"  # a later attempt's Pod, made by a controller that died before recording the retry
     PREVIOUS = "previous"  # an earlier attempt's Pod of this replica, still going away
     FOREIGN = "foreign"  # someone else's Pod holds the name
@@ -347,6 +348,7 @@ def classify_pod(
     namespace: str,
     taskset_name: str = "",
     deleted: Collection[str] = (),
+    resumed: bool = False,
 ) -> PodClass:
     """Spec 5.3.1. A Pod made by an earlier TaskSet *object* of the same name (deleted and re-created,
     W-16) counts as previous too: it is on its way out with its owner, not someone else's Pod.
@@ -359,7 +361,11 @@ def classify_pod(
     suspension restarts the same replica attempt, so when the write of the pass that recreated a Pod
     after a resume is lost (a spec write made it conflict), the status still names the Pod the suspension
     deleted, the new one is a duplicate to delete, and adopting it would take that delete for someone
-    else's.
+    else's. Unless the replica is marked ``resumed`` (its recorded Pod went away because of a
+    suspension, and it waits for that Pod to be gone): then a proven Pod of the same attempt under the
+    name, not being deleted, is the one the resume made, after the recorded one left the API server (the
+    name held by one Pod at a time says so), and it is ``RESUMED``: the replica goes back to
+    ``AttemptPending`` and adopts it there rather than deleting it and restarting the user's work.
 
     A Pod that claims this attempt or a later one (controlled by the ControlUnit, the attempt id in its
     annotation) is believed only with its creation proof (``taskset.observed.proof``): the claim is
@@ -375,7 +381,10 @@ def classify_pod(
             return PodClass.FOREIGN
         if not recorded_uid:
             return PodClass.PREVIOUS if pod.deleting or pod.uid in deleted else PodClass.ADOPTABLE
-        return PodClass.NEXT if pod.replica_attempt_id > replica_attempt else PodClass.DUPLICATE
+        if pod.replica_attempt_id > replica_attempt:
+            return PodClass.NEXT
+        gone = pod.deleting or pod.uid in deleted
+        return PodClass.RESUMED if resumed and not gone else PodClass.DUPLICATE
     if ours_now or (taskset_uid and pod.taskset_uid == taskset_uid):
         return PodClass.PREVIOUS
     if taskset_name and pod.taskset_name == taskset_name and pod.taskset_uid and pod.controller_uid:
