@@ -247,6 +247,28 @@ def test_a_control_unit_deleted_by_someone_else_is_named(ts: TaskSets) -> None:
     assert warnings(ts, "unitgone", c.EventReason.ORPHANED_POD_DELETED) == []
 
 
+def test_the_chiefs_success_closes_the_workers_it_overtook(ts: TaskSets) -> None:
+    """The chief succeeds while its workers run: the end deletes their Pods, and the final status says
+    every role and replica is completed, the workers stopped by the end, not still Running."""
+    chief = pod_template(annotations=exits(0, 2.0).annotations())
+    worker = pod_template(annotations=run_forever().annotations())
+    builder = TaskSetBuilder("chiefend")
+    builder = builder.role("chief", 1, template=chief, event_policy=[("RoleSucceeded", "TaskSetSucceeded")])
+    ts.create(builder.role("w", 2, template=worker).obj())
+    final = completed(ts, "chiefend")
+    assert final["state"] == c.State.SUCCEEDED, final
+    roles = {role["name"]: role for role in final["roleStatus"]}
+    assert {role["phase"] for role in roles.values()} == {c.RolePhase.COMPLETED}, final
+    assert roles["chief"]["state"] == c.State.SUCCEEDED, final
+    assert roles["w"]["phaseMessage"] == UNFINISHED_AT_END, final
+    for index in (0, 1):
+        closed = replica(final, "w", index)
+        assert closed["phase"] == c.ReplicaPhase.COMPLETED, final
+        assert (closed["stopped"], closed["phaseMessage"]) == (True, UNFINISHED_AT_END), final
+    assert replica(final, "chief", 0)["phase"] == c.ReplicaPhase.COMPLETED, final
+    eventually(lambda: not ts.pods("chiefend"), REPORT, "the workers' Pods deleted with the attempt")
+
+
 def _stranger(ts: TaskSets, name: str, taskset: dict[str, Any]) -> str:
     """A Pod someone else made, labelled and annotated as the TaskSet's (its name, its UID): returns
     its UID."""
