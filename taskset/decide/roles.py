@@ -129,9 +129,9 @@ def say_unfinished_ended(ctx: PassContext, label: str) -> None:
             replica.transition_time, replica.stopped = ctx.stamp, True
             ctx.plan.records.append(pod_history(ctx, replica, LOG_MSG_POD_COMPLETED))
         ended = RoleFacts(complete=False, started=False, all_replicas_completed=True, taskset_ended=True)
-        transition = ROLE_MACHINE.step(status.phase, ended)
-        if transition is not None and transition.target is not None:
-            _move_role(ctx, status.name, status, transition.target, UNFINISHED_AT_END)
+        closing = ROLE_MACHINE.step(status.phase, ended)
+        if closing is not None and closing.target is not None:
+            _move_role(ctx, status.name, status, closing.target, UNFINISHED_AT_END)
 
 
 # ----- what the rows do ----------------------------------------------------------------------------------

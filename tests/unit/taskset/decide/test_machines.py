@@ -1198,7 +1198,7 @@ def every_facts(kind: type[Any]) -> list[Any]:
     [
         pytest.param(TASKSET_MACHINE, TaskSetFacts, 4 * 2**11, id="the TaskSet machine"),
         pytest.param(ROLE_MACHINE, RoleFacts, 2**4, id="the role machine"),
-        pytest.param(REPLICA_MACHINE, ReplicaFacts, 7 * 2**15, id="the replica machine"),
+        pytest.param(REPLICA_MACHINE, ReplicaFacts, 8 * 2**15, id="the replica machine"),
     ],
 )
 def test_every_state_has_a_declared_answer_for_every_combination_of_facts(
