@@ -25,6 +25,7 @@ def printer_columns() -> list[Schema]:
         column("Succeeded", "integer", ".status.summary.succeeded", "Replicas succeeded", wide=True),
         column("Failed", "integer", ".status.summary.failed", "Replicas failed", wide=True),
         column("Retrying", "integer", ".status.summary.retrying", "Replicas waiting to retry", wide=True),
+        column("Stopped", "integer", ".status.summary.stopped", "Replicas stopped by an end", wide=True),
         column("Message", "string", ".status.stateMessage", "Why the state is what it is", wide=True),
         column("Suspended", "boolean", ".spec.suspend", "spec.suspend", wide=True),
         column(

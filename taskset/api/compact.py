@@ -154,12 +154,14 @@ def clip_bytes(text: str, limit: int) -> str:
 
 # ----- counts -------------------------------------------------------------------------------------------
 
-BUCKETS: Final = ("waiting", "running", "succeeded", "failed", "retrying")
+BUCKETS: Final = ("waiting", "running", "succeeded", "failed", "retrying", "stopped")
 
 
 def replica_counts(replicas: list[Json]) -> Json:
     """Replicas by what they are doing (both shapes): waiting for a Pod to run, running (or ending an
-    attempt), retrying (waiting out the retry delay), and their outcome once completed."""
+    attempt), retrying (waiting out the retry delay), and their outcome once completed: a replica its
+    role's or the TaskSet's end stopped before it finished is ``stopped``, neither a success nor a failure
+    of the user's program."""
     counts = dict.fromkeys(BUCKETS, 0)
     for replica in replicas:
         counts[_bucket(replica)] += 1
@@ -175,7 +177,9 @@ def _bucket(replica: Json) -> str:
     if phase == str(ReplicaPhase.ATTEMPT_RETRY_PENDING):
         return "retrying"
     info = replica.get("terminatedInfo")
-    return "succeeded" if isinstance(info, dict) and info.get("exitCode") == 0 else "failed"
+    if isinstance(info, dict) and info.get("exitCode") == 0:
+        return "succeeded"
+    return "stopped" if replica.get("stopped") else "failed"
 
 
 def not_fine(replica: Json) -> bool:

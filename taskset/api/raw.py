@@ -129,8 +129,9 @@ class RawReplicaCounts(TypedDict):
     waiting: int  # AttemptPending, CreationRequested, Preparing, Assigned
     running: int  # AttemptRunning, or ending the attempt (DeletionPending/Requested, AttemptCompleted)
     succeeded: int  # TaskRoleReplicaCompleted with exit code 0
-    failed: int  # TaskRoleReplicaCompleted otherwise (a stopped replica included)
+    failed: int  # TaskRoleReplicaCompleted otherwise, not stopped
     retrying: int  # AttemptRetryPending
+    stopped: int  # TaskRoleReplicaCompleted, stopped by its role's or the TaskSet's end, no exit code 0
 
 
 class RawReplicaTexts(TypedDict, total=False):
@@ -188,6 +189,7 @@ class RawStatusSummary(TypedDict):
     succeeded: int
     failed: int
     retrying: int
+    stopped: int
 
 
 class RawAttemptResult(TypedDict):

@@ -439,6 +439,7 @@ def full_status() -> dict[str, Any]:
             "succeeded": 1,
             "failed": 0,
             "retrying": 0,
+            "stopped": 0,
         },
         "roleStatus": [
             {
@@ -448,7 +449,14 @@ def full_status() -> dict[str, Any]:
                 "transitionTime": T0,
                 "state": c.State.SUCCEEDED,
                 "stateMessage": "",
-                "replicaCounts": {"waiting": 0, "running": 1, "succeeded": 1, "failed": 0, "retrying": 0},
+                "replicaCounts": {
+                    "waiting": 0,
+                    "running": 1,
+                    "succeeded": 1,
+                    "failed": 0,
+                    "retrying": 0,
+                    "stopped": 0,
+                },
                 "replicaStatus": [
                     replica(0, c.ReplicaPhase.COMPLETED, exited),
                     replica(1, c.ReplicaPhase.ATTEMPT_RUNNING),

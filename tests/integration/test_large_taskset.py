@@ -66,6 +66,7 @@ def test_a_taskset_of_thousands_of_replicas_completes_with_its_status_under_the_
         "succeeded": REPLICAS,
         "failed": 0,
         "retrying": 0,
+        "stopped": 0,
     }
     summary = status["summary"]
     assert (summary["replicas"], summary["succeeded"]) == (f"{REPLICAS}/{REPLICAS}", REPLICAS)

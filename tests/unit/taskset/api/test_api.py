@@ -711,7 +711,7 @@ def test_status_summary_counts_completed_roles_and_replicas() -> None:
             ),
         ]
     )
-    counts = {"waiting": 0, "running": 2, "succeeded": 0, "failed": 2, "retrying": 0}
+    counts = {"waiting": 0, "running": 2, "succeeded": 0, "failed": 2, "retrying": 0, "stopped": 0}
     assert status.summary() == {"roles": "1/2", "replicas": "2/4", **counts}
     nothing = dict.fromkeys(counts, 0)
     assert TaskSetStatus().summary() == {"roles": "0/0", "replicas": "0/0", **nothing}

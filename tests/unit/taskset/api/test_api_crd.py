@@ -275,6 +275,7 @@ def test_printer_columns_point_at_declared_fields(crd: dict[str, Any], root: dic
         ("Succeeded", 1),
         ("Failed", 1),
         ("Retrying", 1),
+        ("Stopped", 1),
         ("Message", 1),
         ("Suspended", 1),
         ("Queue", 1),

@@ -334,7 +334,10 @@ def test_clip_bytes(text: str, limit: int, expected: str) -> None:
         pytest.param(ReplicaStatus(0, "w", phase=P.ATTEMPT_RETRY_PENDING), "retrying", id="retry delay"),
         pytest.param(replica(P.COMPLETED, terminated_info=SUCCESS), "succeeded", id="succeeded"),
         pytest.param(replica(P.COMPLETED, terminated_info=FAILURE), "failed", id="failed"),
-        pytest.param(ReplicaStatus(0, "w", phase=P.COMPLETED, stopped=True), "failed", id="stopped"),
+        pytest.param(ReplicaStatus(0, "w", phase=P.COMPLETED, stopped=True), "stopped", id="stopped"),
+        pytest.param(
+            replica(P.COMPLETED, terminated_info=SUCCESS, stopped=True), "succeeded", id="stopped, exit 0"
+        ),
     ],
 )
 def test_replica_counts(sample: ReplicaStatus, bucket: str) -> None:
