@@ -80,7 +80,7 @@ def recorder(
     client: SendingClient, metrics: CountingMetrics | None = None, *, buffer: int = 10_000
 ) -> EventRecorder:
     return EventRecorder(
-        client,  # type: ignore[arg-type]
+        client,
         logger=structlog.get_logger("test"),
         clock=FakeClock(),
         metrics=metrics,
