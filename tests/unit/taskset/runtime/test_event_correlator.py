@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from taskset.runtime.event_correlator import (
@@ -137,13 +137,19 @@ def test_bad_settings_are_refused() -> None:
 
 # (TaskSet, message index, seconds since the previous occurrence), in order
 OCCURRENCES = st.lists(
-    st.tuples(st.sampled_from("ab"), st.integers(0, 30), st.floats(0, 200, allow_nan=False)),
+    st.tuples(
+        st.sampled_from("ab"),
+        st.integers(0, 30),
+        st.one_of(st.just(0.0), st.floats(0, 5), st.floats(0, 2 * SPAM_REFILL_SECONDS)),
+    ),
     max_size=300,
 )
 
 
 @settings(max_examples=150, deadline=None)
 @given(OCCURRENCES, st.integers(1, 40))
+@example([("a", 0, 0.0)] * 60, 1)  # a burst of one repeat, each alone in its batch
+@example([("ab"[i % 2], i % 13, 2.0) for i in range(300)], 3)  # two TaskSets, similar and repeated
 def test_never_more_writes_than_the_bucket_allows(said: list[tuple[str, int, float]], batch: int) -> None:
     """Whatever is recorded, however batched: in any span of time, the writes about one TaskSet are at
     most the burst plus one per refill period; and the counts the API server holds add up to what was

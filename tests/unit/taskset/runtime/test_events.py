@@ -101,7 +101,7 @@ def test_the_events_of_a_taskset_go_out_in_the_order_they_were_recorded() -> Non
         assert [m for _, n, m, _ in client.sent if n == name] == messages
 
 
-def test_a_repeat_patches_the_count_and_a_gone_event_is_created_again() -> None:
+def test_a_repeat_patches_the_count_and_a_batch_of_repeats_is_one_request() -> None:
     client = SendingClient()
     metrics = CountingMetrics()
     events = recorder(client, metrics)
