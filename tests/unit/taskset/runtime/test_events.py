@@ -2,7 +2,7 @@
 events go out in order, a repeat patches the count of the Event already sent (and recreates it if it is
 gone), a worker never waits for the API server (a full buffer drops and counts), and ``stop`` sends what is
 queued within its bound. The correlation itself is ``test_event_correlator``; that the Events reach a real
-API server is ``tests/integration/test_events.py``."""
+API server is ``tests/integration/test_event_folding.py``."""
 
 from __future__ import annotations
 
