@@ -24,6 +24,7 @@ Every metric lives in an injected ``CollectorRegistry``; nothing is registered a
 | `taskset_control_unit_creates_total` | counter | result | ControlUnit creates by result |
 | `taskset_control_unit_deletes_total` | counter | result | ControlUnit deletes by result |
 | `taskset_status_writes_total` | counter | result | status writes by result (7) |
+| `taskset_events_total` | counter | result | recorded Kubernetes Events by what became of them (9) |
 | `leader_election_master_status` | gauge | name | 1 while this process holds the lease `name`, else 0 (8) |
 | `leader_election_slowpath_total` | counter | name | lease renewals that had to re-read the Lease (8) |
 | `workqueue_*` (7 series) | | name, controller | the work queue, see `workqueue.metrics` |
@@ -42,6 +43,9 @@ Every metric lives in an injected ``CollectorRegistry``; nothing is registered a
 8. client-go / controller-runtime names; ``name`` is the Lease's name (``--leader-elect-id``). Both exist
    only with ``--leader-elect``; the gauge is 0 from the start on every replica, 1 on the leader (sum it
    by ``name``: exactly one replica should report 1).
+9. ``created``, ``patched`` (a repeat raised an Event's count), ``coalesced`` (folded into another write
+   of its batch), ``filtered`` (held back by the per-TaskSet spam filter), ``dropped`` (buffer full, or
+   left at shutdown) or ``error`` (``taskset.runtime.events.EventResult``).
 
 The reconcile duration is ``controller_runtime_reconcile_time_seconds``; there is no ``taskset_``
 duplicate. As in controller-runtime, a controller's reconcile series exist from the start with value 0
@@ -286,6 +290,12 @@ class ControllerMetrics:
         self._status_writes = Counter(
             "taskset_status_writes_total", "TaskSet status writes by result.", ["result"], registry=registry
         )
+        self._events = Counter(
+            "taskset_events_total",
+            "Kubernetes Events recorded, by what became of them.",
+            ["result"],
+            registry=registry,
+        )
         self._leader = Gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
@@ -423,6 +433,10 @@ class ControllerMetrics:
 
     def observe_status_write(self, result: str) -> None:
         self._status_writes.labels(result).inc()
+
+    def observe_event(self, result: str) -> None:
+        """A recorded Event's fate (``taskset.runtime.events.EventResult``)."""
+        self._events.labels(result).inc()
 
 
 def request_verb_and_resource(method: str, url: str) -> tuple[str, str]:

@@ -46,6 +46,7 @@ def build_controller(
         reconcile_metrics=metrics,
         worker_metrics=metrics,
         request_observer=metrics.observe_request,
+        event_metrics=metrics,
     )
     metrics.init_controller(CONTROLLER_NAME, workers=settings.workers)
     metrics.count_tasksets_with(controller.tasksets_by_state)

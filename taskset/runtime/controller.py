@@ -33,7 +33,7 @@ from taskset.objects.owned import CONFIGMAPS as CONFIGMAP_KIND
 from taskset.objects.owned import ObjectKind
 from taskset.observed.proof import PROCESS_PROOF_KEY
 from taskset.observed.slim import slim_config_map, slim_owned, slim_pod, slim_taskset
-from taskset.runtime.events import EventRecorder
+from taskset.runtime.events import EventMetrics, EventRecorder
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, controller_uid_index, taskset_index
 from taskset.runtime.kube import KubeClient, RequestObserver
 from taskset.runtime.reconciler import ReconcileMetrics, Reconciler, ReconcileResult, new_reconcile_id
@@ -96,6 +96,7 @@ class Controller:
         reconcile_metrics: ReconcileMetrics | None = None,
         worker_metrics: WorkerMetrics | None = None,
         request_observer: RequestObserver | None = None,
+        event_metrics: EventMetrics | None = None,
         integrations: Sequence[Integration] = BUILT_IN,
     ) -> None:
         """``integrations``: what every TaskSet's decisions ask, in order (``taskset.integrations``), run
@@ -142,7 +143,7 @@ class Controller:
         if request_observer is not None:
             client_kwargs["observer"] = request_observer
         self._client = KubeClient(api_client, **client_kwargs)
-        self.recorder = EventRecorder(self._client, logger=logger, clock=self._clock)
+        self.recorder = EventRecorder(self._client, logger=logger, clock=self._clock, metrics=event_metrics)
         self.reconciler = Reconciler(
             client=self._client,
             tasksets=self.tasksets.store,

@@ -167,7 +167,7 @@ FORBIDDEN = [
     pytest.param(("create", "pods", "--subresource=exec"), id="exec into Pods"),
     pytest.param(("get", "pods", "--subresource=log"), id="read Pod logs"),
     pytest.param(("update", "configmaps"), id="update ConfigMaps"),
-    pytest.param(("patch", "events"), id="patch Events"),
+    pytest.param(("update", "events"), id="update Events"),
     pytest.param(("create", "serviceaccounts", "--subresource=token"), id="mint tokens"),
     pytest.param(("update", "customresourcedefinitions/widgets.example.com"), id="update another CRD"),
     pytest.param(("delete", "customresourcedefinitions.apiextensions.k8s.io"), id="delete CRDs"),
@@ -196,6 +196,7 @@ ALLOWED = [
         ("delete", "tasksets.octopus.openi.pcl.cn", "--all-namespaces"), id="delete a TaskSet past its TTL"
     ),
     pytest.param(("create", "events", "--namespace=default"), id="Events in any namespace"),
+    pytest.param(("patch", "events", "--namespace=default"), id="count a repeated Event"),
     pytest.param(
         ("update", f"customresourcedefinitions/{c.CRD_NAME}"), id="update our CRD (self-registration)"
     ),

@@ -94,6 +94,7 @@ EXPECTED = [
     pytest.param("taskset_control_unit_creates_total", "counter", ("result",), id="control unit creates"),
     pytest.param("taskset_control_unit_deletes_total", "counter", ("result",), id="control unit deletes"),
     pytest.param("taskset_status_writes_total", "counter", ("result",), id="status writes"),
+    pytest.param("taskset_events_total", "counter", ("result",), id="events"),
 ]
 
 
@@ -106,6 +107,7 @@ def _exercise(metrics: ControllerMetrics) -> None:
     for kind in ("CreatePod", "DeletePod", "CreateControlUnit", "DeleteControlUnit"):
         metrics.observe_action(kind, "ok")
     metrics.observe_status_write("success")
+    metrics.observe_event("created")
 
 
 @pytest.mark.parametrize(("name", "kind", "labels"), EXPECTED)
