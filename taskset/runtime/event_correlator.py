@@ -16,7 +16,9 @@ Three steps run on each recorded occurrence, in client-go's order, each over a b
    its ``lastTimestamp`` (a PATCH), as ``kubectl describe`` shows ``x5 over 3m``.
 3. **Spam filter.** A token bucket per TaskSet bounds the API writes about it: ``SPAM_BURST`` at once,
    then one per ``SPAM_REFILL_SECONDS``. A write beyond that is skipped; its occurrence stays counted, so
-   the next write that goes out carries the whole count.
+   the next write that goes out carries the whole count. The TaskSet's end (``TaskSet Succeeded``,
+   ``TaskSet Failed``) is never held back: it is said once per TaskSet, so it cannot flood, and it is the
+   one Event a user looks for after a run that retried a lot.
 
 The sender takes what is queued in batches (``correlate_batch``): writes of one batch that touch the same
 Event become one write (the latest message, the count of all), so a burst of repeats costs one request.
@@ -33,6 +35,7 @@ from typing import Final
 
 import cachetools
 
+from taskset.api.constants import EventReason
 from taskset.api.status import stamp
 
 CACHE_ENTRIES: Final = 4096  # client-go's maxLruCacheEntries, for each of the three caches
@@ -41,6 +44,8 @@ AGGREGATE_WINDOW: Final = 600.0  # seconds; client-go's defaultAggregateInterval
 SPAM_BURST: Final = 25  # client-go's defaultSpamBurst
 SPAM_REFILL_SECONDS: Final = 300.0  # client-go's defaultSpamQPS, 1/300
 COMBINED_PREFIX: Final = "(combined from similar events): "
+# Said once per TaskSet: the spam filter lets them through (they still take a token when one is left).
+NEVER_HELD: Final = frozenset({str(EventReason.TASKSET_SUCCEEDED), str(EventReason.TASKSET_FAILED)})
 
 
 @dataclass(frozen=True)
@@ -191,7 +196,7 @@ class Correlator:
             earlier.count, earlier.message, earlier.last = write.count, write.message, write.last
         writes, filtered = [], 0
         for write in pending.values():
-            if self.admit(write.target, now):
+            if self.admit(write.target, now) or write.reason in NEVER_HELD:
                 writes.append(write)
             else:
                 filtered += 1

@@ -130,6 +130,17 @@ def test_a_filtered_write_keeps_its_count_for_the_next() -> None:
     assert [(w.count, w.create) for w in after.writes] == [(3, False)], "the held occurrence is counted"
 
 
+@pytest.mark.parametrize("reason", ["TaskSet Failed", "TaskSet Succeeded"])
+def test_the_taskset_end_is_never_held_back(reason: str) -> None:
+    """A TaskSet that spent its budget on failures still says how it ended, once."""
+    correlator = Correlator(burst=2, refill_seconds=1000)
+    spent = correlator.correlate_batch([occurrence(f"fail {i}", i) for i in range(5)], 5)
+    assert (len(spent.writes), spent.filtered) == (2, 3)
+    end = correlator.correlate_batch([occurrence("ended", 6, reason=reason), occurrence("x", 6)], 6)
+    assert [(w.reason, w.create) for w in end.writes] == [(reason, True)]
+    assert end.filtered == 1
+
+
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="burst"):
         Correlator(burst=0)
