@@ -57,7 +57,10 @@ class Block:
         return f"{self.path}:{self.line}"
 
     def documents(self) -> list[Any]:
-        return [d for d in yaml.safe_load_all(self.text) if d is not None]
+        """The YAML (or JSON) documents, with a line that is only ``...`` (the docs' "and the rest of
+        this mapping") left out."""
+        text = "".join(line for line in self.text.splitlines(keepends=True) if line.strip() != "...")
+        return [d for d in yaml.safe_load_all(text) if d is not None]
 
     def commands(self) -> list[str]:
         """The shell commands: continuation lines joined, comments and blank lines left out."""

@@ -189,7 +189,6 @@ def test_the_documented_lines_run_as_written(started: tuple[Path, str], block: B
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
         "TASKSET_METRICS_BIND_ADDRESS": f"127.0.0.1:{free_port()}",
         "TASKSET_HEALTH_PROBE_BIND_ADDRESS": f"127.0.0.1:{free_port()}",
-        "TASKSET_LEADER_ELECT": "false",
     }
     done = subprocess.run(
         ["bash", "-c", "\n".join(script)],

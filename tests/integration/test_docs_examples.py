@@ -235,17 +235,20 @@ def shell_env(cluster: Cluster, namespace: str, home: Path) -> dict[str, str]:
         "PATH": path,
         "TASKSET_METRICS_BIND_ADDRESS": f"127.0.0.1:{free_port()}",
         "TASKSET_HEALTH_PROBE_BIND_ADDRESS": f"127.0.0.1:{free_port()}",
-        "TASKSET_LEADER_ELECT": "false",
     }
 
 
 # After a daemon started in the background: up a moment later (readyz says ok), then stopped.
-READY = "sleep 6; kill -0 $! && curl -sf http://$TASKSET_HEALTH_PROBE_BIND_ADDRESS/readyz; kill $!"
+READY = (
+    "sleep 6; kill -0 $! && curl -sf -o /dev/null http://$TASKSET_HEALTH_PROBE_BIND_ADDRESS/readyz"
+    " && echo daemon-was-ready; kill $!; wait $!"
+)
 
 
 def mnist(namespace: str) -> dict[str, Any]:
     """The job the kubectl examples name, its replicas played by kwok: each exits 0 after a moment."""
     document = minimal("mnist")
+    document["spec"]["cleanPodPolicy"] = "Running"  # as the README's job: the exited Pods are kept
     played = {"metadata": {"annotations": sim.outcome(0.5, 0)}, **copy.deepcopy(TEMPLATE)}
     document["spec"]["roles"] = [
         {"name": "ps", "replicas": 1, "template": copy.deepcopy(played)},
@@ -288,6 +291,10 @@ def test_a_shell_block_runs_against_the_cluster(  # noqa: PLR0917
     request: pytest.FixtureRequest,
 ) -> None:
     env = shell_env(cluster, namespace, tmp_path / "home")
+    clone = tmp_path / "clone"  # the reader's working directory: a clone of the repository
+    clone.mkdir()
+    for entry in ROOT.iterdir():
+        (clone / entry.name).symlink_to(entry)
     skip = {w for a in block.args if a.startswith("skip=") for w in a[5:].split(",")}
     assert not skip or block.reason, f"{block.where}: lines not run need a reason in the claim"
     console = block.lang == "console"
@@ -299,7 +306,7 @@ def test_a_shell_block_runs_against_the_cluster(  # noqa: PLR0917
         commands = block.commands()
     if "taskset=mnist" in block.args:
         request.getfixturevalue("controller")
-        (tmp_path / "mnist.yaml").write_text(yaml.safe_dump(mnist(namespace)))
+        (clone / "mnist.yaml").write_text(yaml.safe_dump(mnist(namespace)))
         if not any("create -f mnist.yaml" in command for command in commands):
             create(cluster, namespace, mnist(namespace))
     outputs = {}
@@ -311,11 +318,11 @@ def test_a_shell_block_runs_against_the_cluster(  # noqa: PLR0917
             code, out = run_line(
                 f"{command} & {READY}",
                 env,
-                tmp_path,
+                clone,
             )
-            assert code == 0 and out.endswith("ok"), f"{block.where}: {command}: {out[-2000:]}"
+            assert code == 0 and "daemon-was-ready" in out, f"{block.where}: {command}: {out[-2000:]}"
             continue
-        code, out = run_line(command, env, tmp_path)
+        code, out = run_line(command, env, clone)
         outputs[command] = out
         if " taskset logs " in command:  # kwok's nodes serve no logs: the plugin says whose it read
             assert code is None or "log of Pod" in out, f"{block.where}: {command}: {out}"
@@ -337,7 +344,14 @@ def daemon(
 ) -> Iterator[Daemon]:
     """The real daemon, having driven one TaskSet through a phase transition."""
     with scratch_namespace(cluster, "docs-daemon") as namespace:
-        running = Daemon(cluster, namespace, tmp_path_factory.mktemp("daemon")).start()
+        # as deployed: with leader election, so its gauge is exported too
+        running = Daemon(
+            cluster,
+            namespace,
+            tmp_path_factory.mktemp("daemon"),
+            "--leader-elect",
+            f"--leader-elect-namespace={namespace}",
+        ).start()
         create(cluster, namespace, minimal("logged"))
         eventually(
             lambda: any(r.get("msg") == "TaskSet Phase Transition" for r in running.records()),
