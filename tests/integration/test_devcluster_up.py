@@ -200,6 +200,8 @@ def test_the_documented_lines_run_as_written(started: tuple[Path, str], block: B
         check=False,
     )
     assert done.returncode == 0, f"{block.where}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
+    daemons = sum(line.endswith("&") for line in block.commands())
+    assert done.stdout.count("daemon-was-ready") == daemons, f"{block.where}: {done.stdout[-3000:]}"
 
 
 def test_down_stops_every_component(tmp_path: Path) -> None:

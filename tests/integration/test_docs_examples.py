@@ -238,10 +238,11 @@ def shell_env(cluster: Cluster, namespace: str, home: Path) -> dict[str, str]:
     }
 
 
-# After a daemon started in the background: up a moment later (readyz says ok), then stopped.
+# After a daemon started in the background: it answers readyz ok within a minute (it syncs its caches
+# first, slower on a busy machine), and is then stopped.
 READY = (
-    "sleep 6; kill -0 $! && curl -sf -o /dev/null http://$TASKSET_HEALTH_PROBE_BIND_ADDRESS/readyz"
-    " && echo daemon-was-ready; kill $!; wait $!"
+    "for _ in $(seq 120); do curl -sf -o /dev/null http://$TASKSET_HEALTH_PROBE_BIND_ADDRESS/readyz"
+    " && echo daemon-was-ready && break; kill -0 $! || break; sleep 0.5; done; kill $!; wait $! || true"
 )
 
 
@@ -273,7 +274,7 @@ def run_line(line: str, env: dict[str, str], cwd: Path) -> tuple[int | None, str
             check=False,
             capture_output=True,
             text=True,
-            timeout=60 if "wait" in line else 8,
+            timeout=90 if "wait" in line or "taskset-controller" in line else 8,
         )
     except subprocess.TimeoutExpired as running:
         out = running.stdout.decode() if isinstance(running.stdout, bytes) else running.stdout or ""

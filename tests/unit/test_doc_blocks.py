@@ -71,7 +71,11 @@ def test_make_lines_name_targets_that_exist(block: Block) -> None:
     for command in block.commands():
         if command.startswith("make "):
             done = subprocess.run(
-                ["make", "-n", *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True, check=False
+                ["make", "-n", *shlex.split(command)[1:]],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=False,
             )
             assert done.returncode == 0, f"{block.where}: {command}: {done.stderr}"
 
