@@ -91,7 +91,7 @@ def manual_taskset(name: str) -> dict[str, Any]:
     for block in claimed("dry-run"):
         for document in block.documents():
             if document.get("kind") == c.KIND and document["metadata"]["name"] == name:
-                return copy.deepcopy(document)  # type: ignore[no-any-return]
+                return copy.deepcopy(document)
     raise AssertionError(f"no complete TaskSet named {name} in the docs")
 
 
