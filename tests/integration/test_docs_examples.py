@@ -406,4 +406,3 @@ def test_a_config_file_shown_starts_the_daemon(
 
 def test_the_docs_have_complete_examples() -> None:
     assert len(claimed("dry-run")) >= 10
-    assert ROOT.is_dir()
