@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from devcluster import build
+from devcluster import build, free_port
+from tests.doc_blocks import Block, params
 from tests.integration.harness import eventually
+from tests.integration.test_docs_examples import READY
 
 pytestmark = pytest.mark.integration
 
@@ -168,6 +170,38 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("block", **params("devcluster-up"))
+def test_the_documented_lines_run_as_written(started: tuple[Path, str], block: Block) -> None:
+    """The block as one shell script on the cluster ``started`` runs (a second ``up`` of add-ons it has
+    changes nothing), naming its state directory; its ``down`` is the fixture's, after every test. A
+    controller started in the background must be ready a moment later."""
+    directory, _ = started
+    script = ["set -e"]
+    for command in block.commands():
+        if re.match(r"python -m devcluster down\b", command):
+            continue
+        line = re.sub(r"python -m devcluster (\w+)", rf"\g<0> --dir={directory}", command)
+        script.append(f"{line} {READY}" if line.endswith("&") else line)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "TASKSET_METRICS_BIND_ADDRESS": f"127.0.0.1:{free_port()}",
+        "TASKSET_HEALTH_PROBE_BIND_ADDRESS": f"127.0.0.1:{free_port()}",
+    }
+    done = subprocess.run(
+        ["bash", "-c", "\n".join(script)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, f"{block.where}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
+    daemons = sum(line.endswith("&") for line in block.commands())
+    assert done.stdout.count("daemon-was-ready") == daemons, f"{block.where}: {done.stdout[-3000:]}"
 
 
 def test_down_stops_every_component(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from taskset_sdk import (
     WaitTimeoutError,
     pod_template,
 )
+from tests.doc_blocks import Block, params
 from tests.unit.taskset_sdk.test_sdk_builders import full_taskset
 
 pytestmark = pytest.mark.integration
@@ -223,26 +224,12 @@ def test_the_whole_spec_the_builders_write_is_accepted(
     assert "Warning" not in done.stderr, done.stderr
 
 
-def documented_session(doc: Path, heading: str) -> str:
-    """The first Python block after ``heading`` in ``doc``."""
-    text = doc.read_text()
-    found = re.search(r"```python\n(.*?)```", text[text.index(heading) :], re.DOTALL)
-    assert found is not None, f"no Python block after {heading!r} in {doc}"
-    return found.group(1)
-
-
 @pytest.mark.usefixtures("controller")
-@pytest.mark.parametrize(
-    "session",
-    [
-        pytest.param((ROOT / "README.md", "## Python and kubectl"), id="README"),
-        pytest.param((ROOT / "docs" / "user-manual.md", "### 8.1 Python"), id="user manual 8.1"),
-    ],
-)
+@pytest.mark.parametrize("session", **params("session"))
 def test_the_documented_session_runs_as_written_down_its_failure_path(
     cluster: Cluster,
     namespace: str,
-    session: tuple[Path, str],
+    session: Block,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -273,8 +260,7 @@ def test_the_documented_session_runs_as_written_down_its_failure_path(
 
     monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
     monkeypatch.setattr(taskset_sdk, "Client", PlayedJob)
-    doc, heading = session
-    exec(compile(documented_session(doc, heading), str(doc), "exec"), {"__name__": "documented_session"})
+    exec(compile(session.text, session.where, "exec"), {"__name__": "documented_session"})
 
     out = capsys.readouterr().out
     assert PlayedJob.runs == 2, "the failure path ran the job again by hand"
