@@ -77,6 +77,7 @@ from taskset.decide.waiting import (
     WAITING_SUMMARY_NAMED,
     PodWait,
     pod_wait,
+    report_waiting,
     waiting_summary,
 )
 from taskset.observed.views import Observed
@@ -175,6 +176,13 @@ class Pass:
         if on_result is None:
             raise LookupError(f"no row takes the result of {intent.action}, issued by {intent.row}")
         on_result(self._ctx, intent, result)
+
+    def conclude(self) -> None:
+        """Once every result is folded, before the status is written: what summarises the replicas (the
+        Running condition's list of waiting replicas) is said again from what the results changed (a
+        create the API server refused names its refusal in the replica's message), so the status
+        written agrees with itself rather than a pass behind, which a backoff can make seconds."""
+        report_waiting(self._ctx)
 
 
 def decide(

@@ -231,6 +231,7 @@ class Reconciler:
                 persisted = True
             for intent, result in zip(batch, self._act_all(key, obj, plan, batch), strict=True):
                 pass_.fold(intent, result)
+        pass_.conclude()
         error = self._write_status(key, obj, record, plan)
         if error is not None:
             return ReconcileResult(error=error)

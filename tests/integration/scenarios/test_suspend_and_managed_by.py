@@ -46,7 +46,9 @@ def test_a_taskset_created_suspended_creates_nothing_until_resumed(ts: TaskSets,
 
     patch_spec(ts, "paused", {"suspend": False})
     eventually(lambda: all_running(ts, "paused", 2), 60, "both Pods running after the resume")
-    assert suspended_is(ts, "paused", "False")
+    # The pass that resumes creates the Pods first and writes its status after: a simulated kubelet can
+    # run them before that write lands.
+    eventually(lambda: suspended_is(ts, "paused", "False"), 30, "the Suspended condition False")
     for index in range(2):
         ts.end_pod(f"paused-r-{index}", 0)
     final = ts.final("paused")

@@ -141,6 +141,7 @@ class World:
         plan = step.plan
         for intent in plan.intents:
             step.fold(intent, self._execute(intent, plan))
+        step.conclude()
         self.status = plan.status
         self.events += [f"{e.reason}: {e.message}" for e in plan.events]
         self.plans.append(plan)

@@ -151,6 +151,8 @@ def test_a_denial_for_now_is_said_once_in_the_replica_and_the_running_condition_
     assert replica(world, "w").phase == P.ATTEMPT_PENDING
     assert first.backoff
     assert reasons(first).count(EventReason.POD_CREATION_FAILED) == 1
+    said_at_once = first.status.condition(ConditionType.RUNNING)  # the status written agrees with itself
+    assert said_at_once is not None and said_at_once.message == f"1 replica waiting: w-0: {message}"
     again = world.reconcile()  # the backoff's retry, refused the same way
     assert again.backoff and EventReason.POD_CREATION_FAILED not in reasons(again)
     running_condition = the_status(world).condition(ConditionType.RUNNING)
