@@ -106,10 +106,14 @@ class RetryPolicy:
     delay: int = 0
     retry: bool = True
     backoff: Backoff | None = None
+    # The TaskSet's only: preemptions of its Pods it survives (None: any number).
+    max_preemptions: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        policy = {"retry": self.retry, "maxRetryCount": self.max_retry_count, "delay": self.delay}
-        return policy | ({"backoff": self.backoff.to_dict()} if self.backoff else {})
+        policy: dict[str, Any] = {"retry": self.retry, "maxRetryCount": self.max_retry_count}
+        policy["delay"] = self.delay
+        policy |= {"backoff": self.backoff.to_dict()} if self.backoff else {}
+        return policy | _set(maxPreemptions=self.max_preemptions)
 
 
 @dataclass(frozen=True)
@@ -391,8 +395,18 @@ class TaskSet:
         self.roles.append(role)
         return self
 
-    def retry(self, *, max_retry_count: int, delay: int = 0, backoff: Backoff | None = None) -> TaskSet:
-        self.retry_policy = RetryPolicy(max_retry_count, delay, backoff=backoff)
+    def retry(
+        self,
+        *,
+        max_retry_count: int,
+        delay: int = 0,
+        backoff: Backoff | None = None,
+        max_preemptions: int | None = None,
+    ) -> TaskSet:
+        """``max_preemptions``: fail the TaskSet at the preemption past it (see the user manual)."""
+        self.retry_policy = RetryPolicy(
+            max_retry_count, delay, backoff=backoff, max_preemptions=max_preemptions
+        )
         return self
 
     def fail_on(self, rule: FailureRule) -> TaskSet:

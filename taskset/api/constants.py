@@ -233,6 +233,9 @@ class ConditionType(StrEnum):
     # R only: spec.suspend is true, so the attempt has no Pods and creates none until it is
     # false again; False (reason Resumed) once it was true and is no longer.
     SUSPENDED = "Suspended"
+    # R only: a replica's Pod was preempted (taskset.decide.preemption); True from the first one on,
+    # its message naming the last one and what preempted it, as far as the Pod says.
+    PREEMPTED = "Preempted"
 
 
 class ConditionStatus(StrEnum):

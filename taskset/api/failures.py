@@ -19,6 +19,7 @@ from typing import Any, Final
 from taskset.api.constants import (
     MAX_EXIT_CODE,
     MAX_FAILURE_RULES,
+    MAX_RETRY_COUNT,
     MAX_RULE_VALUES,
     ExitCodeOperator,
     FailureAction,
@@ -76,6 +77,8 @@ class FailureRule:
     terminated_reasons: frozenset[str] = frozenset()
     pod_reasons: frozenset[str] = frozenset()
     pod_conditions: tuple[PodCondition, ...] = ()
+    # The DisruptionTarget condition's reasons: only built-in rules give it (preemption by the scheduler).
+    disruption_reasons: frozenset[str] = frozenset()
 
 
 def _mapping(value: object, path: str) -> Mapping[str, Any]:
@@ -182,3 +185,16 @@ def parse_failure_rules(value: object, path: str, place: str) -> tuple[FailureRu
     if len(value) > MAX_FAILURE_RULES:
         raise field_error(path, f"must have at most {MAX_FAILURE_RULES} rules")
     return tuple(_rule(item, f"{path}[{i}]", f"{place}[{i}]") for i, item in enumerate(value))
+
+
+def parse_max_preemptions(value: object) -> int | None:
+    """``spec.retryPolicy.maxPreemptions``, the TaskSet's only (a preemption budget is the TaskSet's):
+    None when absent (any number of preemptions)."""
+    raw = value.get("maxPreemptions") if isinstance(value, Mapping) else None
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= MAX_RETRY_COUNT:
+        raise field_error(
+            "spec.retryPolicy.maxPreemptions", f"must be an integer between 0 and {MAX_RETRY_COUNT}"
+        )
+    return raw

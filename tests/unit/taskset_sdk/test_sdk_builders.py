@@ -175,7 +175,7 @@ def full_taskset() -> TaskSet:
             queue="default",
             priority=5,
         )
-        .retry(max_retry_count=3, backoff=FULL_BACKOFF)
+        .retry(max_retry_count=3, backoff=FULL_BACKOFF, max_preemptions=2)
         .fail_on(FULL_RULE)
         .role(Role("launcher", 1, TEMPLATE).after("worker", until="Running", min_replicas=1))
         .role(
