@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Final
 
 from taskset.api.constants import (
@@ -23,6 +24,14 @@ from taskset.api.constants import (
     MAX_RULE_VALUES,
     ExitCodeOperator,
     FailureAction,
+)
+from taskset.api.retry_effects import (
+    MAX_MEMORY_FACTOR,
+    MemoryGrowth,
+    NextAttempt,
+    container_names,
+    parse_quantity,
+    template_memory,
 )
 
 # A reason or condition type is one CamelCase word in Kubernetes; a rule's name is shown in the status.
@@ -77,6 +86,7 @@ class FailureRule:
     terminated_reasons: frozenset[str] = frozenset()
     pod_reasons: frozenset[str] = frozenset()
     pod_conditions: tuple[PodCondition, ...] = ()
+    next_attempt: NextAttempt | None = None  # what the replica's next attempt changes (retry_effects)
     # The DisruptionTarget condition's reasons: only built-in rules give it (preemption by the scheduler).
     disruption_reasons: frozenset[str] = frozenset()
 
@@ -166,7 +176,58 @@ def _rule(value: object, path: str, place: str) -> FailureRule:
         pod_conditions=_conditions(given["onPodConditions"], f"{path}.onPodConditions")
         if "onPodConditions" in given
         else (),
+        next_attempt=_next_attempt(raw.get("nextAttempt"), f"{path}.nextAttempt"),
     )
+
+
+def _next_attempt(value: object, path: str) -> NextAttempt | None:
+    """``nextAttempt``: avoid the failed nodes, grow an OOMKilled container's memory (``factor`` > 1,
+    at most ``ceiling``)."""
+    if value is None:
+        return None
+    raw = _mapping(value, path)
+    avoid = raw.get("avoidFailedNodes", False)
+    if not isinstance(avoid, bool):
+        raise field_error(f"{path}.avoidFailedNodes", "must be a boolean")
+    memory = None
+    if raw.get("memory") is not None:
+        grow = _mapping(raw["memory"], f"{path}.memory")
+        factor = grow.get("factor")
+        if (
+            isinstance(factor, bool)
+            or not isinstance(factor, int | float)
+            or not 1 < factor <= MAX_MEMORY_FACTOR
+        ):
+            raise field_error(
+                f"{path}.memory.factor", f"must be a number above 1, at most {MAX_MEMORY_FACTOR}"
+            )
+        ceiling = parse_quantity(grow.get("ceiling"))
+        if ceiling is None or ceiling <= 0:
+            raise field_error(f"{path}.memory.ceiling", "must be a positive memory quantity such as 8Gi")
+        memory = MemoryGrowth(Decimal(str(factor)), ceiling, str(grow["ceiling"]))
+    return NextAttempt(avoid, memory)
+
+
+def check_ceilings(
+    defaults: Sequence[FailureRule], roles: Sequence[tuple[int, Sequence[FailureRule], Mapping[str, Any]]]
+) -> None:
+    """A memory ceiling below a container's memory request or limit in a template it applies to could
+    only shrink it: refused, naming the rule's field. ``roles``: (index, own rules, template) each."""
+    for index, rules, template in roles:
+        _check_ceilings(rules, template, f"spec.roles[{index}].failureRules")
+        _check_ceilings(defaults, template, "spec.failureRules")
+
+
+def _check_ceilings(rules: Sequence[FailureRule], template: Mapping[str, Any], path: str) -> None:
+    for i, rule in enumerate(rules):
+        memory = rule.next_attempt.memory if rule.next_attempt is not None else None
+        if memory is None:
+            continue
+        for container in container_names(template):
+            above = [q for q in template_memory(template, container) if q is not None and q > memory.ceiling]
+            if above:
+                problem = f"{memory.ceiling_text} is below container {container}'s memory in the template"
+                raise field_error(f"{path}[{i}].nextAttempt.memory.ceiling", problem)
 
 
 _CRITERIA: Final = ("onExitCodes", "onTerminatedReasons", "onPodReasons", "onPodConditions")

@@ -53,7 +53,13 @@ from taskset.api.constants import (
     RoleEvent,
     TaskSetAction,
 )
-from taskset.api.failures import FailureRule, FieldError, parse_failure_rules, parse_max_preemptions
+from taskset.api.failures import (
+    FailureRule,
+    FieldError,
+    check_ceilings,
+    parse_failure_rules,
+    parse_max_preemptions,
+)
 from taskset.api.names import is_dns1123_label, longest_pod_name_length, pod_name
 from taskset.api.run_bounds import parse_run_bounds, role_start_deadline
 from taskset.api.scale import scaled_roles
@@ -483,6 +489,7 @@ def _parse(obj: object) -> ParsedTaskSet:
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
     shaped = [_shape_role(raw, i, run_bounds.start_deadline_seconds) for i, raw in enumerate(raw_roles)]
+    check_ceilings(failure_rules, [(role.index, role.failure_rules, role.template) for role in shaped])
     total = sum(role.replicas for role in shaped)
     if total > MAX_TOTAL_REPLICAS:  # the status budget is proved up to here (taskset.api.compact)
         problem = f"the replicas of all roles must total at most {MAX_TOTAL_REPLICAS}, not {total}"

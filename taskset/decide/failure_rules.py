@@ -22,9 +22,11 @@ from taskset.api.constants import (
     FailureAction,
 )
 from taskset.api.failures import FailureRule, PodCondition
+from taskset.api.retry_effects import NextAttempt
 from taskset.api.spec import Role, TaskSetSpec
 from taskset.api.status import QUOTED_MAX, FailureRecord, ReplicaStatus, clip
 from taskset.decide.context import PassContext
+from taskset.decide.next_attempt import learn
 from taskset.decide.plan import Event
 from taskset.decide.preemption import (
     PREEMPTION_DISRUPTIONS,
@@ -68,6 +70,7 @@ class AttemptEnd:
     pod_reason: str = ""
     conditions: tuple[tuple[str, str], ...] = ()
     disruption: tuple[str, str] | None = None
+    node: str = ""  # the node the attempt ran on, "" when unknown
 
 
 @dataclass(frozen=True)
@@ -75,12 +78,13 @@ class FailureMatch:
     rule: str
     action: FailureAction
     why: str
+    next_attempt: NextAttempt | None = None  # what the matched rule changes in the next attempt
 
 
 def end_of_pod(pod: PodView) -> AttemptEnd:
     lost = pod.phase == POD_PHASE_UNKNOWN
     reason = pod.reason or (POD_REASON_NODE_LOST if lost else "")
-    return AttemptEnd(pod.exits, reason, pod.conditions, pod.disruption)
+    return AttemptEnd(pod.exits, reason, pod.conditions, pod.disruption, pod.node_name)
 
 
 def end_of_replica(replica: ReplicaStatus, last: PodView | None = None) -> AttemptEnd:
@@ -92,7 +96,7 @@ def end_of_replica(replica: ReplicaStatus, last: PodView | None = None) -> Attem
     if last is None or last.uid != replica.pod_uid:
         return AttemptEnd(exits, replica.pod_reason)
     reason = replica.pod_reason or last.reason
-    return AttemptEnd(exits or last.exits, reason, last.conditions, last.disruption)
+    return AttemptEnd(exits or last.exits, reason, last.conditions, last.disruption, last.node_name)
 
 
 def _exit_codes(rule: FailureRule, end: AttemptEnd) -> str | None:
@@ -153,7 +157,7 @@ def match_failure(rules: Sequence[FailureRule], end: AttemptEnd) -> FailureMatch
     for rule in (*rules, *BUILTIN_RULES):
         why = _why(rule, end)
         if why is not None:
-            return FailureMatch(rule.name, rule.action, why)
+            return FailureMatch(rule.name, rule.action, why, rule.next_attempt)
     return FailureMatch(NO_RULE, FailureAction.RETRY_COUNTED, "no failure rule matched")
 
 
@@ -203,9 +207,13 @@ def note_failure(
     if replica.failure == record:
         return
     replica.failure = record
+    learned = learn(
+        replica, role, rule=found.next_attempt, exits=end.exits, node=end.node, action=found.action
+    )
     name = replica.pod_name or f"{role.name}-{replica.index}"
     message = f"{name} (attempt {replica.total_retried_count}): rule {found.rule} matched, {found.why}: "
-    ctx.plan.events.append(Event(EventReason.REPLICA_FAILURE, clip(message + str(found.action), 1024)))
+    message += str(found.action) + (f"; next attempt: {learned}" if learned else "")
+    ctx.plan.events.append(Event(EventReason.REPLICA_FAILURE, clip(message, 1024)))
 
 
 def failure_text(replica: ReplicaStatus) -> str:

@@ -112,6 +112,7 @@ class PodView:
     # The DisruptionTarget=True condition's (reason, message): who ended the Pod, e.g. the scheduler's
     # preemption (``PreemptionByScheduler``, its message naming the scheduler); None without one.
     disruption: tuple[str, str] | None = None
+    node_name: str = ""  # spec.nodeName: where it ran (a failure rule may avoid it next time)
     created_at: str | None = None  # metadata.creationTimestamp: a start deadline counts from it
 
     @property
@@ -238,6 +239,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         conditions=_conditions(pod),
         ready=_ready(pod),
         disruption=_disruption(pod),
+        node_name=as_text(get_path(pod, "spec", "nodeName")),
         created_at=_timestamp(get_path(pod, "metadata", "creationTimestamp")),
     )
 
