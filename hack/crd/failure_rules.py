@@ -48,7 +48,13 @@ def _rule() -> Schema:
                 "has(self.onPodConditions)",
                 "message": "a failure rule must give at least one of onExitCodes, onTerminatedReasons, "
                 "onPodReasons, onPodConditions",
-            }
+            },
+            {
+                # The kubelet applies it through the Pod's container restart rules, which match exit codes.
+                "rule": "self.action != 'RestartInPlace' || (has(self.onExitCodes) && "
+                "!has(self.onTerminatedReasons) && !has(self.onPodReasons) && !has(self.onPodConditions))",
+                "message": "a RestartInPlace rule matches exit codes only (onExitCodes)",
+            },
         ],
     }
 

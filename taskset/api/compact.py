@@ -116,6 +116,7 @@ ACTION_FLAGS: Final = {
     "FailRole": "r",
     "FailTaskSet": "t",
     "RestartTaskSet": "x",
+    "RestartInPlace": "p",
 }
 _ACTIONS: Final = {flag: action for action, flag in ACTION_FLAGS.items()}
 _WAITING: Final = {

@@ -195,6 +195,10 @@ class FailureAction(StrEnum):
     FAIL_ROLE = "FailRole"  # no retry; the role fails at once, whatever its completion policy
     FAIL_TASKSET = "FailTaskSet"  # no retry; the attempt fails at once and no TaskSet retry follows
     RESTART_TASKSET = "RestartTaskSet"  # no retry; the attempt fails at once, the TaskSet's policy decides
+    # The kubelet restarts all the Pod's containers in place on a matching exit (the Pod API's
+    # restartPolicyRules, RestartAllContainers); a Pod that still ends (a cluster without the feature)
+    # is retried as RetryCounted.
+    RESTART_IN_PLACE = "RestartInPlace"
 
 
 class ExitCodeOperator(StrEnum):

@@ -165,7 +165,11 @@ def _rule(value: object, path: str, place: str) -> FailureRule:
     given = {key: raw.get(key) for key in _CRITERIA if raw.get(key) is not None}
     if not given:
         raise field_error(path, "must give at least one of " + ", ".join(_CRITERIA))
-    return FailureRule(
+    if action == FailureAction.RESTART_IN_PLACE and set(given) != {"onExitCodes"}:
+        raise field_error(
+            path, "a RestartInPlace rule matches exit codes only (onExitCodes): the kubelet applies it"
+        )
+    rule = FailureRule(
         name=name if isinstance(name, str) else place,
         action=FailureAction(action),
         exit_codes=_exit_codes(given["onExitCodes"], f"{path}.onExitCodes")
@@ -178,6 +182,9 @@ def _rule(value: object, path: str, place: str) -> FailureRule:
         else (),
         next_attempt=_next_attempt(raw.get("nextAttempt"), f"{path}.nextAttempt"),
     )
+    if rule.action == FailureAction.RESTART_IN_PLACE:
+        in_place_codes(rule, path)  # refused here when the Pod API could not hold it
+    return rule
 
 
 def _next_attempt(value: object, path: str) -> NextAttempt | None:
@@ -259,3 +266,18 @@ def parse_max_preemptions(value: object) -> int | None:
             "spec.retryPolicy.maxPreemptions", f"must be an integer between 0 and {MAX_RETRY_COUNT}"
         )
     return raw
+
+
+# The Pod API's restartPolicyRules take at most this many exit codes per rule.
+MAX_RESTART_EXIT_CODES: Final = 255
+
+
+def in_place_codes(rule: FailureRule, path: str = "") -> tuple[int, ...]:
+    """A RestartInPlace rule's exit codes, its ranges expanded, as the Pod API's rule lists them; a
+    rule naming more than ``MAX_RESTART_EXIT_CODES`` is refused (``path``: the rule's field)."""
+    assert rule.exit_codes is not None
+    total = sum(high - low + 1 for low, high in rule.exit_codes.ranges)
+    if total > MAX_RESTART_EXIT_CODES:
+        problem = f"a RestartInPlace rule names at most {MAX_RESTART_EXIT_CODES} exit codes, not {total}"
+        raise field_error(f"{path}.onExitCodes.values", problem)
+    return tuple(sorted({code for low, high in rule.exit_codes.ranges for code in range(low, high + 1)}))

@@ -170,6 +170,8 @@ def failure_action(replica: ReplicaStatus) -> FailureAction:
     """What the current attempt's failure asks for; past ``MAX_UNCOUNTED_RETRIES`` a platform failure
     counts like any other."""
     action = FailureAction.RETRY_COUNTED if replica.failure is None else replica.failure.action
+    if action == FailureAction.RESTART_IN_PLACE:  # the kubelet did not restart it in place: replace it
+        return FailureAction.RETRY_COUNTED
     if action == FailureAction.RETRY_NOT_COUNTED and replica.uncounted_retries >= MAX_UNCOUNTED_RETRIES:
         return FailureAction.RETRY_COUNTED
     return action

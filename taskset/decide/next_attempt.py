@@ -4,6 +4,7 @@ asks (``taskset.api.retry_effects``), decided purely from the failed attempt.
 ``next_effect`` is the pure rule: the node the attempt ran on joins the nodes the replica avoids (the
 latest ``MAX_AVOIDED_NODES``), and each container the attempt lost to ``OOMKilled`` gets its memory
 request and limit (the last attempt's, else the template's) times the factor, never past the ceiling.
+``in_place_decoration`` maps the ``RestartInPlace`` rules onto the Pod API's container restart rules.
 ``learn`` keeps the result in the replica's status, once per failed attempt, in the pass that records
 the failure; ``pod_decorations`` turns it into the decoration of each later Pod of the replica, after the
 integrations' own.
@@ -16,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from taskset.api.constants import FailureAction
+from taskset.api.failures import FailureRule, in_place_codes
 from taskset.api.retry_effects import (
     EFFECT_REASON_MAX,
     MAX_AVOIDED_NODES,
@@ -36,7 +38,7 @@ from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
 from taskset.observed.views import ContainerExit
 
-_RETRIED = (FailureAction.RETRY_COUNTED, FailureAction.RETRY_NOT_COUNTED)
+_RETRIED = (FailureAction.RETRY_COUNTED, FailureAction.RETRY_NOT_COUNTED, FailureAction.RESTART_IN_PLACE)
 
 
 def _grown(amount: Decimal | None, growth: MemoryGrowth) -> str | None:
@@ -133,13 +135,25 @@ def effect_decoration(effect: RetryEffect) -> PodDecoration:
     return PodDecoration(avoid_nodes=effect.avoid_nodes, container_memory=memory)
 
 
+def in_place_decoration(rules: Sequence[FailureRule]) -> tuple[PodDecoration, ...]:
+    """The RestartInPlace rules as the Pod API's container restart rules (the kubelet applies them)."""
+    found = []
+    for rule in rules:
+        if rule.action == FailureAction.RESTART_IN_PLACE and rule.exit_codes is not None:
+            codes = rule.exit_codes
+            found.append((codes.container, str(codes.operator), in_place_codes(rule)))
+    return (PodDecoration(restart_rules=tuple(found)),) if found else ()
+
+
 def pod_decorations(
     ctx: PassContext, role: Role, replica: ReplicaStatus, identity: PodIdentity
 ) -> tuple[PodDecoration, ...]:
     """What the integrations add to this replica's Pod (``Framework.pod_decorations``), then what its
     failures taught (its ``nextAttempt``)."""
     attempt = attempt_of(ctx)
-    own = () if replica.next_attempt is None else (effect_decoration(replica.next_attempt),)
+    spec_rules = ctx.plan.spec.failure_rules if ctx.plan.spec is not None else ()
+    own = in_place_decoration((*role.failure_rules, *spec_rules))
+    own += () if replica.next_attempt is None else (effect_decoration(replica.next_attempt),)
     if attempt is None:
         return own
     admission = admission_of(ctx, attempt)

@@ -13,6 +13,8 @@ the template name the same thing, the rule is written once here:
 * hostname, subdomain, schedulerName: set when the template leaves them empty;
 * avoided nodes: a required node anti-affinity (``kubernetes.io/hostname`` NotIn) added to every term
   of the template's required node affinity, or a term of its own;
+* restart rules: appended to the named container's ``restartPolicyRules`` (or every regular
+  container's), which then gets a container ``restartPolicy``, the Pod's, if it has none;
 * container memory: the one decoration that replaces what the template says, a retry's grown memory
   request and limit for the container it names (``taskset.decide.retry_effects``).
 
@@ -45,6 +47,9 @@ class PodDecoration:
     scheduler_name: str | None = None
     avoid_nodes: tuple[str, ...] = ()
     container_memory: tuple[tuple[str, str | None, str | None], ...] = ()  # (container, request, limit)
+    # (container or None for every one, operator, exit codes): the kubelet restarts all the Pod's
+    # containers in place when that container exits so (restartPolicyRules, RestartAllContainers).
+    restart_rules: tuple[tuple[str | None, str, tuple[int, ...]], ...] = ()
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -121,4 +126,20 @@ def with_memory(container: dict[str, Any], request: str | None, limit: str | Non
         if value is not None:
             resources[key] = {**_dict(resources.get(key)), "memory": value}
     container["resources"] = resources
+    return container
+
+
+def with_restart_rules(
+    container: dict[str, Any], pod_policy: str, decorations: Sequence[PodDecoration]
+) -> dict[str, Any]:
+    """``container`` (already a copy) with the decorations' in-place restart rules that apply to it."""
+    rules = [
+        {"action": "RestartAllContainers", "exitCodes": {"operator": operator, "values": list(codes)}}
+        for d in decorations
+        for name, operator, codes in d.restart_rules
+        if name in (None, container.get("name"))
+    ]
+    if rules:
+        container.setdefault("restartPolicy", pod_policy)
+        container["restartPolicyRules"] = [*_list(container.get("restartPolicyRules")), *rules]
     return container

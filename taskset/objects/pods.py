@@ -39,6 +39,7 @@ from taskset.objects.decorations import (
     decorate_metadata,
     decorate_spec,
     with_memory,
+    with_restart_rules,
 )
 
 
@@ -124,6 +125,12 @@ def build_pod(
         ]
     if not spec.get("restartPolicy"):
         spec["restartPolicy"] = DEFAULT_RESTART_POLICY  # W-12
+    if any(d.restart_rules for d in decorations) and isinstance(spec.get("containers"), list):
+        policy = str(spec["restartPolicy"])
+        spec["containers"] = [
+            with_restart_rules(dict(c), policy, decorations) if isinstance(c, dict) else c
+            for c in spec["containers"]
+        ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
