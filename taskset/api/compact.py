@@ -116,7 +116,7 @@ ACTION_FLAGS: Final = {
     "FailRole": "r",
     "FailTaskSet": "t",
     "RestartTaskSet": "x",
-    "RestartInPlace": "p",
+    "RestartInPlace": "i",  # not "p", "s" nor "h": the row's other flags
 }
 _ACTIONS: Final = {flag: action for action, flag in ACTION_FLAGS.items()}
 _WAITING: Final = {

@@ -10,7 +10,7 @@ replica's status (``failure``) and says it in a ``ReplicaFailure`` event, once p
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from taskset.api.constants import (
@@ -198,13 +198,13 @@ def note_failure(
     spec = ctx.plan.spec
     found = match_failure(rules_of(spec, role) if spec is not None else role.failure_rules, end)
     if detail:
-        found = FailureMatch(found.rule, found.action, f"{found.why}: {detail}")
+        found = replace(found, why=f"{found.why}: {detail}")
     if found.rule == PREEMPTION_RULE:
         if already_charged(replica):  # counted when this attempt's record was written
             return
         reason = end.disruption[0] if end.disruption is not None else end.pod_reason
         action, why = charge_preemption(ctx, replica, reason, found.why)
-        found = FailureMatch(found.rule, action, why)
+        found = replace(found, action=action, why=why)
     record = FailureRecord(found.rule, found.action, clip(found.why, QUOTED_MAX))
     if replica.failure == record:
         return
