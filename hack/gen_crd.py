@@ -60,7 +60,7 @@ def _spec_schema(template: Schema) -> Schema:
         ],
         "properties": {
             "retryPolicy": policies.retry_policy(
-                "of the TaskSet: whether a failed attempt is replaced by a new one"
+                "of the TaskSet: whether a failed attempt is replaced by a new one", preemptions=True
             ),
             "failureRules": failure_rules.schema("for every role, after the role's own"),
             **lifetime.properties(),

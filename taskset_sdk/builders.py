@@ -106,10 +106,14 @@ class RetryPolicy:
     delay: int = 0
     retry: bool = True
     backoff: Backoff | None = None
+    # The TaskSet's only: preemptions of its Pods it survives (None: any number).
+    max_preemptions: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        policy = {"retry": self.retry, "maxRetryCount": self.max_retry_count, "delay": self.delay}
-        return policy | ({"backoff": self.backoff.to_dict()} if self.backoff else {})
+        policy: dict[str, Any] = {"retry": self.retry, "maxRetryCount": self.max_retry_count}
+        policy["delay"] = self.delay
+        policy |= {"backoff": self.backoff.to_dict()} if self.backoff else {}
+        return policy | _set(maxPreemptions=self.max_preemptions)
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,9 @@ class FailureRule:
     """How a failed replica attempt is handled when it matches (``failureRules``, user manual 2.10):
     its main container's (or ``container``'s) exit code is ``In`` (or ``NotIn``) ``exit_codes`` (codes
     or ranges such as ``"64-78"``), its terminated reason, its Pod's reason, or a Pod condition
-    (``{"DisruptionTarget": "True"}``). A rule without ``name`` is named by its place."""
+    (``{"DisruptionTarget": "True"}``). A rule without ``name`` is named by its place. What it changes in
+    the replica's next Pods: ``avoid_failed_nodes``, and after an OOMKilled container its memory times
+    ``memory_factor`` up to ``memory_ceiling`` (both or neither; user manual, platform failures)."""
 
     action: str
     name: str | None = None
@@ -158,9 +164,14 @@ class FailureRule:
     terminated_reasons: Sequence[str] = ()
     pod_reasons: Sequence[str] = ()
     pod_conditions: Mapping[str, str] = field(default_factory=dict)
+    avoid_failed_nodes: bool = False
+    memory_factor: float | None = None
+    memory_ceiling: str | None = None
 
     def __post_init__(self) -> None:
         _choice("failure rule action", self.action, FAILURE_ACTIONS)
+        if (self.memory_factor is None) != (self.memory_ceiling is None):
+            raise ValueError("memory_factor and memory_ceiling go together")
         _choice("exit code operator", self.operator, EXIT_CODE_OPERATORS)
         for status in self.pod_conditions.values():
             _choice("Pod condition status", status, CONDITION_STATUSES)
@@ -172,6 +183,12 @@ class FailureRule:
             else None
         )
         conditions = [{"type": kind, "status": status} for kind, status in self.pod_conditions.items()]
+        memory = (
+            None
+            if self.memory_factor is None
+            else {"factor": self.memory_factor, "ceiling": self.memory_ceiling}
+        )
+        next_attempt = _set(avoidFailedNodes=self.avoid_failed_nodes or None, memory=memory)
         return _set(
             name=self.name,
             action=self.action,
@@ -179,6 +196,7 @@ class FailureRule:
             onTerminatedReasons=list(self.terminated_reasons) or None,
             onPodReasons=list(self.pod_reasons) or None,
             onPodConditions=conditions or None,
+            nextAttempt=next_attempt or None,
         )
 
 
@@ -391,8 +409,18 @@ class TaskSet:
         self.roles.append(role)
         return self
 
-    def retry(self, *, max_retry_count: int, delay: int = 0, backoff: Backoff | None = None) -> TaskSet:
-        self.retry_policy = RetryPolicy(max_retry_count, delay, backoff=backoff)
+    def retry(
+        self,
+        *,
+        max_retry_count: int,
+        delay: int = 0,
+        backoff: Backoff | None = None,
+        max_preemptions: int | None = None,
+    ) -> TaskSet:
+        """``max_preemptions``: fail the TaskSet at the preemption past it (see the user manual)."""
+        self.retry_policy = RetryPolicy(
+            max_retry_count, delay, backoff=backoff, max_preemptions=max_preemptions
+        )
         return self
 
     def fail_on(self, rule: FailureRule) -> TaskSet:

@@ -32,7 +32,14 @@ ROLE_EVENTS: Final = ("RoleFailed", "RoleSucceeded", "RoleCompleted")
 TASKSET_ACTIONS: Final = ("TaskSetFailed", "TaskSetSucceeded", "TaskSetCompleted", "NoAction")
 
 # The words of the newer spec fields, as the CRD's enums spell them.
-FAILURE_ACTIONS: Final = ("RetryNotCounted", "RetryCounted", "FailRole", "FailTaskSet", "RestartTaskSet")
+FAILURE_ACTIONS: Final = (
+    "RetryNotCounted",
+    "RetryCounted",
+    "FailRole",
+    "FailTaskSet",
+    "RestartTaskSet",
+    "RestartInPlace",
+)
 EXIT_CODE_OPERATORS: Final = ("In", "NotIn")
 CONDITION_STATUSES: Final = ("True", "False", "Unknown")
 CLEAN_POD_POLICIES: Final = ("None", "Running", "All")

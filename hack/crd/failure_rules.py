@@ -15,6 +15,7 @@ from taskset.api.failures import (
     RULE_NAME_MAX,
     RULE_NAME_PATTERN,
 )
+from taskset.api.retry_effects import MAX_AVOIDED_NODES, MAX_MEMORY_FACTOR, QUANTITY_PATTERN
 
 
 def schema(scope: str) -> Schema:
@@ -39,6 +40,7 @@ def _rule() -> Schema:
             "onTerminatedReasons": _words(),
             "onPodReasons": _words(),
             "onPodConditions": _on_pod_conditions(),
+            "nextAttempt": _next_attempt(),
         },
         "x-kubernetes-validations": [
             {
@@ -46,7 +48,13 @@ def _rule() -> Schema:
                 "has(self.onPodConditions)",
                 "message": "a failure rule must give at least one of onExitCodes, onTerminatedReasons, "
                 "onPodReasons, onPodConditions",
-            }
+            },
+            {
+                # The kubelet applies it through the Pod's container restart rules, which match exit codes.
+                "rule": "self.action != 'RestartInPlace' || (has(self.onExitCodes) && "
+                "!has(self.onTerminatedReasons) && !has(self.onPodReasons) && !has(self.onPodConditions))",
+                "message": "a RestartInPlace rule matches exit codes only (onExitCodes)",
+            },
         ],
     }
 
@@ -90,5 +98,56 @@ def _on_pod_conditions() -> Schema:
                 "type": {"type": "string", "minLength": 1, "maxLength": REASON_TEXT_MAX},
                 "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
             },
+        },
+    }
+
+
+def _next_attempt() -> Schema:
+    """What the replica's next attempt changes after a failure this rule matched (a retry follows)."""
+    return {
+        "type": "object",
+        "description": "Change the replica's next Pods after a failure this rule matched and retried; "
+        "the template is never edited (replicaStatus[].nextAttempt says what changed and why).",
+        "properties": {
+            "avoidFailedNodes": {
+                "type": "boolean",
+                "description": "Keep the next Pods off the node(s) the failed attempts ran on (the last "
+                f"{MAX_AVOIDED_NODES}): a required node anti-affinity on kubernetes.io/hostname.",
+            },
+            "memory": {
+                "type": "object",
+                "required": ["factor", "ceiling"],
+                "description": "After a container was OOMKilled: its memory request and limit times factor, "
+                "at most ceiling (not below the template's memory: the controller refuses it).",
+                "properties": {
+                    "factor": {
+                        "type": "number",
+                        "minimum": 1,
+                        "exclusiveMinimum": True,
+                        "maximum": MAX_MEMORY_FACTOR,
+                    },
+                    "ceiling": {"type": "string", "pattern": QUANTITY_PATTERN, "maxLength": 64},
+                },
+            },
+        },
+    }
+
+
+def next_attempt_status() -> Schema:
+    """``replicaStatus[].nextAttempt``: what the replica's next Pods change, and why."""
+    memory = {"type": "string", "nullable": True, "maxLength": 64}
+    return {
+        "type": "object",
+        "properties": {
+            "afterAttempt": {"type": "integer", "format": "int32"},
+            "avoidNodes": {"type": "array", "items": {"type": "string", "maxLength": 253}},
+            "memory": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"container": {"type": "string"}, "request": memory, "limit": dict(memory)},
+                },
+            },
+            "reason": {"type": "string"},
         },
     }

@@ -44,5 +44,9 @@ def _entry() -> Schema:
                 "type": "boolean",
                 "description": "A TaskSet retry was charged for it against retryPolicy.maxRetryCount.",
             },
+            "preemptCount": {
+                **count(),
+                "description": "The TaskSet's preemptions so far when it ended (status.preemptCount).",
+            },
         },
     }

@@ -13,8 +13,9 @@ from taskset.api.spec import MAX_BACKOFF_FACTOR
 from taskset.api.thresholds import PERCENT_PATTERN
 
 
-def retry_policy(scope: str) -> Schema:
-    return {
+def retry_policy(scope: str, *, preemptions: bool = False) -> Schema:
+    """``preemptions``: the TaskSet's policy, which also bounds the preemptions of its Pods."""
+    schema: Schema = {
         "type": "object",
         "description": f"Retry policy {scope}. Absent: no retry.",
         "properties": {
@@ -37,6 +38,16 @@ def retry_policy(scope: str) -> Schema:
             "backoff": _backoff_schema(),
         },
     }
+    if preemptions:
+        schema["properties"]["maxPreemptions"] = {
+            "type": "integer",
+            "format": "int32",
+            "minimum": 0,
+            "maximum": c.MAX_RETRY_COUNT,
+            "description": "Preemptions of the TaskSet's Pods it survives, each retried without counting "
+            "against maxRetryCount; the next one fails the TaskSet. Absent: any number.",
+        }
+    return schema
 
 
 def _backoff_schema() -> Schema:

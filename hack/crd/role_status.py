@@ -7,6 +7,7 @@ Every timestamp that may be unset is nullable (see ``hack.crd.status``).
 
 from __future__ import annotations
 
+from hack.crd import failure_rules
 from hack.crd.fields import Schema, count, enum, string, time
 from taskset.api import constants as c
 from taskset.api.compact import BUCKETS
@@ -83,6 +84,7 @@ def _replica_schema() -> Schema:
                 },
             },
             **_replica_failure(),
+            "nextAttempt": failure_rules.next_attempt_status(),
         },
     }
 

@@ -66,7 +66,11 @@ def _attempt() -> Schema:
         "startAt": time(nullable=True),
         "finishAt": time(nullable=True),
         "totalRetriedCount": {**count(), "description": "TaskSet retries started; the attempt id."},
-        "preemptCount": {**count(), "description": "Reserved, always 0."},
+        "preemptCount": {
+            **count(),
+            "description": "Preemptions of the TaskSet's Pods so far, across its attempts "
+            "(bounded by spec.retryPolicy.maxPreemptions).",
+        },
     }
 
 

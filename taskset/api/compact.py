@@ -116,6 +116,7 @@ ACTION_FLAGS: Final = {
     "FailRole": "r",
     "FailTaskSet": "t",
     "RestartTaskSet": "x",
+    "RestartInPlace": "i",  # not "p", "s" nor "h": the row's other flags
 }
 _ACTIONS: Final = {flag: action for action, flag in ACTION_FLAGS.items()}
 _WAITING: Final = {

@@ -195,6 +195,10 @@ class FailureAction(StrEnum):
     FAIL_ROLE = "FailRole"  # no retry; the role fails at once, whatever its completion policy
     FAIL_TASKSET = "FailTaskSet"  # no retry; the attempt fails at once and no TaskSet retry follows
     RESTART_TASKSET = "RestartTaskSet"  # no retry; the attempt fails at once, the TaskSet's policy decides
+    # The kubelet restarts all the Pod's containers in place on a matching exit (the Pod API's
+    # restartPolicyRules, RestartAllContainers); a Pod that still ends (a cluster without the feature)
+    # is retried as RetryCounted.
+    RESTART_IN_PLACE = "RestartInPlace"
 
 
 class ExitCodeOperator(StrEnum):
@@ -233,6 +237,9 @@ class ConditionType(StrEnum):
     # R only: spec.suspend is true, so the attempt has no Pods and creates none until it is
     # false again; False (reason Resumed) once it was true and is no longer.
     SUSPENDED = "Suspended"
+    # R only: a replica's Pod was preempted (taskset.decide.preemption); True from the first one on,
+    # its message naming the last one and what preempted it, as far as the Pod says.
+    PREEMPTED = "Preempted"
 
 
 class ConditionStatus(StrEnum):

@@ -14,14 +14,24 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Final
 
 from taskset.api.constants import (
     MAX_EXIT_CODE,
     MAX_FAILURE_RULES,
+    MAX_RETRY_COUNT,
     MAX_RULE_VALUES,
     ExitCodeOperator,
     FailureAction,
+)
+from taskset.api.retry_effects import (
+    MAX_MEMORY_FACTOR,
+    MemoryGrowth,
+    NextAttempt,
+    container_names,
+    parse_quantity,
+    template_memory,
 )
 
 # A reason or condition type is one CamelCase word in Kubernetes; a rule's name is shown in the status.
@@ -76,6 +86,9 @@ class FailureRule:
     terminated_reasons: frozenset[str] = frozenset()
     pod_reasons: frozenset[str] = frozenset()
     pod_conditions: tuple[PodCondition, ...] = ()
+    next_attempt: NextAttempt | None = None  # what the replica's next attempt changes (retry_effects)
+    # The DisruptionTarget condition's reasons: only built-in rules give it (preemption by the scheduler).
+    disruption_reasons: frozenset[str] = frozenset()
 
 
 def _mapping(value: object, path: str) -> Mapping[str, Any]:
@@ -152,7 +165,11 @@ def _rule(value: object, path: str, place: str) -> FailureRule:
     given = {key: raw.get(key) for key in _CRITERIA if raw.get(key) is not None}
     if not given:
         raise field_error(path, "must give at least one of " + ", ".join(_CRITERIA))
-    return FailureRule(
+    if action == FailureAction.RESTART_IN_PLACE and set(given) != {"onExitCodes"}:
+        raise field_error(
+            path, "a RestartInPlace rule matches exit codes only (onExitCodes): the kubelet applies it"
+        )
+    rule = FailureRule(
         name=name if isinstance(name, str) else place,
         action=FailureAction(action),
         exit_codes=_exit_codes(given["onExitCodes"], f"{path}.onExitCodes")
@@ -163,7 +180,61 @@ def _rule(value: object, path: str, place: str) -> FailureRule:
         pod_conditions=_conditions(given["onPodConditions"], f"{path}.onPodConditions")
         if "onPodConditions" in given
         else (),
+        next_attempt=_next_attempt(raw.get("nextAttempt"), f"{path}.nextAttempt"),
     )
+    if rule.action == FailureAction.RESTART_IN_PLACE:
+        in_place_codes(rule, path)  # refused here when the Pod API could not hold it
+    return rule
+
+
+def _next_attempt(value: object, path: str) -> NextAttempt | None:
+    """``nextAttempt``: avoid the failed nodes, grow an OOMKilled container's memory (``factor`` > 1,
+    at most ``ceiling``)."""
+    if value is None:
+        return None
+    raw = _mapping(value, path)
+    avoid = raw.get("avoidFailedNodes", False)
+    if not isinstance(avoid, bool):
+        raise field_error(f"{path}.avoidFailedNodes", "must be a boolean")
+    memory = None
+    if raw.get("memory") is not None:
+        grow = _mapping(raw["memory"], f"{path}.memory")
+        factor = grow.get("factor")
+        if (
+            isinstance(factor, bool)
+            or not isinstance(factor, int | float)
+            or not 1 < factor <= MAX_MEMORY_FACTOR
+        ):
+            raise field_error(
+                f"{path}.memory.factor", f"must be a number above 1, at most {MAX_MEMORY_FACTOR}"
+            )
+        ceiling = parse_quantity(grow.get("ceiling"))
+        if ceiling is None or ceiling <= 0:
+            raise field_error(f"{path}.memory.ceiling", "must be a positive memory quantity such as 8Gi")
+        memory = MemoryGrowth(Decimal(str(factor)), ceiling, str(grow["ceiling"]))
+    return NextAttempt(avoid, memory)
+
+
+def check_ceilings(
+    defaults: Sequence[FailureRule], roles: Sequence[tuple[int, Sequence[FailureRule], Mapping[str, Any]]]
+) -> None:
+    """A memory ceiling below a container's memory request or limit in a template it applies to could
+    only shrink it: refused, naming the rule's field. ``roles``: (index, own rules, template) each."""
+    for index, rules, template in roles:
+        _check_ceilings(rules, template, f"spec.roles[{index}].failureRules")
+        _check_ceilings(defaults, template, "spec.failureRules")
+
+
+def _check_ceilings(rules: Sequence[FailureRule], template: Mapping[str, Any], path: str) -> None:
+    for i, rule in enumerate(rules):
+        memory = rule.next_attempt.memory if rule.next_attempt is not None else None
+        if memory is None:
+            continue
+        for container in container_names(template):
+            above = [q for q in template_memory(template, container) if q is not None and q > memory.ceiling]
+            if above:
+                problem = f"{memory.ceiling_text} is below container {container}'s memory in the template"
+                raise field_error(f"{path}[{i}].nextAttempt.memory.ceiling", problem)
 
 
 _CRITERIA: Final = ("onExitCodes", "onTerminatedReasons", "onPodReasons", "onPodConditions")
@@ -182,3 +253,31 @@ def parse_failure_rules(value: object, path: str, place: str) -> tuple[FailureRu
     if len(value) > MAX_FAILURE_RULES:
         raise field_error(path, f"must have at most {MAX_FAILURE_RULES} rules")
     return tuple(_rule(item, f"{path}[{i}]", f"{place}[{i}]") for i, item in enumerate(value))
+
+
+def parse_max_preemptions(value: object) -> int | None:
+    """``spec.retryPolicy.maxPreemptions``, the TaskSet's only (a preemption budget is the TaskSet's):
+    None when absent (any number of preemptions)."""
+    raw = value.get("maxPreemptions") if isinstance(value, Mapping) else None
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= MAX_RETRY_COUNT:
+        raise field_error(
+            "spec.retryPolicy.maxPreemptions", f"must be an integer between 0 and {MAX_RETRY_COUNT}"
+        )
+    return raw
+
+
+# The Pod API's restartPolicyRules take at most this many exit codes per rule.
+MAX_RESTART_EXIT_CODES: Final = 255
+
+
+def in_place_codes(rule: FailureRule, path: str = "") -> tuple[int, ...]:
+    """A RestartInPlace rule's exit codes, its ranges expanded, as the Pod API's rule lists them; a
+    rule naming more than ``MAX_RESTART_EXIT_CODES`` is refused (``path``: the rule's field)."""
+    assert rule.exit_codes is not None
+    total = sum(high - low + 1 for low, high in rule.exit_codes.ranges)
+    if total > MAX_RESTART_EXIT_CODES:
+        problem = f"a RestartInPlace rule names at most {MAX_RESTART_EXIT_CODES} exit codes, not {total}"
+        raise field_error(f"{path}.onExitCodes.values", problem)
+    return tuple(sorted({code for low, high in rule.exit_codes.ranges for code in range(low, high + 1)}))

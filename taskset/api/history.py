@@ -34,8 +34,11 @@ HISTORY_REASON_BYTES: Final = 256
 HISTORY_REPLICA_BYTES: Final = 128
 HISTORY_RULE_BYTES: Final = 128
 # An entry's keys and widest scalars (attempt number of 7 digits, two timestamps, an exit code of
-# -2147483648, the longest action and outcome) take 212 bytes; the rest is its three texts.
-HISTORY_ENTRY_BYTES: Final = 224 + HISTORY_REASON_BYTES + HISTORY_REPLICA_BYTES + HISTORY_RULE_BYTES
+# -2147483648, the longest action and outcome) take 212 bytes, a preemptCount of 7 digits 23 more; the
+# rest is its three texts.
+HISTORY_ENTRY_BYTES: Final = (
+    224 + len(',"preemptCount":1000000') + HISTORY_REASON_BYTES + HISTORY_REPLICA_BYTES + HISTORY_RULE_BYTES
+)
 # What the history adds to a status at most: the entries with their commas, the keys around them
 # and ``dropped``, ``attemptStartAt``, and the ending replica the attempt result keeps (``ended_by``).
 HISTORY_BYTES: Final = (
@@ -65,6 +68,9 @@ class AttemptRecord:
     exit_code: int | None = None
     rule: str = ""
     action: FailureAction | None = None
+    # The TaskSet's preemptions so far when the attempt ended (status.preemptCount then): an attempt's
+    # preemptions are the difference from the previous one's, apart from its failures.
+    preempt_count: int = 0
 
     def to_json(self) -> Json:
         return {
@@ -78,6 +84,7 @@ class AttemptRecord:
             "rule": clip_bytes(self.rule, HISTORY_RULE_BYTES),
             "action": "" if self.action is None else str(self.action),
             "counted": self.counted,
+            "preemptCount": self.preempt_count,
         }
 
     @classmethod
@@ -99,6 +106,7 @@ class AttemptRecord:
             exit_code=as_int(raw.get("exitCode")),
             rule=as_text(raw.get("rule")),
             action=FailureAction(action) if action in tuple(FailureAction) else None,
+            preempt_count=max(0, as_int(raw.get("preemptCount")) or 0),
         )
 
 

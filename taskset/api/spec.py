@@ -53,7 +53,13 @@ from taskset.api.constants import (
     RoleEvent,
     TaskSetAction,
 )
-from taskset.api.failures import FailureRule, FieldError, parse_failure_rules
+from taskset.api.failures import (
+    FailureRule,
+    FieldError,
+    check_ceilings,
+    parse_failure_rules,
+    parse_max_preemptions,
+)
 from taskset.api.names import is_dns1123_label, longest_pod_name_length, pod_name
 from taskset.api.run_bounds import parse_run_bounds, role_start_deadline
 from taskset.api.scale import scaled_roles
@@ -177,6 +183,7 @@ class TaskSetSpec:
     active_deadline_seconds: int | None = None  # the whole TaskSet's wall-clock bound
     ttl_seconds_after_finished: int | None = None  # delete the TaskSet this long after it ends
     clean_pod_policy: CleanPodPolicy = CleanPodPolicy.ALL  # what the finished TaskSet keeps
+    max_preemptions: int | None = None  # spec.retryPolicy.maxPreemptions (taskset.decide.preemption)
     # The spec as given, for integrations that read their own part of it (taskset.integrations.base).
     # Shared with the caller: do not mutate.
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
@@ -475,12 +482,14 @@ def _parse(obj: object) -> ParsedTaskSet:
     if suspend is not None and not isinstance(suspend, bool):
         raise _shape_error("spec.suspend", "must be a boolean")
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
+    max_preemptions = parse_max_preemptions(spec.get("retryPolicy"))
     failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
     run_bounds = parse_run_bounds(spec)  # deadlines, TTL, cleanPodPolicy
     raw_roles = _optional_list(scaled_roles(spec), "spec.roles")  # spec.scale's count first
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")
     shaped = [_shape_role(raw, i, run_bounds.start_deadline_seconds) for i, raw in enumerate(raw_roles)]
+    check_ceilings(failure_rules, [(role.index, role.failure_rules, role.template) for role in shaped])
     total = sum(role.replicas for role in shaped)
     if total > MAX_TOTAL_REPLICAS:  # the status budget is proved up to here (taskset.api.compact)
         problem = f"the replicas of all roles must total at most {MAX_TOTAL_REPLICAS}, not {total}"
@@ -525,6 +534,7 @@ def _parse(obj: object) -> ParsedTaskSet:
         generation=_int_or_none(generation) or 0,
         spec=TaskSetSpec(
             retry_policy=retry_policy,
+            max_preemptions=max_preemptions,
             roles=roles,
             queue=queue,
             priority=priority,

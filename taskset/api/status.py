@@ -42,6 +42,7 @@ from taskset.api.constants import (
 from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
 from taskset.api.history import AttemptHistory, ended_by_from_json, ended_by_json
 from taskset.api.readers import as_count, as_enum, as_items, as_mapping, as_opt_count, as_opt_text, as_text
+from taskset.api.retry_effects import RetryEffect
 
 Json = dict[str, Any]
 
@@ -158,6 +159,8 @@ class ReplicaStatus:
     uncounted_retries: int = 0
     failure: FailureRecord | None = None
     next_retry_at: str | None = None  # when the pending retry is due (read by people, not decisions)
+    # What its failures change in its next Pods (taskset.api.retry_effects); kept across its attempts.
+    next_attempt: RetryEffect | None = None
 
     def copy(self) -> ReplicaStatus:
         fresh = _shallow(self)
@@ -194,6 +197,8 @@ class ReplicaStatus:
         wire = self._wire()
         if self.suspended:  # written only while true: a 10,000-replica status pays nothing for it
             wire["suspended"] = True
+        if self.next_attempt is not None:  # likewise, only once a failure rule changed the next attempt
+            wire["nextAttempt"] = self.next_attempt.to_json()
         return wire
 
     def _wire(self) -> Json:
@@ -244,6 +249,7 @@ class ReplicaStatus:
             uncounted_retries=as_count(raw.get("uncountedRetries")),
             failure=FailureRecord.from_json(raw.get("failure")),
             next_retry_at=as_opt_text(raw.get("nextRetryAt")),
+            next_attempt=RetryEffect.from_json(raw.get("nextAttempt")),
         )
 
 

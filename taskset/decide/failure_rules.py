@@ -10,7 +10,7 @@ replica's status (``failure``) and says it in a ``ReplicaFailure`` event, once p
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from taskset.api.constants import (
@@ -22,15 +22,27 @@ from taskset.api.constants import (
     FailureAction,
 )
 from taskset.api.failures import FailureRule, PodCondition
+from taskset.api.retry_effects import NextAttempt
 from taskset.api.spec import Role, TaskSetSpec
 from taskset.api.status import QUOTED_MAX, FailureRecord, ReplicaStatus, clip
 from taskset.decide.context import PassContext
+from taskset.decide.next_attempt import learn
 from taskset.decide.plan import Event
+from taskset.decide.preemption import (
+    PREEMPTION_DISRUPTIONS,
+    PREEMPTION_POD_REASONS,
+    PREEMPTION_RULE,
+    already_charged,
+    charge_preemption,
+)
 from taskset.observed.views import POD_PHASE_UNKNOWN, ContainerExit, PodView
 
 # Pod reasons the kubelet and the node lifecycle write when the platform, not the workload, ended a Pod.
 PLATFORM_POD_REASONS: Final = frozenset({"Evicted", "Preempting", POD_REASON_NODE_LOST, "NodeShutdown"})
 BUILTIN_RULES: Final = (
+    # Preemption first: its own class, with its own budget (taskset.decide.preemption).
+    FailureRule(PREEMPTION_RULE, FailureAction.RETRY_NOT_COUNTED, disruption_reasons=PREEMPTION_DISRUPTIONS),
+    FailureRule(PREEMPTION_RULE, FailureAction.RETRY_NOT_COUNTED, pod_reasons=PREEMPTION_POD_REASONS),
     FailureRule(
         "builtin-disruption",
         FailureAction.RETRY_NOT_COUNTED,
@@ -51,11 +63,14 @@ _ENDS_ATTEMPT: Final = frozenset({FailureAction.FAIL_TASKSET, FailureAction.REST
 @dataclass(frozen=True)
 class AttemptEnd:
     """What failure rules read of a failed replica attempt: its containers' exits, the Pod's reason
-    (``NodeLost`` for a Pod whose phase became Unknown without one) and its kept conditions."""
+    (``NodeLost`` for a Pod whose phase became Unknown without one), its kept conditions and its
+    DisruptionTarget's (reason, message)."""
 
     exits: tuple[ContainerExit, ...] = ()
     pod_reason: str = ""
     conditions: tuple[tuple[str, str], ...] = ()
+    disruption: tuple[str, str] | None = None
+    node: str = ""  # the node the attempt ran on, "" when unknown
 
 
 @dataclass(frozen=True)
@@ -63,11 +78,13 @@ class FailureMatch:
     rule: str
     action: FailureAction
     why: str
+    next_attempt: NextAttempt | None = None  # what the matched rule changes in the next attempt
 
 
 def end_of_pod(pod: PodView) -> AttemptEnd:
     lost = pod.phase == POD_PHASE_UNKNOWN
-    return AttemptEnd(pod.exits, pod.reason or (POD_REASON_NODE_LOST if lost else ""), pod.conditions)
+    reason = pod.reason or (POD_REASON_NODE_LOST if lost else "")
+    return AttemptEnd(pod.exits, reason, pod.conditions, pod.disruption, pod.node_name)
 
 
 def end_of_replica(replica: ReplicaStatus, last: PodView | None = None) -> AttemptEnd:
@@ -78,7 +95,8 @@ def end_of_replica(replica: ReplicaStatus, last: PodView | None = None) -> Attem
     exits = () if info is None else (ContainerExit(replica.container_name, info.exit_code, info.reason),)
     if last is None or last.uid != replica.pod_uid:
         return AttemptEnd(exits, replica.pod_reason)
-    return AttemptEnd(exits or last.exits, replica.pod_reason or last.reason, last.conditions)
+    reason = replica.pod_reason or last.reason
+    return AttemptEnd(exits or last.exits, reason, last.conditions, last.disruption, last.node_name)
 
 
 def _exit_codes(rule: FailureRule, end: AttemptEnd) -> str | None:
@@ -105,12 +123,20 @@ def _pod_conditions(rule: FailureRule, end: AttemptEnd) -> str | None:
     return None if found is None else f"Pod condition {found[0]}={found[1]}"
 
 
+def _disruption_reasons(rule: FailureRule, end: AttemptEnd) -> str | None:
+    if end.disruption is None or end.disruption[0] not in rule.disruption_reasons:
+        return None
+    reason, message = end.disruption
+    return f"Pod condition DisruptionTarget={reason}" + (f" ({message})" if message else "")
+
+
 _Criterion = Callable[[FailureRule, AttemptEnd], "str | None"]
 _CRITERIA: Final[tuple[tuple[Callable[[FailureRule], bool], _Criterion], ...]] = (
     (lambda rule: rule.exit_codes is not None, _exit_codes),
     (lambda rule: bool(rule.terminated_reasons), _terminated_reasons),
     (lambda rule: bool(rule.pod_reasons), _pod_reasons),
     (lambda rule: bool(rule.pod_conditions), _pod_conditions),
+    (lambda rule: bool(rule.disruption_reasons), _disruption_reasons),
 )
 
 
@@ -131,7 +157,7 @@ def match_failure(rules: Sequence[FailureRule], end: AttemptEnd) -> FailureMatch
     for rule in (*rules, *BUILTIN_RULES):
         why = _why(rule, end)
         if why is not None:
-            return FailureMatch(rule.name, rule.action, why)
+            return FailureMatch(rule.name, rule.action, why, rule.next_attempt)
     return FailureMatch(NO_RULE, FailureAction.RETRY_COUNTED, "no failure rule matched")
 
 
@@ -144,6 +170,8 @@ def failure_action(replica: ReplicaStatus) -> FailureAction:
     """What the current attempt's failure asks for; past ``MAX_UNCOUNTED_RETRIES`` a platform failure
     counts like any other."""
     action = FailureAction.RETRY_COUNTED if replica.failure is None else replica.failure.action
+    if action == FailureAction.RESTART_IN_PLACE:  # the kubelet did not restart it in place: replace it
+        return FailureAction.RETRY_COUNTED
     if action == FailureAction.RETRY_NOT_COUNTED and replica.uncounted_retries >= MAX_UNCOUNTED_RETRIES:
         return FailureAction.RETRY_COUNTED
     return action
@@ -170,14 +198,24 @@ def note_failure(
     spec = ctx.plan.spec
     found = match_failure(rules_of(spec, role) if spec is not None else role.failure_rules, end)
     if detail:
-        found = FailureMatch(found.rule, found.action, f"{found.why}: {detail}")
+        found = replace(found, why=f"{found.why}: {detail}")
+    if found.rule == PREEMPTION_RULE:
+        if already_charged(replica):  # counted when this attempt's record was written
+            return
+        reason = end.disruption[0] if end.disruption is not None else end.pod_reason
+        action, why = charge_preemption(ctx, replica, reason, found.why)
+        found = replace(found, action=action, why=why)
     record = FailureRecord(found.rule, found.action, clip(found.why, QUOTED_MAX))
     if replica.failure == record:
         return
     replica.failure = record
+    learned = learn(
+        replica, role, rule=found.next_attempt, exits=end.exits, node=end.node, action=found.action
+    )
     name = replica.pod_name or f"{role.name}-{replica.index}"
     message = f"{name} (attempt {replica.total_retried_count}): rule {found.rule} matched, {found.why}: "
-    ctx.plan.events.append(Event(EventReason.REPLICA_FAILURE, clip(message + str(found.action), 1024)))
+    message += str(found.action) + (f"; next attempt: {learned}" if learned else "")
+    ctx.plan.events.append(Event(EventReason.REPLICA_FAILURE, clip(message, 1024)))
 
 
 def failure_text(replica: ReplicaStatus) -> str:

@@ -56,6 +56,7 @@ def attempt_record(status: TaskSetStatus, label: str, now: str) -> AttemptRecord
         exit_code=None if info is None else info.exit_code,
         rule="" if failure is None else failure.rule,
         action=None if failure is None else failure.action,
+        preempt_count=status.preempt_count,
     )
 
 

@@ -37,7 +37,8 @@ from taskset.decide.context import (
     unhandled,
 )
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
-from taskset.decide.owned_sync import admission_of, attempt_of, gate, report_hold
+from taskset.decide.next_attempt import pod_decorations
+from taskset.decide.owned_sync import gate, report_hold
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind, RowRef
 from taskset.decide.policies import replica_may_retry, replica_retry_decision, retry_due
 from taskset.decide.retrying import count_retry, observe_end, replica_delay, schedule_retry
@@ -56,7 +57,6 @@ from taskset.decide.waiting import (
     terminating_message,
     wait_kind,
 )
-from taskset.objects.decorations import PodDecoration
 from taskset.objects.pods import PodIdentity
 from taskset.observed.proof import ProofSubject, creation_proof
 from taskset.observed.views import POD_PHASE_UNKNOWN, PodClass, PodView, classify_pod
@@ -228,19 +228,11 @@ def _create_pod(ctx: PassContext, at: ReplicaAt) -> bool:
             attempt,
             replica.total_retried_count,
             identity=identity,
-            decorations=_decorations(ctx, at.role, identity),
+            decorations=pod_decorations(ctx, at.role, replica, identity),
             row=_CREATE_POD,
         )
     )
     return False
-
-
-def _decorations(ctx: PassContext, role: Role, identity: PodIdentity) -> tuple[PodDecoration, ...]:
-    """What the integrations add to this replica's Pod (``Framework.pod_decorations``)."""
-    attempt = attempt_of(ctx)
-    if attempt is None:
-        return ()
-    return ctx.settings.framework.pod_decorations(attempt, role, identity, admission_of(ctx, attempt))
 
 
 def _adopt_pod(ctx: PassContext, at: ReplicaAt) -> bool:

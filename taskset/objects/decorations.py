@@ -10,7 +10,13 @@ the template name the same thing, the rule is written once here:
 * labels, annotations, nodeSelector: the decoration's value wins over the template's for the same key;
 * volumes: added after the template's; mounts are added to every container after its own;
 * tolerations and scheduling gates: appended;
-* hostname, subdomain, schedulerName: set when the template leaves them empty.
+* hostname, subdomain, schedulerName: set when the template leaves them empty;
+* avoided nodes: a required node anti-affinity (``kubernetes.io/hostname`` NotIn) added to every term
+  of the template's required node affinity, or a term of its own;
+* restart rules: appended to the named container's ``restartPolicyRules`` (or every regular
+  container's), which then gets a container ``restartPolicy``, the Pod's, if it has none;
+* container memory: the one decoration that replaces what the template says, a retry's grown memory
+  request and limit for the container it names (``taskset.decide.retry_effects``).
 
 Values are plain JSON-shaped data, so a decision can carry them to the reconciler without any I/O.
 """
@@ -39,6 +45,11 @@ class PodDecoration:
     tolerations: tuple[Mapping[str, Any], ...] = ()
     scheduling_gates: tuple[str, ...] = ()
     scheduler_name: str | None = None
+    avoid_nodes: tuple[str, ...] = ()
+    container_memory: tuple[tuple[str, str | None, str | None], ...] = ()  # (container, request, limit)
+    # (container or None for every one, operator, exit codes): the kubelet restarts all the Pod's
+    # containers in place when that container exits so (restartPolicyRules, RestartAllContainers).
+    restart_rules: tuple[tuple[str | None, str, tuple[int, ...]], ...] = ()
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -72,6 +83,8 @@ def decorate_spec(spec: dict[str, Any], decorations: Sequence[PodDecoration]) ->
             spec["volumes"] = [*_list(spec.get("volumes")), *(dict(v) for v in d.volumes)]
         if d.tolerations:
             spec["tolerations"] = [*_list(spec.get("tolerations")), *(dict(t) for t in d.tolerations)]
+        if d.avoid_nodes:
+            spec["affinity"] = _avoiding(_dict(spec.get("affinity")), d.avoid_nodes)
         if d.scheduling_gates:
             gates = [{"name": name} for name in d.scheduling_gates]
             spec["schedulingGates"] = [*_list(spec.get("schedulingGates")), *gates]
@@ -85,3 +98,48 @@ def container_env(decorations: Sequence[PodDecoration]) -> list[dict[str, str]]:
 def container_mounts(decorations: Sequence[PodDecoration]) -> list[dict[str, Any]]:
     """The volume mounts every container gets after its own."""
     return [dict(mount) for d in decorations for mount in d.volume_mounts]
+
+
+def _avoiding(affinity: dict[str, Any], nodes: Sequence[str]) -> dict[str, Any]:
+    """``affinity`` (a copy is made) whose required node affinity also keeps the Pod off ``nodes``: the
+    expression joins every term (terms are ORed, expressions ANDed), or makes the only term."""
+    avoid = {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": list(nodes)}
+    node_affinity = dict(_dict(affinity.get("nodeAffinity")))
+    required = dict(_dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")))
+    terms = [dict(t) for t in _list(required.get("nodeSelectorTerms")) if isinstance(t, dict)] or [{}]
+    for term in terms:
+        term["matchExpressions"] = [*_list(term.get("matchExpressions")), avoid]
+    required["nodeSelectorTerms"] = terms
+    node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
+    return {**affinity, "nodeAffinity": node_affinity}
+
+
+def container_memory(decorations: Sequence[PodDecoration]) -> dict[str, tuple[str | None, str | None]]:
+    """Container name -> the (request, limit) memory that replaces the template's (None: unchanged)."""
+    return {name: (request, limit) for d in decorations for name, request, limit in d.container_memory}
+
+
+def with_memory(container: dict[str, Any], request: str | None, limit: str | None) -> dict[str, Any]:
+    """``container`` (already a copy) with its memory request and limit replaced where given."""
+    resources = dict(_dict(container.get("resources")))
+    for key, value in (("requests", request), ("limits", limit)):
+        if value is not None:
+            resources[key] = {**_dict(resources.get(key)), "memory": value}
+    container["resources"] = resources
+    return container
+
+
+def with_restart_rules(
+    container: dict[str, Any], pod_policy: str, decorations: Sequence[PodDecoration]
+) -> dict[str, Any]:
+    """``container`` (already a copy) with the decorations' in-place restart rules that apply to it."""
+    rules = [
+        {"action": "RestartAllContainers", "exitCodes": {"operator": operator, "values": list(codes)}}
+        for d in decorations
+        for name, operator, codes in d.restart_rules
+        if name in (None, container.get("name"))
+    ]
+    if rules:
+        container.setdefault("restartPolicy", pod_policy)
+        container["restartPolicyRules"] = [*_list(container.get("restartPolicyRules")), *rules]
+    return container

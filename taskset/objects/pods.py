@@ -34,9 +34,12 @@ from taskset.api.constants import (
 from taskset.objects.decorations import (
     PodDecoration,
     container_env,
+    container_memory,
     container_mounts,
     decorate_metadata,
     decorate_spec,
+    with_memory,
+    with_restart_rules,
 )
 
 
@@ -108,12 +111,26 @@ def build_pod(
     )
     metadata["ownerReferences"] = owners
     env, mounts = container_env(decorations), container_mounts(decorations)
+    memory = container_memory(decorations)
     for key in ("initContainers", "containers"):
         containers = spec.get(key)
         if isinstance(containers, list):
             spec[key] = [_decorated(c, env, mounts) if isinstance(c, dict) else c for c in containers]
+    if memory and isinstance(spec.get("containers"), list):
+        spec["containers"] = [
+            with_memory(c, *memory[str(c.get("name"))])
+            if isinstance(c, dict) and c.get("name") in memory
+            else c
+            for c in spec["containers"]
+        ]
     if not spec.get("restartPolicy"):
         spec["restartPolicy"] = DEFAULT_RESTART_POLICY  # W-12
+    if any(d.restart_rules for d in decorations) and isinstance(spec.get("containers"), list):
+        policy = str(spec["restartPolicy"])
+        spec["containers"] = [
+            with_restart_rules(dict(c), policy, decorations) if isinstance(c, dict) else c
+            for c in spec["containers"]
+        ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 

@@ -50,6 +50,7 @@ POD_METADATA_KEPT = frozenset(
 # real TaskSet (its first 253 characters) or change a count; a dropped one leaves the object looking
 # like what it is, an object this controller did not write that key on.
 OWN_VALUE_MAX = 253
+NODE_NAME_MAX = 253  # a DNS subdomain
 OWNER_REFERENCE_KEPT = frozenset({"apiVersion", "kind", "name", "uid", "controller"})
 # A finalizer is a qualified name (253 + "/" + 63). Only their presence and names matter (a Pod held
 # in Terminating); eight name any real Pod's and bound a stranger's list.
@@ -105,6 +106,8 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     spec = pod.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
         slim["spec"] = {"containers": [_only(c, {"name"}) for c in spec["containers"][:LIST_KEPT]]}
+        if isinstance(spec.get("nodeName"), str):  # the node a failed attempt ran on (retry effects)
+            slim["spec"]["nodeName"] = spec["nodeName"][:NODE_NAME_MAX]
     elif isinstance(spec, dict):
         slim["spec"] = {}  # nothing in it is read
     if isinstance(pod.get("status"), dict):

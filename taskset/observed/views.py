@@ -109,6 +109,10 @@ class PodView:
     exits: tuple[ContainerExit, ...] = ()
     conditions: tuple[tuple[str, str], ...] = ()
     ready: bool = False  # the Pod's Ready condition is True (a dependsOn ``until: Ready``)
+    # The DisruptionTarget=True condition's (reason, message): who ended the Pod, e.g. the scheduler's
+    # preemption (``PreemptionByScheduler``, its message naming the scheduler); None without one.
+    disruption: tuple[str, str] | None = None
+    node_name: str = ""  # spec.nodeName: where it ran (a failure rule may avoid it next time)
     created_at: str | None = None  # metadata.creationTimestamp: a start deadline counts from it
 
     @property
@@ -171,6 +175,13 @@ def _conditions(pod: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     )
 
 
+def _disruption(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    for c in as_items(get_path(pod, "status", "conditions")):
+        if isinstance(c, dict) and c.get("type") == "DisruptionTarget" and c.get("status") == "True":
+            return clip(as_text(c.get("reason")), REASON_MAX), clip(as_text(c.get("message")), QUOTED_MAX)
+    return None
+
+
 def _container_waiting(pod: Mapping[str, Any]) -> ContainerWaiting | None:
     """The first container, init containers first (they run first), stuck in a waiting state that
     will not clear by itself. Only a Pending Pod counts: a running Pod's restarts are its own business."""
@@ -227,6 +238,8 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         exits=_exits(pod),
         conditions=_conditions(pod),
         ready=_ready(pod),
+        disruption=_disruption(pod),
+        node_name=as_text(get_path(pod, "spec", "nodeName")),
         created_at=_timestamp(get_path(pod, "metadata", "creationTimestamp")),
     )
 

@@ -56,14 +56,14 @@ def test_oomkilled_fails_the_taskset_at_once_by_rule(recorder: Recorder, run: Ru
 def test_a_disrupted_pod_is_retried_without_counting(
     cluster: Cluster, ts: TaskSets, recorder: Recorder, namespace: str
 ) -> None:
-    """What a drain or preemption leaves: the DisruptionTarget condition on a Pod that then fails, set
-    here through the Pod's status subresource."""
+    """What a drain leaves: the DisruptionTarget condition on a Pod that then fails, set here through
+    the Pod's status subresource (a preemption is its own class: test_preemption_budget)."""
     recorder.script = lambda pod: h.run_forever() if pod.replica_attempt == 0 else h.exits(0, after=0.5)
     obj = TaskSetBuilder("disrupted").role("r", 1).obj()
     ts.create(obj)
     h.eventually(lambda: replica_phase(ts.status("disrupted"), "r", 0) == RUNNING, timeout=h.FINAL_TIMEOUT)
     core = client.CoreV1Api(cluster.api_client())
-    condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+    condition = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
     body = {"status": {"phase": "Failed", "conditions": [condition]}}
     core.patch_namespaced_pod_status("disrupted-r-0", namespace, body)
     status = ts.final("disrupted")

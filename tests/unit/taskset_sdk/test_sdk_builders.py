@@ -150,6 +150,9 @@ FULL_RULE = FailureRule(
     terminated_reasons=["OOMKilled"],
     pod_reasons=["Evicted"],
     pod_conditions={"DisruptionTarget": "True"},
+    avoid_failed_nodes=True,
+    memory_factor=1.5,
+    memory_ceiling="8Gi",
 )
 FULL_BACKOFF = Backoff(10, factor=2, max_delay=300, jitter_percent=20)
 
@@ -175,7 +178,7 @@ def full_taskset() -> TaskSet:
             queue="default",
             priority=5,
         )
-        .retry(max_retry_count=3, backoff=FULL_BACKOFF)
+        .retry(max_retry_count=3, backoff=FULL_BACKOFF, max_preemptions=2)
         .fail_on(FULL_RULE)
         .role(Role("launcher", 1, TEMPLATE).after("worker", until="Running", min_replicas=1))
         .role(
@@ -243,8 +246,10 @@ def test_the_whole_spec_is_what_the_controller_parses() -> None:
             "onTerminatedReasons": ["OOMKilled"],
             "onPodReasons": ["Evicted"],
             "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            "nextAttempt": {"avoidFailedNodes": True, "memory": {"factor": 1.5, "ceiling": "8Gi"}},
         }
     ]
+    assert spec["retryPolicy"]["maxPreemptions"] == 2
     assert spec["retryPolicy"]["backoff"] == {
         "initialDelay": 10,
         "factor": 2,

@@ -76,8 +76,9 @@ def test_resource_identity() -> None:
                 "PodCreationRefused",
                 "PodsStuckTerminating",
                 "Suspended",
+                "Preempted",
             ],
-            id="condition types (2.5.1), and those of tenancy and suspension",
+            id="condition types (2.5.1), and those of tenancy, suspension and preemption",
         ),
         pytest.param(
             c.ConditionReason,

@@ -246,6 +246,8 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
         ".nextRetryAt",
         ".roleStatus[].replicaStatus[].failure",
         ".roleStatus[].replicaStatus[].finishAt",
+        ".roleStatus[].replicaStatus[].nextAttempt.memory[].limit",
+        ".roleStatus[].replicaStatus[].nextAttempt.memory[].request",
         ".roleStatus[].replicaStatus[].nextRetryAt",
         ".roleStatus[].replicaStatus[].podUID",
         ".roleStatus[].replicaStatus[].startAt",

@@ -167,7 +167,7 @@ MATCHES = [
         (
             (),
             exited(reason="Preempting"),
-            "builtin-platform",
+            "builtin-preemption",
             A.RETRY_NOT_COUNTED,
             "Pod reason Preempting",
             "built-in: preemption",
