@@ -32,10 +32,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from clock import Clock, RealClock
 from informers.sharding import ShardView
@@ -62,6 +65,7 @@ __all__ = [
     "LABEL_RING_ROLE",
     "BucketElector",
     "RoundPlan",
+    "ShardCollector",
     "bucket_lease_name",
     "bucket_of_lease",
     "member_lease_name",
@@ -195,6 +199,13 @@ class BucketElector:
             fresh = self._clock.now() - held.renewed_at < self.timings.renew_deadline
             generation = held.generation
         return fresh and self.view.listed_generation() >= generation > 0
+
+    def pending(self, namespace: str) -> bool:
+        """Held, but the informers have not relisted since it was gained: soon ``owns``."""
+        bucket = self.view.buckets.of_namespace(namespace)
+        with self._lock:
+            held = self._held.get(bucket)
+        return held is not None and not self.owns(namespace)
 
     def held(self) -> frozenset[int]:
         with self._lock:
@@ -412,3 +423,43 @@ class BucketElector:
         )
         updated: dict[str, Any] = response.body
         return updated
+
+
+class ShardCollector(Collector):
+    """This replica's share, read at scrape time: buckets held, TaskSets cached, and per collection the
+    objects the server sent, those the client-side filter dropped, and whether the server filtered."""
+
+    def __init__(self, elector: BucketElector, keys: Callable[[], int]) -> None:
+        self._elector = elector
+        self._keys = keys
+
+    def collect(self) -> Iterable[Metric]:
+        held = GaugeMetricFamily("taskset_shard_buckets_held", "Shard buckets this replica holds.")
+        held.add_metric([], len(self._elector.held()))
+        yield held
+        keys = GaugeMetricFamily("taskset_shard_tasksets", "TaskSets in this replica's cache (its share).")
+        keys.add_metric([], self._keys())
+        yield keys
+        counts = self._elector.view.counts()
+        received = CounterMetricFamily(
+            "taskset_shard_objects_received",
+            "Objects listed and watch events received from the API server, per collection.",
+            labels=["collection"],
+        )
+        dropped = CounterMetricFamily(
+            "taskset_shard_objects_dropped",
+            "Of those, the ones outside the held buckets, dropped by the client-side filter.",
+            labels=["collection"],
+        )
+        filtered = GaugeMetricFamily(
+            "taskset_shard_server_filtered",
+            "1 when the API server echoed the shard selector on the last list (shardInfo), else 0.",
+            labels=["collection"],
+        )
+        for name, count in sorted(counts.items()):
+            received.add_metric([name], count.received)
+            dropped.add_metric([name], count.dropped)
+            filtered.add_metric([name], 1 if count.server_filtered else 0)
+        yield received
+        yield dropped
+        yield filtered
