@@ -17,8 +17,8 @@ Each replica, every retry period:
 4. **Hands the held set to the informers** (``informers.sharding.ShardView.hold``), which relist.
 
 **The fence.** ``owns(namespace)`` is what a worker asks before it reconciles a key and before every
-write: the namespace's bucket is held, its last successful renewal (timed from *before* the request was
-sent) is less than ``renew_deadline`` old, which is shorter than the lease duration another replica
+write: the namespace's bucket is held, its last successful renewal (timed from just *before* its request
+was sent) is less than ``renew_deadline`` old, which is shorter than the lease duration another replica
 waits out before taking over, and the informers have relisted since it was acquired (the new holder
 relists before acting). A write already in flight when the tenure ends is guarded by the API server:
 status writes carry the resourceVersion they were decided on, deletes the UID, creates the names and
@@ -134,7 +134,13 @@ def plan_round(
         current.setdefault(bucket, identity)
     plan = assign(bucket_count, current, live_members)
     mine = frozenset(bucket for bucket, holder in plan.items() if holder == identity)
-    free = frozenset(bucket for bucket in range(bucket_count) if bucket not in current)
+    # Free: no live holder, or the Lease names us though we dropped it (a renewal came too late): taking
+    # it back is a PUT on the version we read, so it fails if anyone else wrote it since.
+    free = frozenset(
+        bucket
+        for bucket in range(bucket_count)
+        if bucket not in current or (bucket not in held and current[bucket] == identity)
+    )
     return RoundPlan(
         acquire=frozenset((mine - held) & free),
         renew=mine & held,
@@ -148,7 +154,7 @@ def plan_round(
 class _Held:
     lease: dict[str, Any]  # as last written: its resourceVersion guards the next PUT
     record: LeaseRecord
-    renewed_at: float  # monotonic, taken before the request that renewed it was sent
+    renewed_at: float  # monotonic, taken just before the request that renewed it was sent
     generation: int = 0  # the ShardView generation that first held it
 
 
@@ -270,9 +276,9 @@ class BucketElector:
         for bucket in sorted(plan.release):
             self._release(bucket)
         for bucket in sorted(plan.renew):
-            self._renew(bucket, started)
+            self._renew(bucket)
         for bucket in sorted(plan.acquire):
-            self._acquire(bucket, by_name.get(bucket_lease_name(self.ring, bucket)), started)
+            self._acquire(bucket, by_name.get(bucket_lease_name(self.ring, bucket)))
         self._expire(self._clock.now())
         self._publish(before)
 
@@ -326,7 +332,8 @@ class BucketElector:
         except KubeError as err:  # it expires by itself
             self._log.warning("cannot release a bucket lease", bucket=bucket, error=str(err))
 
-    def _renew(self, bucket: int, started: float) -> None:
+    def _renew(self, bucket: int) -> None:
+        started = self._clock.now()  # before the request: the others' wait starts after it lands
         with self._lock:
             held = self._held.get(bucket)
         if held is None:
@@ -346,7 +353,8 @@ class BucketElector:
             if bucket in self._held:
                 self._held[bucket] = _Held(written, record, started, held.generation)
 
-    def _acquire(self, bucket: int, lease: dict[str, Any] | None, started: float) -> None:
+    def _acquire(self, bucket: int, lease: dict[str, Any] | None) -> None:
+        started = self._clock.now()  # before the request: the others' wait starts after it lands
         current = record_from_lease(lease) if lease is not None else None
         step = Step.CREATE if lease is None else Step.ACQUIRE
         record = desired_record(

@@ -67,6 +67,14 @@ def seen(holder: str, at: float = 0.0, duration: int = 15) -> Observation:
             ({0, 1}, {2, 3}, set()),
             id="a holder silent for its lease duration is gone: its buckets are taken",
         ),
+        pytest.param(
+            {0},
+            {0: seen(B), 1: seen(B), 2: seen(A), 3: seen(A)},
+            {A: seen(A)},
+            1.0,
+            ({1}, {0}, set()),
+            id="a bucket dropped after a late renewal, whose Lease still names us, is taken back at once",
+        ),
     ],
 )
 def test_plan_round(
