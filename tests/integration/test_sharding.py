@@ -72,6 +72,24 @@ def shard_args() -> list[str]:
     ]
 
 
+def keys(namespaces: list[str]) -> list[tuple[str, int]]:
+    return [(namespace, i) for namespace in namespaces for i in range(PER_NAMESPACE)]
+
+
+def unfinished(cluster: Cluster, namespaces: list[str]) -> dict[str, object]:
+    """The TaskSets not completed yet, with their phase (one list per namespace)."""
+    found: dict[str, object] = {}
+    for namespace in namespaces:
+        listed = cluster.request("GET", f"/apis/{c.GROUP}/{c.VERSION}/namespaces/{namespace}/{c.PLURAL}")
+        phases = {
+            item["metadata"]["name"]: (item.get("status") or {}).get("phase") for item in listed["items"]
+        }
+        for i in range(PER_NAMESPACE):
+            if phases.get(f"job-{i}") != c.TaskSetPhase.COMPLETED:
+                found[f"{namespace}/job-{i}"] = phases.get(f"job-{i}")
+    return found
+
+
 def metric(daemon: Daemon, name: str, collection: str | None = None) -> float:
     status, text = daemon.get(daemon.metrics_port, "/metrics")
     assert status == 200, text[-500:]
@@ -111,10 +129,11 @@ def test_four_replicas_split_the_namespaces_and_each_taskset_has_one_writer(
             api = TaskSets(cluster, namespace)
             for i in range(PER_NAMESPACE):
                 api.create(TaskSetBuilder(f"job-{i}").role("worker", 1, template=template).obj())
-        for namespace in namespaces:
-            api = TaskSets(cluster, namespace)
-            for i in range(PER_NAMESPACE):
-                assert api.final(f"job-{i}", timeout=300)["state"] == "Succeeded", f"{namespace}/job-{i}"
+        eventually(lambda: not unfinished(cluster, namespaces), 300, "every TaskSet completed", poll=2)
+        states = {
+            (ns, i): TaskSets(cluster, ns).status(f"job-{i}").get("state") for ns, i in keys(namespaces)
+        }
+        assert set(states.values()) == {"Succeeded"}, states
 
         writers = collections.Counter(key for d in daemons for key in reconciled_keys(d))
         assert len(writers) == len(namespaces) * PER_NAMESPACE
