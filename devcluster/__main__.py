@@ -121,6 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         directory=args.dir,
         etcd_compaction_interval=args.compaction,
         pools=tuple(args.pool),
+        extra_apiserver_args=(f"--feature-gates={args.feature_gates}",) if args.feature_gates else (),
     )
     (args.dir / "state.json").unlink(missing_ok=True)
     with Cluster(settings) as cluster, ExitStack() as addons:
@@ -155,6 +156,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     if args.with_:
         argv.append(f"--with={','.join(args.with_)}")
     argv += [f"--pool={pool.spec()}" for pool in args.pool]
+    if args.feature_gates:
+        argv.append(f"--feature-gates={args.feature_gates}")
     with log_path.open("ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + UP_TIMEOUT + READY_TIMEOUT * len(args.with_)
@@ -286,6 +289,12 @@ def parser_() -> argparse.ArgumentParser:
             default=[],
             metavar="SPEC",
             help=f"simulated nodes of one shape, repeatable; for example {nodes.EXAMPLE}",
+        )
+        p.add_argument(
+            "--feature-gates",
+            default="",
+            metavar="GATES",
+            help="kube-apiserver feature gates, e.g. ShardedListAndWatch=true (sharded list and watch)",
         )
     sub.choices["build"].add_argument(
         "--part", choices=tuple(build.PARTS), default="all", help="what to build"

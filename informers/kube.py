@@ -125,6 +125,7 @@ class KubeListerWatcher:
             items=items,
             resource_version=meta.get("resourceVersion", ""),
             continue_token=meta.get("continue", ""),
+            shard_selector=(meta.get("shardInfo") or {}).get("selector", ""),
         )
 
     def watch(
@@ -144,6 +145,8 @@ class KubeListerWatcher:
             query.append(("labelSelector", self._target.label_selector))
         if self._target.field_selector:
             query.append(("fieldSelector", self._target.field_selector))
+        if self._target.shard_selector:
+            query.append(("shardSelector", self._target.shard_selector))
         return query
 
     def _get(self, query: builtins.list[tuple[str, str]], read_timeout: float) -> urllib3.HTTPResponse:

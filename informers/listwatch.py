@@ -193,6 +193,8 @@ class ListResult:
     items: list[RawObject]
     resource_version: str
     continue_token: str = ""
+    shard_selector: str = ""
+    """``metadata.shardInfo.selector``: the shard selector the server says it applied; ``""`` if none."""
 
 
 class WatchStream(Protocol):
@@ -243,6 +245,8 @@ class WatchTarget:
 
     label_selector: str | None = None
     field_selector: str | None = None
+    shard_selector: str | None = None
+    """``shardSelector`` (KEP-5866, ``informers.shards``); servers without the feature ignore it."""
 
     def __str__(self) -> str:
         parts = [str(self.resource)]

@@ -66,6 +66,7 @@ __all__ = [
 PROG: Final = "taskset-controller"
 DEFAULT_WORKERS: Final = 10  # O's default, also what it used for values below 1
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
+SHARD_MODES: Final = ("auto", "off")
 _LOG_LEVEL_ALIASES: Final = {"warn": "warning"}  # zap's spelling, which the original's users know
 # The original's controllerName key: accepted and ignored, the name is always TaskSetController (9.1).
 IGNORED_FILE_KEY: Final = "controllerName"
@@ -153,6 +154,10 @@ class Config:
 
     leader_elect_id: str = DEFAULT_LEASE_NAME
     """Name of the Lease; replicas with the same namespace and name elect one leader among them."""
+
+    shards: str = "off"
+    """``auto``: every replica works on its share of the namespaces (``taskset.daemon.buckets``), using the
+    leader election's Lease name, namespace and timings; ``off``: one process does all, as before."""
 
     proof_key_secret: str = "taskset-controller-proof"
     """Name of the Secret holding the key of the Pods' creation proofs, in the Lease's namespace (created
@@ -326,6 +331,13 @@ def _log_level(raw: object) -> str:
     return value
 
 
+def _shards(raw: object) -> str:
+    value = _string(raw).lower()
+    if value not in SHARD_MODES:
+        raise _ParseError(f"must be one of {', '.join(SHARD_MODES)}")
+    return value
+
+
 def _url(raw: object) -> str:
     value = _string(raw)
     if value and not urlsplit(value).netloc:
@@ -406,6 +418,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             "namespace of the Lease; empty = the pod's namespace (service account), else default"),
     Setting("leader_elect_id", "--leader-elect-id", _env("LEADER_ELECT_ID"), "leaderElectID", _object_name,
             "NAME", "name of the Lease the replicas compete for"),
+    Setting("shards", "--shards", _env("SHARDS"), "shards", _shards, "MODE",
+            "auto = every replica works on its share of the namespaces (bucket Leases); off = one does all"),
     Setting("proof_key_secret", "--proof-key-secret", _env("PROOF_KEY_SECRET"), "proofKeySecret",
             _object_name, "NAME",
             "Secret (in the Lease's namespace) with the key of the Pods' creation proofs; made if missing"),
@@ -499,7 +513,9 @@ def load_config(argv: Sequence[str], environ: Mapping[str, str], read_file: Call
     config = Config(**values, config_file=config_file, warnings=tuple(warnings), sources=sources)
     if config.metrics_secure and _same_port(config.metrics_bind_address, config.health_probe_bind_address):
         raise ConfigError("with --metrics-secure, /metrics needs its own address: probes stay plain HTTP")
-    if config.leader_elect:
+    if config.shards == "auto" and config.leader_elect:
+        raise ConfigError("--shards auto runs every replica's workers, so it replaces --leader-elect")
+    if config.leader_elect or config.shards == "auto":
         timings = Timings(
             config.leader_elect_lease_duration,
             config.leader_elect_renew_deadline,

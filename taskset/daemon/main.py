@@ -38,7 +38,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
 
+from informers.sharding import ShardView
+from informers.shards import Buckets
 from taskset.api.constants import CRD_NAME
+from taskset.daemon.buckets import BucketElector
 from taskset.daemon.config import PROG, Config, ConfigError, HelpRequested, load_config
 from taskset.daemon.crd import CRDRegistrationError, ensure_crd
 from taskset.daemon.http import ObservabilityServer, parse_bind_address
@@ -155,6 +158,8 @@ class _Daemon:
         self._controller: Controller | None = None
         self._signals = _Signals(self._log)
         self._elector: LeaderElector | None = None
+        self._buckets: BucketElector | None = None
+        self._stop_buckets = threading.Event()  # set once the workers have drained, on shutdown
         self._stop_renewing = threading.Event()  # set once the workers have drained, on shutdown
 
     def run(self) -> int:
@@ -232,9 +237,16 @@ class _Daemon:
         metrics = ControllerMetrics(registry=registry, workers=config.workers)
         if config.leader_elect:
             self._elector = self._new_elector(api_client, metrics)
+        if config.shards == "auto":
+            self._buckets = self._new_buckets(api_client, metrics)
         try:
             controller: Controller = build_controller(
-                config=config, api_client=api_client, registry=registry, logger=log, metrics=metrics
+                config=config,
+                api_client=api_client,
+                registry=registry,
+                logger=log,
+                metrics=metrics,
+                shards=self._buckets,
             )
             if self._elector is None:
                 controller.start()
@@ -248,6 +260,11 @@ class _Daemon:
             return EXIT_FAILURE
         self._controller = controller
         lead: threading.Thread | None = None
+        if self._buckets is not None:
+            lead = threading.Thread(
+                target=self._buckets.run, args=(self._stop_buckets,), name="shard-buckets", daemon=True
+            )
+            lead.start()
         if self._elector is not None:
             lead = threading.Thread(
                 target=self._lead, args=(self._elector, controller), name="leader-election", daemon=True
@@ -283,6 +300,26 @@ class _Daemon:
         self._log.info("leader election enabled", lease=elector.description, identity=elector.identity)
         return elector
 
+    def _new_buckets(self, api_client: ApiClient, metrics: ControllerMetrics) -> BucketElector:
+        config = self._config
+        buckets = BucketElector(
+            client=KubeClient(api_client, observer=metrics.observe_request),  # unthrottled, as the elector's
+            namespace=own_namespace(config),
+            ring=config.leader_elect_id,
+            identity=new_identity(),
+            view=ShardView(Buckets()),
+            logger=self._log,
+            timings=Timings(
+                config.leader_elect_lease_duration,
+                config.leader_elect_renew_deadline,
+                config.leader_elect_retry_period,
+            ),
+        )
+        self._log.info(
+            "sharding enabled", ring=buckets.ring, identity=buckets.identity, buckets=Buckets().count
+        )
+        return buckets
+
     def _lead(self, elector: LeaderElector, controller: Controller) -> None:
         """The leader-election thread: acquire, start the workers, renew until shutdown or loss."""
         if not elector.acquire(self._signals.stop):
@@ -309,6 +346,10 @@ class _Daemon:
         stopped = not stopper.is_alive()
         if not stopped:
             self._log.error("controller did not stop within the grace period", grace_period=grace)
+        if self._buckets is not None and lead is not None and stopped:
+            # The workers are done: free the buckets now (a worker still running keeps them until expiry).
+            self._stop_buckets.set()
+            lead.join(self._buckets.timings.renew_deadline * 2 + STOP_SLACK)
         elector = self._elector
         if elector is not None and lead is not None:
             self._stop_renewing.set()  # the workers are done: renewing may stop now

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from taskset.daemon.buckets import ShardCollector
 from taskset.daemon.leader import own_namespace
 from taskset.daemon.metrics import ControllerMetrics, workqueue_metrics_provider
 from taskset.daemon.proof_key import load_proof_key
@@ -17,12 +18,13 @@ from taskset.runtime.kube import KubeClient
 
 
 def build_controller(
-    *, config: Any, api_client: Any, registry: Any, logger: Any, metrics: Any = None
+    *, config: Any, api_client: Any, registry: Any, logger: Any, metrics: Any = None, shards: Any = None
 ) -> Controller:
     """The controller as the daemon runs it, from its ``Config`` and a Prometheus registry.
 
     ``metrics``: a ``ControllerMetrics`` on ``registry`` to use (the daemon shares it with leader
-    election); by default one is made here. Raises ``ProofKeyError`` when the key of the creation
+    election); by default one is made here. ``shards``: this replica's ``BucketElector`` (``--shards
+    auto``), or ``None``. Raises ``ProofKeyError`` when the key of the creation
     proofs cannot be had (``taskset.daemon.proof_key``).
     """
     if metrics is None:
@@ -47,9 +49,12 @@ def build_controller(
         worker_metrics=metrics,
         request_observer=metrics.observe_request,
         event_metrics=metrics,
+        shards=shards,
     )
     metrics.init_controller(CONTROLLER_NAME, workers=settings.workers)
     metrics.count_tasksets_with(controller.tasksets_by_state)
+    if shards is not None:
+        registry.register(ShardCollector(shards, lambda: sum(controller.tasksets_by_state().values())))
     return controller
 
 

@@ -26,6 +26,7 @@ from informers import (
     meta_namespace_key,
 )
 from informers.kube import lister_watcher_factory
+from informers.sharding import ShardView, sharded_factory
 from taskset.api.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
 from taskset.decide import Settings as DecideSettings
 from taskset.integrations import BUILT_IN, Framework, Integration
@@ -84,6 +85,21 @@ class WorkerMetrics(Protocol):
     def set_active_workers(self, controller: str, count: int) -> None: ...
 
 
+# Seconds before a key of a just-gained bucket is looked at again: a relist of the caches takes about this.
+SHARD_PENDING_RETRY: Final = 1.0
+
+
+class Shards(Protocol):
+    """This replica's share of the namespaces (``taskset.daemon.buckets.BucketElector``)."""
+
+    @property
+    def view(self) -> ShardView: ...
+
+    def owns(self, namespace: str) -> bool: ...
+
+    def pending(self, namespace: str) -> bool: ...
+
+
 class Controller:
     def __init__(
         self,
@@ -98,17 +114,27 @@ class Controller:
         request_observer: RequestObserver | None = None,
         event_metrics: EventMetrics | None = None,
         integrations: Sequence[Integration] = BUILT_IN,
+        shards: Shards | None = None,
     ) -> None:
         """``integrations``: what every TaskSet's decisions ask, in order (``taskset.integrations``), run
-        by one ``Framework``; the controller also caches every kind of object they may own or read."""
+        by one ``Framework``; the controller also caches every kind of object they may own or read.
+        ``shards``: this replica's share of the namespaces when several split them; ``None`` is all."""
         framework = Framework(integrations)
         self._settings = settings
         self._log = logger
         self._clock = clock or RealClock()
         self._worker_metrics = worker_metrics
-        self._factory = SharedInformerFactory(
-            lister_watcher_for=lister_watcher_factory(api_client), logger=logger
-        )
+        self._shards = shards
+        lister_watchers = lister_watcher_factory(api_client)
+        if shards is not None:
+            # Every namespaced collection is cut by the namespace hash; cluster-scoped reads stay whole.
+            whole = {
+                Resource(group=k.group, version=k.version, plural=k.plural) for k in framework.read_kinds()
+            }
+            lister_watchers = sharded_factory(
+                lister_watchers, shards.view, shard=lambda target: target.resource not in whole
+            )
+        self._factory = SharedInformerFactory(lister_watcher_for=lister_watchers, logger=logger)
         namespace = settings.namespace or None
         self.tasksets: SharedInformer = self._factory.informer_for(
             TASKSETS, namespace=namespace, transform=slim_taskset
@@ -162,6 +188,7 @@ class Controller:
             clock=self._clock,
             metrics=reconcile_metrics,
             action_parallelism=pod_action_threads(settings.workers),
+            fence=shards.owns if shards is not None else None,
         )
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             name=CONTROLLER_NAME, clock=self._clock, metrics_provider=queue_metrics
@@ -339,6 +366,13 @@ class Controller:
     def _process(self, key: str) -> None:
         reconcile_id = new_reconcile_id()
         namespace, _, name = key.partition("/")
+        if self._shards is not None and not self._shards.owns(namespace):
+            self.queue.forget(key)
+            if self._shards.pending(namespace):  # just gained: act once the caches relisted it
+                self.queue.add_after(key, SHARD_PENDING_RETRY)
+            else:  # another replica's: its events come back if the bucket ever is ours again
+                self.reconciler.forget(key)
+            return
         log = self._log.bind(
             controller=CONTROLLER_NAME, namespace=namespace, name=name, reconcile_id=reconcile_id
         )

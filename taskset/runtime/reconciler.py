@@ -83,6 +83,8 @@ from taskset.runtime.read_objects import ReadObjects
 from taskset.runtime.records import Record, StatusRecords
 from taskset.runtime.snapshot_texts import Snapshots
 
+# Why a sharded replica sent nothing: the TaskSet's bucket went to another replica mid-pass.
+NOT_OURS: Final = "this replica no longer holds the TaskSet's shard bucket; nothing written"
 PARSE_CACHE_SIZE: Final = 4096  # parsed specs by (uid, generation): parsing big specs every pass is waste
 
 
@@ -133,10 +135,14 @@ class Reconciler:
         action_parallelism: int = 1,
         owned: Mapping[str, Store] | None = None,
         read: Mapping[str, Store] | None = None,
+        fence: Callable[[str], bool] | None = None,
     ) -> None:
         """``owned``: the caches of the kinds integrations own, by ``ObjectKind.key`` (ConfigMaps are
-        ``units``, whichever is given); ``read``: those of the kinds they read (``Observed.read``)."""
+        ``units``, whichever is given); ``read``: those of the kinds they read (``Observed.read``);
+        ``fence(namespace)``: asked before every write, False once a sharded replica's tenure of the
+        namespace's bucket is over (``taskset.daemon.buckets``): the write is not sent."""
         self._client = client
+        self._fence = fence
         self._pool = (
             ThreadPoolExecutor(action_parallelism, thread_name_prefix="pod-action")
             if action_parallelism > 1
@@ -335,6 +341,8 @@ class Reconciler:
 
     def _act(self, key: str, obj: Mapping[str, Any], plan: Plan, intent: Intent) -> ActionResult:
         ns = obj["metadata"]["namespace"]
+        if self._fence is not None and not self._fence(ns):
+            return ActionResult(ResultKind.ERROR, message=NOT_OURS)
         try:
             if isinstance(intent, CreateOwned):
                 result = self._create_owned(key, ns, intent)
@@ -482,6 +490,8 @@ class Reconciler:
                 return None
         meta = obj["metadata"]
         version = record.resource_version
+        if self._fence is not None and not self._fence(meta["namespace"]):
+            return NOT_OURS
         for _ in range(2):
             try:
                 written = self._client.replace_status(meta["namespace"], meta["name"], version, new)
@@ -529,6 +539,10 @@ class Reconciler:
         if live is None or live["metadata"].get("uid") != meta.get("uid") or live.get("status") != base:
             return None
         return str(live["metadata"]["resourceVersion"])
+
+    def forget(self, key: str) -> None:
+        """Drop what this process remembers of ``key`` (its shard went to another replica)."""
+        self._forget(key)
 
     def _forget(self, key: str) -> None:
         """Start ``key`` over from the live object: it is gone, or someone else wrote its status."""

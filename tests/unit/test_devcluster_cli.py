@@ -210,3 +210,9 @@ def test_a_documented_devcluster_command_is_accepted(argv: list[str]) -> None:
     also run from the shell by the integration tests)."""
     args = parser_().parse_args(argv)
     nodes.check_pools(tuple(getattr(args, "pool", ())))
+
+
+def test_up_passes_feature_gates_to_kube_apiserver() -> None:
+    args = parser_().parse_args(["up", "--feature-gates", "ShardedListAndWatch=true"])
+    assert args.feature_gates == "ShardedListAndWatch=true"
+    assert parser_().parse_args(["up"]).feature_gates == ""

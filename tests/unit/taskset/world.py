@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -605,7 +605,12 @@ CORE_INTEGRATIONS: tuple[Integration, ...] = (IdentityEnv(),)
 
 
 def reconciler_over(
-    world: World, client: Any, *, clock: Clock | None = None, parallelism: int = 1
+    world: World,
+    client: Any,
+    *,
+    clock: Clock | None = None,
+    parallelism: int = 1,
+    fence: Callable[[str], bool] | None = None,
 ) -> tuple[Reconciler, Caches]:
     """A real Reconciler whose caches show ``world`` (its TaskSet, Pods and ControlUnits) and whose API
     server is ``client``; with its caches, for a test to add or drop objects as the informers would."""
@@ -626,6 +631,7 @@ def reconciler_over(
         clock=clock,
         action_parallelism=parallelism,
         settings=Settings(framework=Framework(CORE_INTEGRATIONS)),
+        fence=fence,
     )
     return reconciler, Caches(tasksets, pods, units)
 

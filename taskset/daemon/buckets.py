@@ -1,0 +1,473 @@
+"""Bucket Leases: N active replicas split the namespaces between them, one ``coordination.k8s.io`` Lease
+per bucket, with the leader election's semantics per Lease (``taskset.daemon.leader``).
+
+Each replica, every retry period:
+
+1. **Reads the ring** with one LIST of the Leases labelled with the ring's name: ``<ring>-bucket-<i>``
+   for each of the ``B`` buckets (``informers.shards``) and one ``<ring>-member-<digest>`` per replica.
+   As in the leader election, a Lease is judged live on the local monotonic clock: its holder counts
+   until ``leaseDurationSeconds`` pass without the record changing (skew between nodes does not matter).
+2. **Renews its member Lease** (creating it the first time), so the others count it.
+3. **Plans** with ``informers.shards.assign``: the live members, the live holders of the buckets. Every
+   replica computes the same plan from the same Leases, so each only writes its own part of it:
+   *release* a bucket it holds that the plan gives away (after it stopped acting for it: the fence says
+   no from that moment), *renew* one it keeps, *acquire* one the plan gives it whose Lease is free
+   (released, expired or absent). A bucket still held, validly, by another replica is waited for: it
+   moves only when released or expired, never on a guess.
+4. **Hands the held set to the informers** (``informers.sharding.ShardView.hold``), which relist.
+
+**The fence.** ``owns(namespace)`` is what a worker asks before it reconciles a key and before every
+write: the namespace's bucket is held, its last successful renewal (timed from just *before* its request
+was sent) is less than ``renew_deadline`` old, which is shorter than the lease duration another replica
+waits out before taking over, and the informers have relisted since it was acquired (the new holder
+relists before acting). A write already in flight when the tenure ends is guarded by the API server:
+status writes carry the resourceVersion they were decided on, deletes the UID, creates the names and
+proofs the decisions chose, so a late write fails rather than clobbers.
+
+All decisions are pure (``plan_round``), so they are table-driven unit tests; ``BucketElector`` adds the
+requests and the loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import quote
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from clock import Clock, RealClock
+from informers.sharding import ShardView
+from informers.shards import assign
+from taskset.api.constants import GROUP
+from taskset.daemon.leader import (
+    LeaseRecord,
+    Observation,
+    Requester,
+    Step,
+    Timings,
+    desired_record,
+    lease_path,
+    lease_spec,
+    lease_valid,
+    observe,
+    record_from_lease,
+    release_record,
+)
+from taskset.runtime.kube import KubeError
+
+__all__ = [
+    "LABEL_RING",
+    "LABEL_RING_ROLE",
+    "BucketElector",
+    "RoundPlan",
+    "ShardCollector",
+    "bucket_lease_name",
+    "bucket_of_lease",
+    "member_lease_name",
+    "plan_round",
+]
+
+LABEL_RING: Final = f"{GROUP}/shard-ring"
+LABEL_RING_ROLE: Final = f"{GROUP}/shard-lease"  # "bucket" or "member"
+ROLE_BUCKET: Final = "bucket"
+ROLE_MEMBER: Final = "member"
+RESOURCE: Final = "leases"
+# Twelve hex digits of sha256 name a member's Lease: identities are ``<hostname>_<uuid>``, longer than
+# a Lease name may safely grow, and 48 bits make a collision between a fleet's replicas unthinkable.
+MEMBER_DIGEST_CHARS: Final = 12
+
+
+def bucket_lease_name(ring: str, bucket: int) -> str:
+    return f"{ring}-bucket-{bucket}"
+
+
+def member_lease_name(ring: str, identity: str) -> str:
+    return f"{ring}-member-{hashlib.sha256(identity.encode()).hexdigest()[:MEMBER_DIGEST_CHARS]}"
+
+
+def bucket_of_lease(ring: str, name: str) -> int | None:
+    prefix = f"{ring}-bucket-"
+    if not name.startswith(prefix) or not name[len(prefix) :].isdigit():
+        return None
+    return int(name[len(prefix) :])
+
+
+# ----- pure decisions ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RoundPlan:
+    """What one replica writes in one round, and the plan it followed (for the status endpoint)."""
+
+    acquire: frozenset[int] = frozenset()
+    renew: frozenset[int] = frozenset()
+    release: frozenset[int] = frozenset()
+    plan: Mapping[int, str] = field(default_factory=dict)
+
+
+def plan_round(
+    *,
+    bucket_count: int,
+    identity: str,
+    held: frozenset[int],
+    buckets: Mapping[int, Observation],
+    members: Mapping[str, Observation],
+    now: float,
+) -> RoundPlan:
+    """The round's writes, from the Leases as observed (``buckets`` by number, ``members`` by holder).
+
+    ``held``: the buckets this replica holds by its own account. A bucket counts as held by another only
+    while its Lease is live; this replica is always a member (it renews its member Lease this round).
+    """
+    live_members = {identity} | {
+        holder for holder, seen in members.items() if seen.record.holder and lease_valid(seen, now)
+    }
+    current: dict[int, str] = {
+        bucket: seen.record.holder
+        for bucket, seen in buckets.items()
+        if seen.record.holder and lease_valid(seen, now)
+    }
+    for bucket in held:  # our own account wins over a stale read of our own Lease
+        current.setdefault(bucket, identity)
+    plan = assign(bucket_count, current, live_members)
+    mine = frozenset(bucket for bucket, holder in plan.items() if holder == identity)
+    # Free: no live holder, or the Lease names us though we dropped it (a renewal came too late): taking
+    # it back is a PUT on the version we read, so it fails if anyone else wrote it since.
+    free = frozenset(
+        bucket
+        for bucket in range(bucket_count)
+        if bucket not in current or (bucket not in held and current[bucket] == identity)
+    )
+    return RoundPlan(
+        acquire=frozenset((mine - held) & free),
+        renew=mine & held,
+        release=held - mine,
+        plan=plan,
+    )
+
+
+# ----- the loop ------------------------------------------------------------------------------------------
+@dataclass
+class _Held:
+    lease: dict[str, Any]  # as last written: its resourceVersion guards the next PUT
+    record: LeaseRecord
+    renewed_at: float  # monotonic, taken just before the request that renewed it was sent
+    generation: int = 0  # the ShardView generation that first held it
+
+
+class BucketElector:
+    """Holds this replica's share of the buckets. ``run`` loops until stopped, then releases everything.
+
+    ``owns`` and ``status`` may be called from any thread; the loop runs on one.
+    """
+
+    def __init__(
+        self,
+        *,
+        client: Requester,
+        namespace: str,
+        ring: str,
+        identity: str,
+        view: ShardView,
+        logger: Any,
+        timings: Timings | None = None,
+        clock: Clock | None = None,
+        on_change: Callable[[frozenset[int], frozenset[int]], None] | None = None,
+    ) -> None:
+        """``on_change(gained, lost)`` runs after every round that changed the held set (workers use it
+        to forget the keys of lost buckets and to pick up those of gained ones)."""
+        self.client: Final = client
+        self.namespace: Final = namespace
+        self.ring: Final = ring
+        self.identity: Final = identity
+        self.view: Final = view
+        self.timings: Final = timings or Timings()
+        self._log = logger
+        self._clock: Final = clock or RealClock()
+        self._on_change = on_change
+        self._lock = threading.Lock()
+        self._held: dict[int, _Held] = {}  # guarded by _lock
+        self._member: dict[str, Any] | None = None
+        self._observed: dict[str, Observation] = {}  # by Lease name
+        self._last_plan: Mapping[int, str] = {}
+
+    # ----- the fence -----------------------------------------------------------------------------------
+    def owns(self, namespace: str) -> bool:
+        """Whether this replica may act for ``namespace`` now (module docstring, "The fence")."""
+        bucket = self.view.buckets.of_namespace(namespace)
+        with self._lock:
+            held = self._held.get(bucket)
+            if held is None:
+                return False
+            fresh = self._clock.now() - held.renewed_at < self.timings.renew_deadline
+            generation = held.generation
+        return fresh and self.view.listed_generation() >= generation > 0
+
+    def pending(self, namespace: str) -> bool:
+        """Held, but the informers have not relisted since it was gained: soon ``owns``."""
+        bucket = self.view.buckets.of_namespace(namespace)
+        with self._lock:
+            held = self._held.get(bucket)
+        return held is not None and not self.owns(namespace)
+
+    def held(self) -> frozenset[int]:
+        with self._lock:
+            return frozenset(self._held)
+
+    def status(self) -> dict[str, Any]:
+        """The ring as this replica last saw it: who holds which bucket, and what it holds itself."""
+        with self._lock:
+            plan = dict(self._last_plan)
+            held = sorted(self._held)
+        return {
+            "identity": self.identity,
+            "buckets": self.view.buckets.count,
+            "held": held,
+            "holders": {str(bucket): holder for bucket, holder in sorted(plan.items())},
+        }
+
+    # ----- the loop ------------------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        while True:
+            try:
+                self.round()
+            except Exception:  # a bug must not stop the renewals silently; the fence lapses meanwhile
+                self._log.exception("bucket lease round failed")
+            if stop.wait(self.timings.retry_period):
+                break
+        self.release_all()
+
+    def round(self) -> None:
+        started = self._clock.now()
+        try:
+            leases = self._list(timeout=self.timings.renew_deadline)
+        except KubeError as err:
+            self._log.warning("cannot read the bucket leases", error=str(err))
+            self._expire(started)
+            return
+        buckets: dict[int, Observation] = {}
+        members: dict[str, Observation] = {}
+        by_name: dict[str, dict[str, Any]] = {}
+        for lease in leases:
+            name = str(lease.get("metadata", {}).get("name", ""))
+            by_name[name] = lease
+            seen = observe(self._observed.get(name), record_from_lease(lease), started)
+            self._observed[name] = seen
+            bucket = bucket_of_lease(self.ring, name)
+            if bucket is not None and bucket < self.view.buckets.count:
+                buckets[bucket] = seen
+            elif name.startswith(f"{self.ring}-member-") and seen.record.holder:
+                members[seen.record.holder] = seen
+        self._renew_member(by_name.get(member_lease_name(self.ring, self.identity)))
+        before = self.held()
+        plan = plan_round(
+            bucket_count=self.view.buckets.count,
+            identity=self.identity,
+            held=before,
+            buckets=buckets,
+            members=members,
+            now=started,
+        )
+        with self._lock:
+            self._last_plan = plan.plan
+        for bucket in sorted(plan.release):
+            self._release(bucket)
+        for bucket in sorted(plan.renew):
+            self._renew(bucket)
+        for bucket in sorted(plan.acquire):
+            self._acquire(bucket, by_name.get(bucket_lease_name(self.ring, bucket)))
+        self._expire(self._clock.now())
+        self._publish(before)
+
+    def release_all(self) -> None:
+        """On a clean shutdown, after the workers stopped: free every bucket and leave the ring."""
+        before = self.held()
+        for bucket in sorted(before):
+            self._release(bucket)
+        self._publish(before)
+        if self._member is not None:
+            record = release_record(record_from_lease(self._member), self._clock.wall())
+            try:
+                self._put(self._member, record)
+            except KubeError as err:
+                self._log.warning("cannot release the member lease", error=str(err))
+
+    # ----- steps ---------------------------------------------------------------------------------------
+    def _publish(self, before: frozenset[int]) -> None:
+        after = self.held()
+        generation = self.view.hold(after)
+        with self._lock:
+            for bucket in after - before:
+                self._held[bucket].generation = generation
+        if after != before:
+            self._log.info(
+                "shard buckets changed",
+                held=sorted(after),
+                gained=sorted(after - before),
+                lost=sorted(before - after),
+            )
+            if self._on_change is not None:
+                self._on_change(after - before, before - after)
+
+    def _expire(self, now: float) -> None:
+        """Drop every bucket whose tenure lapsed: unrenewed for the renew deadline, another may take it."""
+        with self._lock:
+            lapsed = [b for b, h in self._held.items() if now - h.renewed_at >= self.timings.renew_deadline]
+            for bucket in lapsed:
+                del self._held[bucket]
+        for bucket in lapsed:
+            self._log.error("bucket lease not renewed in time; dropped", bucket=bucket)
+
+    def _release(self, bucket: int) -> None:
+        with self._lock:
+            held = self._held.pop(bucket, None)
+        if held is None:
+            return
+        self.view.hold(self.held())  # the fence closes and the informers forget it before the Lease frees
+        try:
+            self._put(held.lease, release_record(held.record, self._clock.wall()))
+        except KubeError as err:  # it expires by itself
+            self._log.warning("cannot release a bucket lease", bucket=bucket, error=str(err))
+
+    def _renew(self, bucket: int) -> None:
+        started = self._clock.now()  # before the request: the others' wait starts after it lands
+        with self._lock:
+            held = self._held.get(bucket)
+        if held is None:
+            return
+        record = desired_record(
+            Step.RENEW, held.record, self.identity, self.timings.lease_duration_seconds, self._clock.wall()
+        )
+        try:
+            written = self._put(held.lease, record)
+        except KubeError as err:
+            self._log.warning("cannot renew a bucket lease", bucket=bucket, error=str(err))
+            if err.conflict:  # someone else wrote it: it is not ours any more
+                with self._lock:
+                    self._held.pop(bucket, None)
+            return
+        with self._lock:
+            if bucket in self._held:
+                self._held[bucket] = _Held(written, record, started, held.generation)
+
+    def _acquire(self, bucket: int, lease: dict[str, Any] | None) -> None:
+        started = self._clock.now()  # before the request: the others' wait starts after it lands
+        current = record_from_lease(lease) if lease is not None else None
+        step = Step.CREATE if lease is None else Step.ACQUIRE
+        record = desired_record(
+            step, current, self.identity, self.timings.lease_duration_seconds, self._clock.wall()
+        )
+        name = bucket_lease_name(self.ring, bucket)
+        try:
+            written = self._create(name, ROLE_BUCKET, record) if lease is None else self._put(lease, record)
+        except KubeError as err:
+            if not (err.conflict or err.already_exists):
+                self._log.warning("cannot acquire a bucket lease", bucket=bucket, error=str(err))
+            return
+        with self._lock:
+            self._held[bucket] = _Held(written, record, started)
+
+    def _renew_member(self, lease: dict[str, Any] | None) -> None:
+        step = Step.CREATE if lease is None else Step.ACQUIRE
+        current = record_from_lease(lease) if lease is not None else None
+        if current is not None and current.holder == self.identity:
+            step = Step.RENEW
+        record = desired_record(
+            step, current, self.identity, self.timings.lease_duration_seconds, self._clock.wall()
+        )
+        try:
+            if lease is None:
+                self._member = self._create(member_lease_name(self.ring, self.identity), ROLE_MEMBER, record)
+            else:
+                self._member = self._put(lease, record)
+        except KubeError as err:
+            self._log.warning("cannot renew the member lease", error=str(err))
+
+    # ----- requests ------------------------------------------------------------------------------------
+    def _list(self, timeout: float) -> list[dict[str, Any]]:
+        selector = quote(f"{LABEL_RING}={self.ring}", safe="")
+        response = self.client.request(
+            "GET",
+            f"{lease_path(self.namespace)}?labelSelector={selector}",
+            resource=RESOURCE,
+            timeout=timeout,
+        )
+        items: list[dict[str, Any]] = (response.body or {}).get("items") or []
+        return items
+
+    def _create(self, name: str, role: str, record: LeaseRecord) -> dict[str, Any]:
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": {LABEL_RING: self.ring, LABEL_RING_ROLE: role},
+            },
+            "spec": lease_spec(record),
+        }
+        response = self.client.request(
+            "POST",
+            lease_path(self.namespace),
+            resource=RESOURCE,
+            body=body,
+            timeout=self.timings.renew_deadline,
+        )
+        created: dict[str, Any] = response.body
+        return created
+
+    def _put(self, lease: Mapping[str, Any], record: LeaseRecord) -> dict[str, Any]:
+        name = str(lease["metadata"]["name"])
+        body = {**lease, "spec": lease_spec(record)}
+        response = self.client.request(
+            "PUT",
+            lease_path(self.namespace, name),
+            resource=RESOURCE,
+            body=body,
+            timeout=self.timings.renew_deadline,
+        )
+        updated: dict[str, Any] = response.body
+        return updated
+
+
+class ShardCollector(Collector):
+    """This replica's share, read at scrape time: buckets held, TaskSets cached, and per collection the
+    objects the server sent, those the client-side filter dropped, and whether the server filtered."""
+
+    def __init__(self, elector: BucketElector, keys: Callable[[], int]) -> None:
+        self._elector = elector
+        self._keys = keys
+
+    def collect(self) -> Iterable[Metric]:
+        held = GaugeMetricFamily("taskset_shard_buckets_held", "Shard buckets this replica holds.")
+        held.add_metric([], len(self._elector.held()))
+        yield held
+        keys = GaugeMetricFamily("taskset_shard_tasksets", "TaskSets in this replica's cache (its share).")
+        keys.add_metric([], self._keys())
+        yield keys
+        counts = self._elector.view.counts()
+        received = CounterMetricFamily(
+            "taskset_shard_objects_received",
+            "Objects listed and watch events received from the API server, per collection.",
+            labels=["collection"],
+        )
+        dropped = CounterMetricFamily(
+            "taskset_shard_objects_dropped",
+            "Of those, the ones outside the held buckets, dropped by the client-side filter.",
+            labels=["collection"],
+        )
+        filtered = GaugeMetricFamily(
+            "taskset_shard_server_filtered",
+            "1 when the API server echoed the shard selector on the last list (shardInfo), else 0.",
+            labels=["collection"],
+        )
+        for name, count in sorted(counts.items()):
+            received.add_metric([name], count.received)
+            dropped.add_metric([name], count.dropped)
+            filtered.add_metric([name], 1 if count.server_filtered else 0)
+        yield received
+        yield dropped
+        yield filtered

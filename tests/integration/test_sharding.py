@@ -1,0 +1,166 @@
+"""A horizontally sharded controller on the embedded control plane: four replicas (real daemon processes,
+``--shards auto``) split the namespaces by bucket Leases, every TaskSet succeeds, each is reconciled by
+one replica only, and each replica receives about a quarter of the events, by its own counters.
+
+Run twice, on a control plane of its own each: with ``ShardedListAndWatch`` on (kube-apiserver filters
+by ``shardSelector``) and off (everything arrives; the client-side filter drops three quarters, and the
+counters show it). Sized for a busy 2-core machine: 32 namespaces, one in each of the 32 buckets (names
+chosen by their hash, so a balanced ring gives every replica exactly eight), 4 TaskSets of one 1 s Pod
+each (128 TaskSets), Lease timings shorter than the defaults (lease 10 s, renew deadline 7 s, retry 1 s):
+a round renews eight Leases one after another, which on a loaded machine takes seconds.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devcluster import Cluster, Settings, sim
+from informers.shards import Buckets
+from taskset.api import constants as c
+from tests.builders import TaskSetBuilder, pod_template
+from tests.integration.conftest import CRD_FILE, install_crd
+from tests.integration.daemon import Daemon
+from tests.integration.harness import TaskSets, eventually
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+REPLICAS = 4
+PER_NAMESPACE = 4
+BUCKETS = Buckets()
+RING = "taskset-shards"
+LEASE_NAMESPACE = "taskset-system"
+GATE = "--feature-gates=ShardedListAndWatch=true"
+SHARE_TOLERANCE = 0.30  # each replica's share of the events: a quarter, within 30 %
+
+
+def one_namespace_per_bucket() -> list[str]:
+    names: dict[int, str] = {}
+    for i in range(100_000):
+        name = f"shard-{i}"
+        names.setdefault(BUCKETS.of_namespace(name), name)
+        if len(names) == BUCKETS.count:
+            break
+    return [names[bucket] for bucket in range(BUCKETS.count)]
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["gate-on", "gate-off"])
+def sharded_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[Cluster, bool]]:
+    gate: bool = request.param
+    settings = Settings(nodes=2, extra_apiserver_args=(GATE,) if gate else ())
+    with Cluster(settings) as running:
+        install_crd(running, CRD_FILE.read_text(), c.CRD_NAME, c.PLURAL)
+        for name in [LEASE_NAMESPACE, *one_namespace_per_bucket()]:
+            running.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+        yield running, gate
+
+
+def shard_args() -> list[str]:
+    return [
+        "--shards=auto",
+        "--leader-elect-lease-duration=10",
+        "--leader-elect-renew-deadline=7",
+        "--leader-elect-retry-period=1",
+        f"--leader-elect-namespace={LEASE_NAMESPACE}",
+        f"--leader-elect-id={RING}",
+        "--shutdown-grace-period=5",
+        "--workers=4",
+    ]
+
+
+def keys(namespaces: list[str]) -> list[tuple[str, int]]:
+    return [(namespace, i) for namespace in namespaces for i in range(PER_NAMESPACE)]
+
+
+def unfinished(cluster: Cluster, namespaces: list[str]) -> dict[str, object]:
+    """The TaskSets not completed yet, with their phase (one list per namespace)."""
+    found: dict[str, object] = {}
+    for namespace in namespaces:
+        listed = cluster.request("GET", f"/apis/{c.GROUP}/{c.VERSION}/namespaces/{namespace}/{c.PLURAL}")
+        phases = {
+            item["metadata"]["name"]: (item.get("status") or {}).get("phase") for item in listed["items"]
+        }
+        for i in range(PER_NAMESPACE):
+            if phases.get(f"job-{i}") != c.TaskSetPhase.COMPLETED:
+                found[f"{namespace}/job-{i}"] = phases.get(f"job-{i}")
+    return found
+
+
+def metric(daemon: Daemon, name: str, collection: str | None = None) -> float:
+    status, text = daemon.get(daemon.metrics_port, "/metrics")
+    assert status == 200, text[-500:]
+    labels = f'{{collection="{collection}"}}' if collection else ""
+    match = re.search(rf"^{re.escape(name + labels)} (\S+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
+def reconciled_keys(daemon: Daemon) -> set[str]:
+    return {
+        f"{r['namespace']}/{r['name']}"
+        for r in daemon.records()
+        if r.get("msg") == "reconciled" and "namespace" in r
+    }
+
+
+def test_four_replicas_split_the_namespaces_and_each_taskset_has_one_writer(
+    sharded_cluster: tuple[Cluster, bool], tmp_path: Path
+) -> None:
+    cluster, gate = sharded_cluster
+    daemons = []
+    try:
+        for n in range(REPLICAS):
+            log_dir = tmp_path / f"replica-{n}"
+            log_dir.mkdir()
+            daemons.append(Daemon(cluster, None, log_dir, *shard_args()).start(wait_ready=False))
+        for daemon in daemons:
+            daemon.wait_ready()
+        eventually(
+            lambda: [metric(d, "taskset_shard_buckets_held") for d in daemons] == [8.0] * REPLICAS,
+            60,
+            "every replica holds eight buckets",
+        )
+        namespaces = one_namespace_per_bucket()
+        template = pod_template(annotations=sim.outcome(duration=1))
+        for namespace in namespaces:
+            api = TaskSets(cluster, namespace)
+            for i in range(PER_NAMESPACE):
+                api.create(TaskSetBuilder(f"job-{i}").role("worker", 1, template=template).obj())
+        eventually(lambda: not unfinished(cluster, namespaces), 300, "every TaskSet completed", poll=2)
+        states = {
+            (ns, i): TaskSets(cluster, ns).status(f"job-{i}").get("state") for ns, i in keys(namespaces)
+        }
+        assert set(states.values()) == {"Succeeded"}, states
+
+        writers = collections.Counter(key for d in daemons for key in reconciled_keys(d))
+        assert len(writers) == len(namespaces) * PER_NAMESPACE
+        shared = {key: count for key, count in writers.items() if count > 1}
+        assert not shared, f"TaskSets reconciled by more than one replica: {shared}"
+
+        collection = "tasksets.v1alpha1.octopus.openi.pcl.cn"
+        kept = [
+            metric(d, "taskset_shard_objects_received_total", collection)
+            - metric(d, "taskset_shard_objects_dropped_total", collection)
+            for d in daemons
+        ]
+        total = sum(kept)
+        assert total > 0
+        for share in (k / total for k in kept):
+            assert abs(share - 1 / REPLICAS) <= SHARE_TOLERANCE / REPLICAS, kept
+        dropped = sum(metric(d, "taskset_shard_objects_dropped_total", collection) for d in daemons)
+        if gate:
+            # Custom resources are filtered by the server (v1.36.3 without the shardInfo echo).
+            assert dropped == 0, dropped
+        else:
+            assert dropped >= total * (REPLICAS - 1) * 0.9, (dropped, total)
+        pods = f"pods.v1 labels={c.LABEL_TASKSET}"
+        server = [metric(d, "taskset_shard_server_filtered", pods) for d in daemons]
+        assert server == ([1.0] * REPLICAS if gate else [0.0] * REPLICAS)
+    finally:
+        for daemon in daemons:
+            if daemon.running():
+                daemon.stop(timeout=30)
+    assert all(d.process is not None and d.process.returncode == 0 for d in daemons)

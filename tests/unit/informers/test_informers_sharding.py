@@ -1,0 +1,141 @@
+"""Sharded collections: only the held buckets reach the cache, a change of buckets relists, the selector
+is asked of the server, and what a server without the feature sends is filtered and counted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from clock import RealClock
+from informers import InformerSettings, SharedInformer
+from informers.listwatch import ListerWatcher, ListOptions, ListResult, Resource, WatchStream, WatchTarget
+from informers.reflector import ReflectorSettings
+from informers.sharding import NOTHING_SELECTOR, ShardView, sharded_factory
+from informers.shards import Buckets, fnv1a_64, selector_for
+from informers.testing import FakeSource, eventually
+
+pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
+
+PODS = WatchTarget(resource=Resource(group="", version="v1", plural="pods"))
+FLAVORS = WatchTarget(resource=Resource(group="kueue.x-k8s.io", version="v1beta1", plural="resourceflavors"))
+TWO = Buckets(2)
+# FNV-1a 64: beta hashes below 2^63 (bucket 0 of 2), alpha above (bucket 1); checked on kube-apiserver.
+assert fnv1a_64("beta") < 1 << 63 <= fnv1a_64("alpha")
+
+
+def pod(namespace: str, name: str) -> dict[str, Any]:
+    return {"kind": "Pod", "metadata": {"namespace": namespace, "name": name}}
+
+
+class Recording:
+    """A ``ListerWatcherFactory`` over one fake server, remembering the targets it was asked for."""
+
+    def __init__(self, source: FakeSource) -> None:
+        self.source = source
+        self.targets: list[WatchTarget] = []
+
+    def __call__(self, target: WatchTarget) -> ListerWatcher:
+        self.targets.append(target)
+        return self.source
+
+
+@pytest.fixture
+def source() -> FakeSource:
+    fake = FakeSource(clock=RealClock())
+    for namespace in ("alpha", "beta"):
+        for name in ("a", "b"):
+            fake.create(pod(namespace, name))
+    return fake
+
+
+@pytest.fixture
+def informer_on() -> Iterator[Any]:
+    made: list[SharedInformer] = []
+
+    def make(lister_watcher: ListerWatcher) -> SharedInformer:
+        informer = SharedInformer(
+            name="pods",
+            lister_watcher=lister_watcher,
+            settings=InformerSettings(reflector=ReflectorSettings()),
+            clock=RealClock(),
+        )
+        made.append(informer)
+        informer.start()
+        return informer
+
+    yield make
+    for informer in made:
+        informer.stop()
+
+
+def keys(informer: SharedInformer) -> list[str]:
+    return sorted(informer.store.list_keys())
+
+
+def test_only_the_held_buckets_reach_the_cache_and_a_change_relists(
+    source: FakeSource, informer_on: Any
+) -> None:
+    view = ShardView(TWO)
+    view.hold(frozenset({0}))
+    recording = Recording(source)
+    informer = informer_on(sharded_factory(recording, view, shard=lambda _: True)(PODS))
+    eventually(lambda: keys(informer) == ["beta/a", "beta/b"])
+    assert recording.targets[-1].shard_selector == selector_for(TWO, [0])
+    eventually(lambda: view.listed_generation() == view.generation)
+
+    generation = view.hold(frozenset({1}))  # the bucket moved: the cache follows, by a relist
+    eventually(lambda: keys(informer) == ["alpha/a", "alpha/b"], timeout=15)
+    eventually(lambda: view.listed_generation() == generation)
+    assert recording.targets[-1].shard_selector == selector_for(TWO, [1])
+
+    source.create(pod("beta", "c"))  # a server without the feature sends it; the filter drops it
+    source.create(pod("alpha", "c"))
+    eventually(lambda: keys(informer) == ["alpha/a", "alpha/b", "alpha/c"])
+    counts = view.counts()[str(PODS)]
+    assert counts.dropped >= 3  # two of beta's at the first list... and every event of beta since
+    assert not counts.server_filtered
+
+
+def test_holding_nothing_asks_for_one_hash_value_not_everything(source: FakeSource, informer_on: Any) -> None:
+    view = ShardView(TWO)
+    recording = Recording(source)
+    informer = informer_on(sharded_factory(recording, view, shard=lambda _: True)(PODS))
+    eventually(informer.has_synced)
+    assert keys(informer) == []
+    assert recording.targets[-1].shard_selector == NOTHING_SELECTOR
+
+
+def test_targets_not_sharded_stay_whole(source: FakeSource) -> None:
+    recording = Recording(source)
+    factory = sharded_factory(
+        recording, ShardView(TWO), shard=lambda target: target.resource.plural == "pods"
+    )
+    assert factory(FLAVORS) is source
+    assert recording.targets == [FLAVORS]
+
+
+class EchoingServer:
+    """A server applying the selector and echoing it, as kube-apiserver 1.36 does for built-in kinds."""
+
+    def __init__(self, target: WatchTarget) -> None:
+        self.target = target
+
+    def list(self, options: ListOptions) -> ListResult:
+        return ListResult(
+            items=[pod("beta", "a")], resource_version="5", shard_selector=self.target.shard_selector or ""
+        )
+
+    def watch(self, *, resource_version: str, timeout_seconds: int, allow_bookmarks: bool) -> WatchStream:
+        raise AssertionError("not watched here")
+
+
+def test_an_echoed_selector_is_reported_as_filtered_by_the_server() -> None:
+    view = ShardView(TWO)
+    view.hold(frozenset({0}))
+    sharded = sharded_factory(EchoingServer, view, shard=lambda _: True)(PODS)
+    assert [p["metadata"]["name"] for p in sharded.list(ListOptions()).items] == ["a"]
+    counts = view.counts()[str(PODS)]
+    assert counts.server_filtered
+    assert counts.dropped == 0

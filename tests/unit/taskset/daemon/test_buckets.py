@@ -1,0 +1,245 @@
+"""Bucket Leases: the round's pure plan (table-driven) and replicas sharing an in-memory Lease API with
+optimistic concurrency: they split the buckets, a leaver's buckets move at once, a dead one's only after
+its Leases expire, and no bucket is ever held by two replicas' fences at one moment."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import threading
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+
+from clock import FakeClock
+from informers.sharding import ShardView
+from informers.shards import Buckets
+from taskset.daemon.buckets import BucketElector, bucket_lease_name, plan_round
+from taskset.daemon.leader import LeaseRecord, Observation, Timings
+from taskset.runtime.kube import KubeError, Response
+
+pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
+
+A, B, C = "replica-a", "replica-b", "replica-c"
+RING = "ring"
+
+
+def seen(holder: str, at: float = 0.0, duration: int = 15) -> Observation:
+    return Observation(LeaseRecord(holder=holder, lease_duration_seconds=duration), at)
+
+
+@pytest.mark.parametrize(
+    ("held", "buckets", "members", "now", "expected"),
+    [
+        pytest.param(
+            set(), {}, {}, 0.0, (set(range(4)), set(), set()), id="alone in an empty ring: take every bucket"
+        ),
+        pytest.param(
+            set(range(4)),
+            {b: seen(B) for b in range(4)},
+            {A: seen(A)},
+            1.0,
+            (set(), {0, 1}, {2, 3}),
+            id="a member joins: keep the lower half, release the rest for it",
+        ),
+        pytest.param(
+            set(),
+            {0: seen(A), 1: seen(A), 2: seen(A), 3: seen(A)},
+            {A: seen(A)},
+            1.0,
+            (set(), set(), set()),
+            id="joining while the holder still has them: wait, take nothing held",
+        ),
+        pytest.param(
+            set(),
+            {0: seen(A), 1: seen(A), 2: seen(""), 3: seen("")},
+            {A: seen(A)},
+            1.0,
+            ({2, 3}, set(), set()),
+            id="released buckets are free at once",
+        ),
+        pytest.param(
+            {2, 3},
+            {0: seen(A), 1: seen(A), 2: seen(B), 3: seen(B)},
+            {A: seen(A)},
+            16.0,
+            ({0, 1}, {2, 3}, set()),
+            id="a holder silent for its lease duration is gone: its buckets are taken",
+        ),
+        pytest.param(
+            {0},
+            {0: seen(B), 1: seen(B), 2: seen(A), 3: seen(A)},
+            {A: seen(A)},
+            1.0,
+            ({1}, {0}, set()),
+            id="a bucket dropped after a late renewal, whose Lease still names us, is taken back at once",
+        ),
+    ],
+)
+def test_plan_round(
+    held: set[int],
+    buckets: dict[int, Observation],
+    members: dict[str, Observation],
+    now: float,
+    expected: tuple[set[int], set[int], set[int]],
+) -> None:
+    """``expected``: the buckets to acquire, to renew, to release."""
+    plan = plan_round(
+        bucket_count=4, identity=B, held=frozenset(held), buckets=buckets, members=members, now=now
+    )
+    assert (set(plan.acquire), set(plan.renew), set(plan.release)) == expected
+
+
+class FakeLeaseApi:
+    """Leases of one namespace with resourceVersion checks and label-selected lists."""
+
+    def __init__(self) -> None:
+        self.leases: dict[str, dict[str, Any]] = {}
+        self.version = 0
+        self.lock = threading.Lock()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        resource: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Response:
+        with self.lock:
+            if method == "GET":
+                _, _, query = path.partition("?labelSelector=")
+                key, _, value = unquote(query).partition("=")
+                items = [
+                    copy.deepcopy(lease)
+                    for lease in self.leases.values()
+                    if lease["metadata"].get("labels", {}).get(key) == value
+                ]
+                return Response(200, {"items": items})
+            name = body["metadata"]["name"]
+            if method == "POST":
+                if name in self.leases:
+                    raise KubeError(409, "AlreadyExists", "exists")
+            elif body["metadata"].get("resourceVersion") != self.leases[name]["metadata"]["resourceVersion"]:
+                raise KubeError(409, "Conflict", "the object has been modified")
+            self.version += 1
+            stored = copy.deepcopy(body)
+            stored["metadata"]["resourceVersion"] = str(self.version)
+            self.leases[name] = stored
+            return Response(200, copy.deepcopy(stored))
+
+    def holders(self) -> dict[int, str]:
+        return {
+            b: self.leases[bucket_lease_name(RING, b)]["spec"]["holderIdentity"]
+            for b in range(8)
+            if bucket_lease_name(RING, b) in self.leases
+        }
+
+
+class QuietLogger:
+    def __getattr__(self, level: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+class Replica:
+    """An elector whose informers relist at once (the view's every generation counts as listed)."""
+
+    def __init__(self, api: FakeLeaseApi, identity: str, clock: FakeClock) -> None:
+        self.view = ShardView(Buckets(8))
+        self.elector = BucketElector(
+            client=api,
+            namespace="ns",
+            ring=RING,
+            identity=identity,
+            view=self.view,
+            logger=QuietLogger(),
+            timings=Timings(),
+            clock=clock,
+        )
+        self.view._register(0, "all")
+
+    def round(self) -> None:
+        self.elector.round()
+        self.view._mark_listed(0, self.view.generation)
+
+
+@functools.cache
+def namespace_in(bucket: int) -> str:
+    buckets = Buckets(8)
+    return next(f"ns-{i}" for i in range(10_000) if buckets.of_namespace(f"ns-{i}") == bucket)
+
+
+def assert_no_bucket_owned_twice(replicas: list[Replica]) -> None:
+    for bucket in range(8):
+        owners = [r for r in replicas if r.elector.owns(namespace_in(bucket))]
+        assert len(owners) <= 1, f"bucket {bucket} owned by {len(owners)} replicas"
+
+
+def rounds(replicas: list[Replica], clock: FakeClock, count: int) -> None:
+    for _ in range(count):
+        for replica in replicas:
+            replica.round()
+            assert_no_bucket_owned_twice(replicas)
+        clock.step(2.0)
+
+
+def test_replicas_split_the_buckets_and_a_leaver_hands_over_at_once() -> None:
+    api, clock = FakeLeaseApi(), FakeClock()
+    a, b = Replica(api, A, clock), Replica(api, B, clock)
+    rounds([a], clock, 1)
+    assert a.elector.held() == frozenset(range(8))
+    rounds([a, b], clock, 3)
+    assert len(a.elector.held()) == len(b.elector.held()) == 4
+    assert all(a.elector.owns(namespace_in(bucket)) for bucket in a.elector.held())
+
+    c = Replica(api, C, clock)
+    rounds([a, b, c], clock, 3)
+    assert sorted(len(r.elector.held()) for r in (a, b, c)) == [2, 3, 3]
+
+    c.elector.release_all()  # a clean shutdown: the others take its buckets in their next round
+    rounds([a, b], clock, 1)
+    assert len(a.elector.held()) + len(b.elector.held()) == 8
+
+
+def test_a_dead_replicas_buckets_move_only_after_its_leases_expire() -> None:
+    api, clock = FakeLeaseApi(), FakeClock()
+    a, b = Replica(api, A, clock), Replica(api, B, clock)
+    rounds([a, b], clock, 3)
+    lost = a.elector.held()
+    assert len(lost) == 4
+    waited = 0.0
+    while not lost <= b.elector.held():  # a is SIGKILLed: it neither renews nor releases
+        rounds([b], clock, 1)
+        waited += 2.0
+        for bucket in lost:
+            if bucket in b.elector.held():
+                assert not a.elector.owns(namespace_in(bucket)), "a's fence outlived its tenure"
+    assert waited >= 15.0  # the lease duration, on b's own clock
+    assert b.elector.held() == frozenset(range(8))
+
+
+def test_the_fence_closes_when_renewals_stop_before_anyone_may_take_over() -> None:
+    api, clock = FakeLeaseApi(), FakeClock()
+    a = Replica(api, A, clock)
+    rounds([a], clock, 1)
+    namespace = namespace_in(0)
+    assert a.elector.owns(namespace)
+    clock.step(Timings().renew_deadline)  # no renewal for the renew deadline, shorter than the lease
+    assert not a.elector.owns(namespace)
+
+
+def test_a_gained_bucket_is_not_acted_for_until_the_informers_relisted() -> None:
+    api, clock = FakeLeaseApi(), FakeClock()
+    view = ShardView(Buckets(8))
+    view._register(0, "pods")
+    elector = BucketElector(
+        client=api, namespace="ns", ring=RING, identity=A, view=view, logger=QuietLogger(), clock=clock
+    )
+    elector.round()
+    assert elector.held() == frozenset(range(8))
+    assert not elector.owns(namespace_in(0))
+    view._mark_listed(0, view.generation)
+    assert elector.owns(namespace_in(0))
