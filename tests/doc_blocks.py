@@ -35,6 +35,7 @@ RUNNERS = {
     "make": "tests/unit/test_doc_blocks.py",  # `make -n` finds every target
     "kueue-config": "tests/unit/test_doc_blocks.py",  # the configuration devcluster's Kueue runs with
     "devcluster-up": "tests/integration/test_devcluster_up.py",  # the `up` lines, as a user types them
+    "feature-gates": "tests/integration/test_devcluster_up.py",  # an `up` with gates, a cluster of its own
     "not-run": "tests/unit/test_doc_blocks.py",  # listed by name there, with the reason in the claim
 }
 

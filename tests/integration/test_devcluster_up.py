@@ -12,11 +12,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import yaml
 
 from devcluster import build, free_port
+from informers.shards import Buckets, selector_for
 from tests.doc_blocks import Block, params
 from tests.integration.harness import eventually
 from tests.integration.test_docs_examples import READY
@@ -220,3 +222,22 @@ def test_down_stops_every_component(tmp_path: Path) -> None:
     assert down.returncode == 0 and "devcluster down" in down.stdout
     assert [pid for pid in (supervisor, *map(int, children)) if running(pid)] == []
     assert not (tmp_path / "state.json").exists()
+
+
+@pytest.mark.parametrize("block", **params("feature-gates"))
+def test_a_documented_feature_gate_is_on_in_the_cluster_it_starts(tmp_path: Path, block: Block) -> None:
+    """The block's ``up`` line starts a cluster of its own (gates cannot be added to a running one), whose
+    kube-apiserver then filters a ConfigMap list by the shard selector and says so in ``shardInfo``."""
+    (command,) = block.commands()
+    args = command.removeprefix("python -m devcluster ").split()
+    up = devcluster(tmp_path, *args, "--nodes=1")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        every = selector_for(Buckets(32), range(32))
+        listed = json.loads(
+            kubectl(tmp_path, "get", "--raw", f"/api/v1/configmaps?shardSelector={quote(every)}&limit=1")
+        )
+        assert listed["metadata"]["shardInfo"]["selector"] == every, listed["metadata"]
+    finally:
+        down = devcluster(tmp_path, "down", timeout=120)
+        assert down.returncode == 0, down.stderr
