@@ -39,6 +39,7 @@ from taskset_sdk.views import (
     PodView,
     ReplicaView,
     RoleView,
+    ShardOwner,
     TaskSetView,
 )
 
@@ -63,6 +64,7 @@ __all__ = [
     "Role",
     "RoleView",
     "Scale",
+    "ShardOwner",
     "TaskSet",
     "TaskSetAlreadyExistsError",
     "TaskSetApiError",

@@ -29,6 +29,9 @@ from kubernetes.client.exceptions import ApiException
 from taskset_sdk.builders import TaskSet
 from taskset_sdk.connection import connect, line_stream
 from taskset_sdk.constants import (
+    BUCKET_LEASE_FORMAT,
+    DEFAULT_CONTROLLER_NAMESPACE,
+    DEFAULT_RING,
     FINAL_STATES,
     GROUP,
     KIND,
@@ -48,7 +51,16 @@ from taskset_sdk.errors import (
     api_message,
     from_api_exception,
 )
-from taskset_sdk.views import EventView, LogTarget, PodView, ReplicaView, TaskSetView, replica_pod
+from taskset_sdk.views import (
+    EventView,
+    LogTarget,
+    PodView,
+    ReplicaView,
+    ShardOwner,
+    TaskSetView,
+    namespace_bucket,
+    replica_pod,
+)
 
 __all__ = ["Client", "LogWhere"]
 
@@ -90,6 +102,7 @@ class Client:
         # Any: the generated signatures reject the plain dicts and raw responses used here.
         self._custom: Final[Any] = k8s.CustomObjectsApi(api_client)
         self._core: Final[Any] = k8s.CoreV1Api(api_client)
+        self._coordination: Final[Any] = k8s.CoordinationV1Api(api_client)
 
     def _ns(self, namespace: str | None) -> str:
         return namespace or self.namespace
@@ -268,6 +281,38 @@ class Client:
                 yield event["type"], event["object"]
         finally:
             response.release_conn()
+
+    # ----- the replica that acts for a namespace ---------------------------------------------------------
+    def owner(
+        self,
+        *,
+        namespace: str | None = None,
+        controller_namespace: str = DEFAULT_CONTROLLER_NAMESPACE,
+        ring: str = DEFAULT_RING,
+    ) -> ShardOwner:
+        """Which replica of a sharded controller acts for ``namespace``'s TaskSets: the holder of its
+        bucket's Lease (empty if the Lease has none or does not exist: an unsharded controller keeps no
+        bucket Leases)."""
+        ns = self._ns(namespace)
+        bucket = namespace_bucket(ns)
+        lease_name = BUCKET_LEASE_FORMAT.format(ring=ring, bucket=bucket)
+        try:
+            response = self._coordination.read_namespaced_lease(
+                lease_name, controller_namespace, _preload_content=False
+            )
+        except ApiException as err:
+            if err.status == NOT_FOUND:
+                return ShardOwner(ns, bucket, f"{controller_namespace}/{lease_name}", "", "")
+            raise from_api_exception(controller_namespace, lease_name, err) from None
+        spec = json.loads(response.data).get("spec") or {}
+        holder, renewed = spec.get("holderIdentity"), spec.get("renewTime")
+        return ShardOwner(
+            ns,
+            bucket,
+            f"{controller_namespace}/{lease_name}",
+            holder if isinstance(holder, str) else "",
+            renewed if isinstance(renewed, str) else "",
+        )
 
     # ----- Pods, events, logs ------------------------------------------------------------------------------
     def pods(self, name: str, *, namespace: str | None = None) -> dict[str, PodView]:

@@ -46,3 +46,13 @@ CLEAN_POD_POLICIES: Final = ("None", "Running", "All")
 FRAMEWORKS: Final = ("tensorflow", "pytorch", "jax", "mpi")
 DEPENDS_ON_UNTIL: Final = ("Running", "Ready", "Succeeded")
 GANG_SCHEDULERS: Final = ("coscheduling", "volcano")
+
+# A sharded controller (``--shards=auto``): a namespace's 64-bit FNV-1a hash (its UTF-8 bytes, as the API
+# server's shard selector hashes it) picks one of SHARD_BUCKETS equal buckets of the hash space, and the
+# replica holding that bucket's Lease, ``<ring>-bucket-<i>`` in the controller's namespace, acts for it.
+SHARD_BUCKETS: Final = 32
+FNV_OFFSET_BASIS: Final = 0xCBF29CE484222325
+FNV_PRIME: Final = 0x100000001B3
+BUCKET_LEASE_FORMAT: Final = "{ring}-bucket-{bucket}"
+DEFAULT_RING: Final = "taskset-controller"  # the controller's --leader-elect-id
+DEFAULT_CONTROLLER_NAMESPACE: Final = "taskset-system"  # where manifests/ install it

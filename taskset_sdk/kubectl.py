@@ -5,6 +5,7 @@
     kubectl taskset describe NAME                    attempts, last words, conditions, events
     kubectl taskset logs NAME ROLE INDEX [--attempt N] [-c CONTAINER] [-f]
     kubectl taskset wait NAME --for=state=Succeeded [--timeout=5m]
+    kubectl taskset owner [NAME] [--controller-namespace NS] [--ring ID]   the replica acting for it
 
 Global flags as kubectl spells them: ``--kubeconfig``, ``--context``, ``-n/--namespace``. Colours on a
 terminal, plain when piped or with ``NO_COLOR`` set. Errors go to stderr as ``error: ...``, exit code 1.
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 from typing import Final, TextIO
 
 from taskset_sdk.client import Client
+from taskset_sdk.constants import DEFAULT_CONTROLLER_NAMESPACE, DEFAULT_RING
 from taskset_sdk.errors import TaskSetError
 from taskset_sdk.render import describe, printable, render_tree, tree, utc_now
 
@@ -91,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     wait.add_argument("name")
     wait.add_argument("--for", dest="until", type=parse_for, default=("state", "Succeeded", ""))
     wait.add_argument("--timeout", type=parse_duration, default=300.0)
+
+    owner = verb("owner", "which replica of a sharded controller acts for the namespace's TaskSets")
+    owner.add_argument("name", nargs="?", help="a TaskSet, checked to exist (its namespace decides)")
+    owner.add_argument("--controller-namespace", default=DEFAULT_CONTROLLER_NAMESPACE)
+    owner.add_argument("--ring", default=DEFAULT_RING, help="the controller's --leader-elect-id")
     return parser
 
 
@@ -140,7 +147,17 @@ def _wait(client: Client, args: argparse.Namespace, out: TextIO) -> None:
         out.write(printable(f"taskset/{view.name} condition {value}={status}") + "\n")
 
 
-_VERBS: Final = {"get": _get, "describe": _describe, "logs": _logs, "wait": _wait}
+def _owner(client: Client, args: argparse.Namespace, out: TextIO) -> None:
+    if args.name:
+        client.get(args.name)  # a TaskSet that does not exist has no owner to show
+    found = client.owner(controller_namespace=args.controller_namespace, ring=args.ring)
+    who = found.holder or "nobody (the Lease names no holder, or the controller is not sharded)"
+    subject = f"taskset/{args.name}" if args.name else f"namespace {found.namespace}"
+    renewed = f", renewed {found.renewed}" if found.renewed else ""
+    out.write(printable(f"{subject}: bucket {found.bucket} (Lease {found.lease}): {who}{renewed}") + "\n")
+
+
+_VERBS: Final = {"get": _get, "describe": _describe, "logs": _logs, "wait": _wait, "owner": _owner}
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

@@ -18,6 +18,9 @@ from taskset_sdk.constants import (
     ANNOTATION_REPLICA_ATTEMPT_ID,
     ANNOTATION_TASKSET_ATTEMPT_ID,
     FINAL_STATES,
+    FNV_OFFSET_BASIS,
+    FNV_PRIME,
+    SHARD_BUCKETS,
 )
 
 __all__ = [
@@ -28,7 +31,9 @@ __all__ = [
     "PodView",
     "ReplicaView",
     "RoleView",
+    "ShardOwner",
     "TaskSetView",
+    "namespace_bucket",
     "replica_pod",
 ]
 
@@ -350,3 +355,24 @@ class LogTarget:
     container: str
     attempt: int | None
     uid: str = ""
+
+
+def namespace_bucket(namespace: str) -> int:
+    """The bucket of a sharded controller that ``namespace`` falls in: its 64-bit FNV-1a hash, scaled to
+    ``SHARD_BUCKETS`` equal parts of the hash space."""
+    h = FNV_OFFSET_BASIS
+    for byte in namespace.encode("utf-8"):
+        h = ((h ^ byte) * FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return (h * SHARD_BUCKETS) >> 64
+
+
+@dataclass(frozen=True)
+class ShardOwner:
+    """The replica of a sharded controller that acts for a namespace: the holder of its bucket's Lease
+    (``holder`` empty: nobody holds it now, or the controller is not sharded)."""
+
+    namespace: str
+    bucket: int
+    lease: str  # <controller namespace>/<lease name>
+    holder: str
+    renewed: str  # the Lease's renewTime, RFC 3339, as written

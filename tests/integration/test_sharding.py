@@ -13,6 +13,7 @@ a round renews eight Leases one after another, which on a loaded machine takes s
 from __future__ import annotations
 
 import collections
+import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 from devcluster import Cluster, Settings, sim
 from informers.shards import Buckets
 from taskset.api import constants as c
+from taskset_sdk.kubectl import main as kubectl_taskset
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration.conftest import CRD_FILE, install_crd
 from tests.integration.daemon import Daemon
@@ -106,6 +108,16 @@ def reconciled_keys(daemon: Daemon) -> set[str]:
     }
 
 
+def owner_shown(cluster: Cluster, namespace: str) -> str:
+    """The holder ``kubectl taskset owner`` prints for ``namespace``."""
+    out = io.StringIO()
+    argv = ["owner", "job-0", "-n", namespace, f"--kubeconfig={cluster.kubeconfig}"]
+    assert kubectl_taskset([*argv, f"--controller-namespace={LEASE_NAMESPACE}", f"--ring={RING}"], out) == 0
+    printed = out.getvalue().strip()
+    assert printed.startswith(f"taskset/job-0: bucket {BUCKETS.of_namespace(namespace)} "), printed
+    return printed.split("): ", 1)[1].split(", renewed", 1)[0]
+
+
 def test_four_replicas_split_the_namespaces_and_each_taskset_has_one_writer(
     sharded_cluster: tuple[Cluster, bool], tmp_path: Path
 ) -> None:
@@ -159,6 +171,14 @@ def test_four_replicas_split_the_namespaces_and_each_taskset_has_one_writer(
         pods = f"pods.v1 labels={c.LABEL_TASKSET}"
         server = [metric(d, "taskset_shard_server_filtered", pods) for d in daemons]
         assert server == ([1.0] * REPLICAS if gate else [0.0] * REPLICAS)
+
+        # `kubectl taskset owner` names, for every namespace, the replica that reconciled its TaskSets.
+        shown = {
+            daemon_index: {owner_shown(cluster, key.split("/")[0]) for key in reconciled_keys(d)}
+            for daemon_index, d in enumerate(daemons)
+        }
+        assert all(len(holders) == 1 for holders in shown.values()), shown
+        assert len({next(iter(holders)) for holders in shown.values()}) == REPLICAS, shown
     finally:
         for daemon in daemons:
             if daemon.running():

@@ -8,8 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
+from informers import shards
 from taskset.api import constants as controller
+from taskset.daemon.buckets import bucket_lease_name
+from taskset.daemon.leader import DEFAULT_LEASE_NAME
 from taskset_sdk import constants as sdk
+from taskset_sdk.views import namespace_bucket
 
 CRD = Path(__file__).resolve().parents[3] / "manifests" / "crd" / "tasksets.octopus.openi.pcl.cn.yaml"
 
@@ -28,6 +32,13 @@ def crd_enum(*path: str) -> tuple[str, ...]:
     ("ours", "theirs"),
     [
         pytest.param(sdk.GROUP, controller.GROUP, id="group"),
+        pytest.param(sdk.SHARD_BUCKETS, shards.DEFAULT_BUCKET_COUNT, id="buckets"),
+        pytest.param(sdk.FNV_OFFSET_BASIS, shards.FNV_OFFSET_BASIS, id="FNV offset"),
+        pytest.param(sdk.FNV_PRIME, shards.FNV_PRIME, id="FNV prime"),
+        pytest.param(sdk.DEFAULT_RING, DEFAULT_LEASE_NAME, id="ring"),
+        pytest.param(
+            sdk.BUCKET_LEASE_FORMAT.format(ring="r", bucket=7), bucket_lease_name("r", 7), id="bucket Lease"
+        ),
         pytest.param(sdk.VERSION, controller.VERSION, id="version"),
         pytest.param(sdk.API_VERSION, controller.API_VERSION, id="apiVersion"),
         pytest.param(sdk.KIND, controller.KIND, id="kind"),
@@ -59,3 +70,8 @@ def crd_enum(*path: str) -> tuple[str, ...]:
 )
 def test_the_sdk_speaks_the_controllers_words(ours: object, theirs: object) -> None:
     assert ours == theirs
+
+
+@pytest.mark.parametrize("namespace", ["default", "alpha", "shard-7", "ünïcode", "", "x" * 63])
+def test_the_sdk_puts_a_namespace_in_the_controllers_bucket(namespace: str) -> None:
+    assert namespace_bucket(namespace) == shards.Buckets().of_namespace(namespace)
