@@ -26,6 +26,7 @@ from informers import (
     meta_namespace_key,
 )
 from informers.kube import lister_watcher_factory
+from informers.rest import as_transport
 from taskset.api.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
 from taskset.decide import Settings as DecideSettings
 from taskset.integrations import BUILT_IN, Framework, Integration
@@ -101,6 +102,7 @@ class Controller:
         """``integrations``: what every TaskSet's decisions ask, in order (``taskset.integrations``), run
         by one ``Framework``; the controller also caches every kind of object they may own or read."""
         framework = Framework(integrations)
+        api_client = as_transport(api_client) if api_client is not None else None  # one pool for all
         self._settings = settings
         self._log = logger
         self._clock = clock or RealClock()
