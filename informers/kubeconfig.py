@@ -10,8 +10,9 @@ models: about 30 MiB and a third of a second the daemon never uses. So the packa
 only the modules the loaders import are run, and each deferred package runs its own ``__init__`` the
 first time anything else is asked of it (PEP 562's module ``__getattr__``): code in the same process that
 uses the whole client (the SDK, the tests) gets the whole client, unchanged. In-cluster, only the
-in-cluster loader is imported; a kubeconfig also brings the kubeconfig loader's dependencies (PyYAML,
-requests-oauthlib). ``tests/unit/informers/test_kubeconfig.py`` proves, in a fresh interpreter, that the
+in-cluster loader is imported; with a kubeconfig the kubeconfig loader too, and what it needs only to
+refresh an OIDC token (oauthlib, requests-oauthlib, requests) waits for that the same way.
+``tests/unit/informers/test_kubeconfig.py`` proves, in a fresh interpreter, that the
 daemon loads no model.
 """
 
@@ -73,14 +74,17 @@ def _defer(name: str) -> ModuleType:
     return module
 
 
-class _ApiClientOnDemand:
-    """What the kubeconfig loader sees as ``kubernetes.client.ApiClient``: it makes one only to refresh
-    an OIDC token, so the real class (and the models it imports) is imported then, not before."""
+class _OnDemand:
+    """What the kubeconfig loader sees under a name it imports but calls only to refresh an OIDC token
+    (``kubernetes.client.ApiClient``, ``requests_oauthlib.OAuth2Session``): the real class, and what it
+    imports (every model; requests), is imported on that call, not before."""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        from kubernetes.client.api_client import ApiClient  # noqa: PLC0415
+    def __init__(self, module: str, name: str) -> None:
+        self._module = module
+        self._name = name
 
-        return ApiClient(*args, **kwargs)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(self._module), self._name)(*args, **kwargs)
 
 
 def loaders(*, kubeconfig: bool) -> tuple[ModuleType | None, ModuleType]:
@@ -100,14 +104,25 @@ def loaders(*, kubeconfig: bool) -> tuple[ModuleType | None, ModuleType]:
             return None, in_cluster
         if "kubernetes.config.kube_config" in sys.modules:
             return sys.modules["kubernetes.config.kube_config"], in_cluster
-        lent = "kubernetes.client" in _WAITING
-        if lent:
-            client.__dict__["ApiClient"] = _ApiClientOnDemand
+        # The OIDC refresh's dependencies (oauthlib, requests-oauthlib and through it requests: about
+        # 5 MiB) wait for an OIDC token to refresh, as the generated client does.
+        if "oauthlib" not in sys.modules:
+            _defer("oauthlib")
+            _defer("oauthlib.oauth2")
+        if "requests_oauthlib" not in sys.modules:
+            _defer("requests_oauthlib")
+        lent = [
+            (module, name)
+            for module, name in (("kubernetes.client", "ApiClient"), ("requests_oauthlib", "OAuth2Session"))
+            if module in _WAITING
+        ]
+        for module, name in lent:
+            sys.modules[module].__dict__[name] = _OnDemand(module, name)
         try:
             kube_config = importlib.import_module("kubernetes.config.kube_config")
         finally:
-            if lent:  # only the loader's own name keeps the stand-in
-                client.__dict__.pop("ApiClient", None)
+            for module, name in lent:  # only the loader's own names keep the stand-ins
+                sys.modules[module].__dict__.pop(name, None)
         return kube_config, in_cluster
 
 

@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +212,87 @@ def test_an_unusable_kubeconfig_is_an_error_naming_it(tmp_path: Path, content: s
     path.write_text(content)
     with pytest.raises(CredentialsError, match=f"{message} {path}"):
         load_endpoint(kubeconfig=str(path), api_server="")
+
+
+def jwt(expires: int) -> str:
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'none'})}.{part({'exp': expires, 'sub': 'me'})}.c2ln"
+
+
+class _IdentityProvider(BaseHTTPRequestHandler):
+    """An OIDC provider in miniature: its discovery document and a token endpoint that refreshes."""
+
+    protocol_version = "HTTP/1.1"
+    fresh_token = jwt(4_000_000_000)
+
+    def do_GET(self) -> None:
+        host = self.headers["Host"]
+        self._json({"issuer": f"http://{host}", "token_endpoint": f"http://{host}/token"})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._json(
+            {
+                "access_token": "a",
+                "token_type": "Bearer",
+                "expires_in": 3600,
+                "id_token": self.fresh_token,
+                "refresh_token": "refreshed",
+            }
+        )
+
+    def _json(self, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_an_expired_oidc_token_is_refreshed_and_only_then_are_its_libraries_imported(tmp_path: Path) -> None:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _IdentityProvider)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    try:
+
+        def oidc(id_token: str, name: str) -> Path:
+            config = {
+                "client-id": "controller",
+                "client-secret": "s",
+                "id-token": id_token,
+                "refresh-token": "r",
+                "idp-issuer-url": f"http://127.0.0.1:{httpd.server_address[1]}",
+            }
+            return write_kubeconfig(tmp_path / name, {"auth-provider": {"name": "oidc", "config": config}})
+
+        valid, expired = oidc(jwt(4_000_000_000), "valid"), oidc(jwt(1_000_000_000), "expired")
+        got = fresh(
+            f"""
+            import json, os, sys
+            os.environ["OAUTHLIB_INSECURE_TRANSPORT"] = "1"  # the provider in miniature speaks HTTP
+            from informers.kubeconfig import load_endpoint
+            endpoint, _ = load_endpoint(kubeconfig={str(valid)!r}, api_server="")
+            loaded = ("requests.", "oauthlib.oauth2.rfc")  # requests_oauthlib itself waits, unexecuted
+            untouched = sorted(m for m in sys.modules if m == "requests" or m.startswith(loaded))
+            models = any(m.startswith("kubernetes.client.models") for m in sys.modules)
+            refreshed, _ = load_endpoint(kubeconfig={str(expired)!r}, api_server="")
+            print(json.dumps({{
+                "untouched": untouched, "models": models,
+                "valid": endpoint.identity().authorization,
+                "refreshed": refreshed.identity().authorization,
+            }}))
+            """,
+            tmp_path,
+        )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert (got["untouched"], got["models"]) == ([], False)
+    assert got["valid"] == f"Bearer {jwt(4_000_000_000)}"
+    assert got["refreshed"] == f"Bearer {_IdentityProvider.fresh_token}"
