@@ -144,6 +144,8 @@ def load_endpoint(
             kube_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
         except config_exception as err:
             raise CredentialsError(f"unusable kubeconfig {kubeconfig}: {err}") from err
+        except Exception as err:  # the loader parses the user's file: malformed YAML, a list for a map...
+            raise CredentialsError(f"unusable kubeconfig {kubeconfig}: {type(err).__name__}: {err}") from err
         source = f"kubeconfig {kubeconfig}"
     elif api_server:
         source = "API server URL only, no credentials"
@@ -158,6 +160,8 @@ def load_endpoint(
                 kube_config.load_kube_config(client_configuration=configuration)
             except config_exception as err:
                 raise CredentialsError(f"no Kubernetes credentials: {err}") from err
+            except Exception as err:  # as above: the default kubeconfig is the user's file too
+                raise CredentialsError(f"unusable kubeconfig: {type(err).__name__}: {err}") from err
             source = f"kubeconfig {environ.get('KUBECONFIG') or '~/.kube/config'}"
     if api_server:
         configuration.host = api_server.rstrip("/")

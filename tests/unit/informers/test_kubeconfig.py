@@ -205,6 +205,8 @@ def test_client_certificates_reach_the_transport_as_files(tmp_path: Path) -> Non
     [
         pytest.param("", "unusable kubeconfig", id="an empty file"),
         pytest.param("apiVersion: v1\nkind: Config\ncontexts: []\n", "unusable kubeconfig", id="no context"),
+        pytest.param("clusters: [\n", "unusable kubeconfig", id="malformed YAML"),
+        pytest.param("users: 5\ncurrent-context: x\n", "unusable kubeconfig", id="a number for a list"),
     ],
 )
 def test_an_unusable_kubeconfig_is_an_error_naming_it(tmp_path: Path, content: str, message: str) -> None:
