@@ -33,7 +33,7 @@ from .listwatch import (
     WatchEvent,
     WatchTarget,
 )
-from .rest import Transport, as_transport
+from .rest import as_transport
 
 __all__ = [
     "KubeListerWatcher",
@@ -74,9 +74,7 @@ class KubeListerWatcher:
     """Lists and watches one ``WatchTarget`` on the API server of ``api_client``: a ``Transport``, or a
     ``kubernetes`` ``ApiClient`` whose configuration one is made from (``informers.rest.as_transport``)."""
 
-    def __init__(
-        self, *, api_client: Transport | Any, target: WatchTarget, settings: KubeSettings | None = None
-    ) -> None:
+    def __init__(self, *, api_client: Any, target: WatchTarget, settings: KubeSettings | None = None) -> None:
         self._api: Final = as_transport(api_client)
         self._target: Final = target
         self._settings: Final = settings or KubeSettings()
@@ -157,7 +155,7 @@ class KubeListerWatcher:
             raise TransportError(f"GET {self._path} -> {response.status}, body unreadable: {err}") from err
         finally:
             response.release_conn()
-        raise _api_error(response.status, response.reason or "", body, response.headers.get("Retry-After"))
+        raise _api_error(response.status, response.reason or "", body)
 
 
 class _KubeWatchStream:
@@ -265,39 +263,20 @@ def _decode_event(line: bytes) -> WatchEvent:
     return cast(WatchEvent, event)  # the decoded dict itself: no copy on the hot path
 
 
-def _api_error(status: int, reason: str, body: bytes, retry_after: str | None = None) -> ApiError:
-    """The ``ApiError`` of an HTTP error response, from its ``Status`` body when it has one; a 429 or 503
-    whose body names no delay takes the ``Retry-After`` header's."""
+def _api_error(status: int, reason: str, body: bytes) -> ApiError:
+    """The ``ApiError`` of an HTTP error response, from its ``Status`` body when it has one."""
     try:
         decoded: Any = orjson.loads(body) if body else None
     except orjson.JSONDecodeError:
         decoded = None
     if isinstance(decoded, dict) and decoded.get("kind") == "Status":
         status_body: RawStatus = decoded  # type: ignore[assignment]
-        error = ApiError.from_status(status_body, default_code=status)
-        if error.retry_after_seconds is not None or not _seconds(retry_after):
-            return error
-        return ApiError(
-            code=error.code,
-            reason=error.reason,
-            message=error.message,
-            causes=error.causes,
-            retry_after_seconds=_seconds(retry_after),
-        )
+        return ApiError.from_status(status_body, default_code=status)
     text = body[:200].decode("utf-8", errors="replace") if body else ""
-    return ApiError(code=status, reason=reason, message=text, retry_after_seconds=_seconds(retry_after))
+    return ApiError(code=status, reason=reason, message=text)
 
 
-def _seconds(header: str | None) -> int | None:
-    """A ``Retry-After`` header in whole seconds (the API server sends seconds, never a date)."""
-    if header is None or not header.strip().isdigit():
-        return None
-    return int(header.strip())
-
-
-def lister_watcher_factory(
-    api_client: Transport | Any, *, settings: KubeSettings | None = None
-) -> ListerWatcherFactory:
+def lister_watcher_factory(api_client: Any, *, settings: KubeSettings | None = None) -> ListerWatcherFactory:
     """A ``ListerWatcherFactory`` for ``SharedInformerFactory``: every target on the same transport.
 
     Size the transport's pool for the watches: at least the number of informers plus worker threads, or

@@ -81,8 +81,10 @@ class Transport:
         user_agent: str = "informers",
         retries: urllib3.Retry | int | bool | None = None,
     ) -> None:
-        """``retries``: urllib3's, for requests that got no answer; None keeps urllib3's default (three
-        tries to connect; a read retried only for idempotent methods), as the ``kubernetes`` client did."""
+        """``retries``: urllib3's; None keeps urllib3's default, as the ``kubernetes`` client's pool did:
+        three tries in all, a connection refused retried for any method, a broken read and a 413, 429 or
+        503 with ``Retry-After`` (waited out) only for idempotent ones (GET, PUT, DELETE; never a create
+        or a patch). What is left reaches the caller as an error with its status code."""
         self.endpoint: Final = endpoint
         self._retries: Final = retries
         self.host: Final = endpoint.host.rstrip("/")
@@ -216,9 +218,10 @@ def endpoint_of(configuration: Any) -> Endpoint:
 
 def as_transport(client: Transport | Any) -> Transport:
     """A ``Transport`` as given, or one on the ``Configuration`` of a ``kubernetes`` ``ApiClient`` (tools
-    and tests that hold one already; only its configuration is used, its pool size kept)."""
-    if isinstance(client, Transport):
-        return client
+    and tests that hold one already; only its configuration is used, its pool size kept). None stays
+    None: a controller built for tests of its handlers and queue, which never sends a request."""
+    if client is None or isinstance(client, Transport):
+        return cast(Transport, client)
     configuration = client.configuration
     size = getattr(configuration, "connection_pool_maxsize", None) or DEFAULT_POOL_SIZE
     return Transport(endpoint_of(configuration), pool_size=size, retries=configuration.retries)

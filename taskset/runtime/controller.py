@@ -102,7 +102,7 @@ class Controller:
         """``integrations``: what every TaskSet's decisions ask, in order (``taskset.integrations``), run
         by one ``Framework``; the controller also caches every kind of object they may own or read."""
         framework = Framework(integrations)
-        api_client = as_transport(api_client) if api_client is not None else None  # one pool for all
+        api_client = as_transport(api_client)  # one pool for the informers and the writes
         self._settings = settings
         self._log = logger
         self._clock = clock or RealClock()

@@ -153,7 +153,7 @@ class KubeClient:
 
     def __init__(
         self,
-        api_client: Transport | Any,
+        api_client: Any,
         *,
         qps: float = 0.0,
         burst: int = 1,
