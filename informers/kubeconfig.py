@@ -136,7 +136,9 @@ def load_endpoint(
     Raises ``CredentialsError`` naming what could not be used.
     """
     kube_config, in_cluster = loaders(kubeconfig=bool(kubeconfig))
-    config_exception: Any = importlib.import_module("kubernetes.config.config_exception").ConfigException
+    from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415  (once deferred)
+
+    config_exception: Any = ConfigException
     configuration: Any = sys.modules["kubernetes.client"].Configuration()
     if kubeconfig:
         assert kube_config is not None
