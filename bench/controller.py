@@ -133,10 +133,14 @@ class Controller:
         assert self.popen is not None
         return self.popen.pid
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 60.0, cwd: Path | None = None) -> None:
+        """``cwd``: the checkout whose daemon runs (``bench.idle`` compares two); this one by default."""
         with self.log_path.open("wb") as log:
             self.popen = subprocess.Popen(
-                self.argv, stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1]
+                self.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=cwd or Path(__file__).resolve().parents[1],
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

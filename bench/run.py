@@ -19,7 +19,7 @@ from typing import Any
 
 from bench import report, strangers
 from bench.churn import SUSPECT_LISTS, churn_check, ending_passes
-from bench.controller import Controller, Sampler, cpu_by_process, diff, error_lines
+from bench.controller import Controller, Sampler, cpu_by_process, diff, error_lines, memory_kib
 from bench.kube import Api, ApiError
 from bench.pinning import pin_layout
 from bench.profile import Profiler
@@ -537,6 +537,9 @@ def main(argv: list[str] | None = None) -> int:
         install_crd(cluster, Api(cluster))
         controller = Controller(cluster, workers=args.workers, qps=args.controller_qps, burst=DEFAULT_BURST)
         controller.start()
+        # Ready (its caches synced) and before any TaskSet: what the process costs before its first object.
+        started_rss_mib = round(memory_kib(controller.pid).get("VmRSS", 0) / 1024, 1)
+        print(f"controller ready: RSS {started_rss_mib} MiB", flush=True)
         if args.pin:
             results["settings"]["pinned"] = pin_layout(
                 cluster.pids(), {"controller": controller.pid, "bench driver": os.getpid()}
@@ -574,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             results["controller"] = {
                 "exit_code": controller.stop(),
                 "peak_rss_mib_lifetime": bench.sampler.peak_hwm_mib,
+                "rss_mib_started": started_rss_mib,
             }
     results["wall_seconds"] = round(time.monotonic() - begun, 1)
     report.add_ratios(results)

@@ -20,8 +20,10 @@ Guarantees (each module's docstring says how):
 7. **Sync signals.** ``has_synced`` per informer (first LIST stored) and per handler registration (that
    handler has processed the initial state); ``wait_for_cache_sync`` waits for both.
 
-Only ``informers.kube`` imports ``kubernetes``; everything else speaks plain dicts through the
-``ListerWatcher`` port, and time and randomness are injected. Nothing here knows about TaskSets.
+Requests go through ``informers.rest``'s thin transport on urllib3's pool; only ``informers.kubeconfig``
+imports ``kubernetes``, for its credential loaders and never its generated models. Everything else speaks
+plain dicts through the ``ListerWatcher`` port, and time and randomness are injected. Nothing here knows
+about TaskSets.
 """
 
 from .backoff import BackoffSettings, ExponentialBackoff

@@ -1,9 +1,7 @@
-"""The ``ListerWatcher`` for a real API server, through a ``kubernetes.client.ApiClient``, as raw JSON.
+"""The ``ListerWatcher`` for a real API server, over ``informers.rest``'s transport, as raw JSON.
 
-The only module of ``informers`` that imports ``kubernetes``. It uses the client for what it is good at
-(kubeconfig auth, TLS, token refresh, the urllib3 connection pool) and nothing else: no models, no
-``Watch``. Responses are read with ``preload_content=False`` (``call_api`` always streams in v37) and each
-watch line is decoded once with ``orjson``.
+Responses are read as they come (``stream``) and each watch line is decoded once with ``orjson``; no
+generated model is ever built or imported (``informers.kubeconfig`` loads the credentials).
 
 Timeouts: every request has a connect timeout and a read timeout. For watches the read timeout is a
 per-read inactivity limit, set a little above the API server's bookmark interval (about a minute): a
@@ -23,8 +21,6 @@ from typing import Any, Final, cast
 
 import orjson
 import urllib3
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
 
 from .listwatch import (
     ApiError,
@@ -37,6 +33,7 @@ from .listwatch import (
     WatchEvent,
     WatchTarget,
 )
+from .rest import as_transport
 
 __all__ = [
     "KubeListerWatcher",
@@ -48,8 +45,6 @@ __all__ = [
 
 # Largest read per call; the API server flushes each watch event as its own chunk, so this rarely binds.
 READ_CHUNK_BYTES: Final = 64 * 1024
-# Bearer-token auth entry of the generated client (the only one it defines); client certificates need none.
-AUTH_SETTINGS: Final = ["BearerToken"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,12 +71,11 @@ def collection_path(target: WatchTarget) -> str:
 
 
 class KubeListerWatcher:
-    """Lists and watches one ``WatchTarget`` on the API server the ``ApiClient`` is configured for."""
+    """Lists and watches one ``WatchTarget`` on the API server of ``api_client``: a ``Transport``, or a
+    ``kubernetes`` ``ApiClient`` whose configuration one is made from (``informers.rest.as_transport``)."""
 
-    def __init__(
-        self, *, api_client: ApiClient, target: WatchTarget, settings: KubeSettings | None = None
-    ) -> None:
-        self._api: Final = api_client
+    def __init__(self, *, api_client: Any, target: WatchTarget, settings: KubeSettings | None = None) -> None:
+        self._api: Final = as_transport(api_client)
         self._target: Final = target
         self._settings: Final = settings or KubeSettings()
         self._path: Final = collection_path(target)
@@ -151,27 +145,11 @@ class KubeListerWatcher:
 
     def _get(self, query: builtins.list[tuple[str, str]], read_timeout: float) -> urllib3.HTTPResponse:
         """Send a GET and return the streaming response of a 2xx, or raise ``ApiError``/``TransportError``."""
-        method, url, headers, _, _ = self._api.param_serialize(
-            method="GET",
-            resource_path=self._path,
-            query_params=query,
-            header_params={"Accept": "application/json"},
-            auth_settings=AUTH_SETTINGS,
-        )
+        timeout = urllib3.Timeout(connect=self._settings.connect_timeout, read=read_timeout)
         try:
-            rest_response = self._api.call_api(
-                method,
-                url,
-                header_params=headers,
-                _request_timeout=(self._settings.connect_timeout, read_timeout),
-            )
-        except ApiException as err:
-            if not err.status:  # the client's wrapping of TLS failures
-                raise TransportError(f"GET {self._path}: {err.reason}") from err
-            raise _api_error(err.status, err.reason or "", (err.body or "").encode()) from err
-        except (urllib3.exceptions.HTTPError, OSError) as err:
+            response = self._api.stream(self._path, query=query, timeout=timeout)
+        except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as err:
             raise TransportError(f"GET {self._path}: {err}") from err
-        response: urllib3.HTTPResponse = rest_response.response
         if 200 <= response.status < 300:
             return response
         try:
@@ -301,14 +279,13 @@ def _api_error(status: int, reason: str, body: bytes) -> ApiError:
     return ApiError(code=status, reason=reason, message=text)
 
 
-def lister_watcher_factory(
-    api_client: ApiClient, *, settings: KubeSettings | None = None
-) -> ListerWatcherFactory:
-    """A ``ListerWatcherFactory`` for ``SharedInformerFactory``: every target on the same client.
+def lister_watcher_factory(api_client: Any, *, settings: KubeSettings | None = None) -> ListerWatcherFactory:
+    """A ``ListerWatcherFactory`` for ``SharedInformerFactory``: every target on the same transport.
 
-    Size the client's pool for the watches: ``configuration.connection_pool_maxsize`` should be at least
-    the number of informers plus worker threads, or urllib3 discards and reopens connections.
+    Size the transport's pool for the watches: at least the number of informers plus worker threads, or
+    urllib3 discards and reopens connections.
     """
+    api_client = as_transport(api_client)
 
     def build(target: WatchTarget) -> KubeListerWatcher:
         return KubeListerWatcher(api_client=api_client, target=target, settings=settings)

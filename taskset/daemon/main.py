@@ -53,7 +53,7 @@ from taskset.daemon.proof_key import ProofKeyError
 from taskset.daemon.tls import server_context
 from taskset.runtime import events
 from taskset.runtime.controller import pod_action_threads
-from taskset.runtime.kube import ApiClient, KubeClient, build_api_client
+from taskset.runtime.kube import KubeClient, Transport, build_api_client
 
 __all__ = ["CRD_MANIFEST", "EXIT_CONFIG", "EXIT_FAILURE", "EXIT_LEADERSHIP_LOST", "EXIT_OK", "main"]
 
@@ -177,7 +177,7 @@ class _Daemon:
         except (OSError, ValueError) as err:
             log.error("cannot configure the Kubernetes client", error=str(err))
             return EXIT_FAILURE
-        log.info("Kubernetes client configured", host=api_client.configuration.host, credentials=source)
+        log.info("Kubernetes client configured", host=api_client.host, credentials=source)
         metrics_address = parse_bind_address(config.metrics_bind_address)
         secure = config.metrics_secure and metrics_address is not None
         try:
@@ -185,7 +185,7 @@ class _Daemon:
         except (OSError, ssl.SSLError) as err:
             where = config.metrics_cert_dir or "a self-signed certificate"
             log.error("cannot set up TLS for /metrics", cert_dir=where, error=str(err))
-            api_client.close()  # type: ignore[no-untyped-call]
+            api_client.close()
             return EXIT_FAILURE
         guard = MetricsAuthorizer(KubeClient(api_client), on_error=log.warning).decide if secure else None
         try:
@@ -201,7 +201,7 @@ class _Daemon:
             )
         except OSError as err:
             log.error("cannot bind the HTTP endpoints", error=str(err))
-            api_client.close()  # type: ignore[no-untyped-call]
+            api_client.close()
             return EXIT_FAILURE
         self._signals.install()
         server.start()
@@ -217,10 +217,10 @@ class _Daemon:
         finally:
             server.stop()
             self._signals.restore()
-            api_client.close()  # type: ignore[no-untyped-call]
+            api_client.close()
             log.info("TaskSet controller stopped")
 
-    def _run_controller(self, api_client: ApiClient, registry: Any) -> int:
+    def _run_controller(self, api_client: Transport, registry: Any) -> int:
         config, log = self._config, self._log
         if config.register_crd:
             try:
@@ -279,7 +279,7 @@ class _Daemon:
                 frozen = _freeze_heap()
         return self._shutdown(controller, lead)
 
-    def _new_elector(self, api_client: ApiClient, metrics: ControllerMetrics) -> LeaderElector:
+    def _new_elector(self, api_client: Transport, metrics: ControllerMetrics) -> LeaderElector:
         config = self._config
         namespace = own_namespace(config)
         elector = LeaderElector(
@@ -300,7 +300,7 @@ class _Daemon:
         self._log.info("leader election enabled", lease=elector.description, identity=elector.identity)
         return elector
 
-    def _new_buckets(self, api_client: ApiClient, metrics: ControllerMetrics) -> BucketElector:
+    def _new_buckets(self, api_client: Transport, metrics: ControllerMetrics) -> BucketElector:
         config = self._config
         buckets = BucketElector(
             client=KubeClient(api_client, observer=metrics.observe_request),  # unthrottled, as the elector's

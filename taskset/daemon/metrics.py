@@ -55,7 +55,6 @@ duplicate. As in controller-runtime, a controller's reconcile series exist from 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Final
@@ -375,30 +374,19 @@ class ControllerMetrics:
         self._api_requests.labels(k8s_verb, resource, code_label).inc()
 
     def instrument_api_client(self, api_client: Any) -> None:
-        """Report every request sent through ``api_client.rest_client.request`` (a ``kubernetes`` client).
-
-        That is the path of ``call_api``: the informers' lists and watches and the CRD registration.
-        ``taskset.runtime.kube.KubeClient`` writes through the connection pool directly and reports to
-        ``observe_request`` itself, so nothing is counted twice. A watch is timed to its response headers,
-        as client-go does, not over the life of the stream. Call once per client, before it is shared.
+        """Report every request ``api_client`` (an ``informers.rest.Transport``) streams: the informers'
+        lists and watches. ``taskset.runtime.kube.KubeClient`` reports its own requests (the writes, the
+        CRD registration, the Lease) to ``observe_request``, so nothing is counted twice. A watch is timed
+        to its response headers, as client-go does, not over the life of the stream. Call once per
+        transport, before it is shared.
         """
-        rest_client = api_client.rest_client
-        self._host = self._host or urlsplit(str(api_client.configuration.host)).netloc
-        send = rest_client.request
+        self._host = self._host or urlsplit(str(api_client.host)).netloc
 
-        def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-            started = time.monotonic()
-            code = 0
-            try:
-                response = send(method, url, *args, **kwargs)
-                code = int(getattr(response, "status", 0) or 0)
-                return response
-            finally:
-                verb, resource = request_verb_and_resource(method, url)
-                seconds = time.monotonic() - started
-                self.observe_request(method, resource, code, seconds, verb=verb, host=urlsplit(url).netloc)
+        def request(method: str, url: str, code: int, seconds: float) -> None:
+            verb, resource = request_verb_and_resource(method, url)
+            self.observe_request(method, resource, code, seconds, verb=verb, host=urlsplit(url).netloc)
 
-        rest_client.request = request
+        api_client.observe_streams(request)
 
     # ----- leader election (client-go / controller-runtime) ---------------------------------------------
     def set_leader(self, name: str, leading: bool) -> None:

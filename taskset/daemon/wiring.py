@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from informers.rest import as_transport
 from taskset.daemon.buckets import ShardCollector
 from taskset.daemon.leader import own_namespace
 from taskset.daemon.metrics import ControllerMetrics, workqueue_metrics_provider
@@ -29,6 +30,7 @@ def build_controller(
     """
     if metrics is None:
         metrics = ControllerMetrics(registry=registry, workers=config.workers)
+    api_client = as_transport(api_client)
     metrics.instrument_api_client(api_client)  # counts the informers' lists and watches too
     settings = ControllerSettings(
         workers=config.workers,

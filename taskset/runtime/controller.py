@@ -26,6 +26,7 @@ from informers import (
     meta_namespace_key,
 )
 from informers.kube import lister_watcher_factory
+from informers.rest import as_transport
 from informers.sharding import ShardView, sharded_factory
 from taskset.api.constants import GROUP, LABEL_TASKSET, PLURAL, VERSION
 from taskset.decide import Settings as DecideSettings
@@ -120,6 +121,7 @@ class Controller:
         by one ``Framework``; the controller also caches every kind of object they may own or read.
         ``shards``: this replica's share of the namespaces when several split them; ``None`` is all."""
         framework = Framework(integrations)
+        api_client = as_transport(api_client)  # one pool for the informers and the writes
         self._settings = settings
         self._log = logger
         self._clock = clock or RealClock()

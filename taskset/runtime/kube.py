@@ -1,7 +1,7 @@
-"""The controller's writes to the API server, as raw JSON over the ``kubernetes`` client's transport.
+"""The controller's writes to the API server, as raw JSON over ``informers.rest``'s transport.
 
-This is the only module of ``taskset`` that imports ``kubernetes`` (``informers.kube`` is the read
-side). No generated models: bodies are dicts, encoded and decoded with orjson. Every request goes
+No generated models: bodies are dicts, encoded and decoded with orjson (``informers.kube`` is the read
+side, ``informers.kubeconfig`` loads the credentials). Every request goes
 through one choke point that applies the client-side rate limit (``--qps``/``--burst``) and reports
 verb, resource, code and latency to an injected observer, which feeds the REST client metrics.
 """
@@ -18,26 +18,24 @@ from typing import Any, Final
 
 import orjson
 import urllib3
-from kubernetes import config as kube_config
-from kubernetes.client import ApiClient, Configuration
-from kubernetes.config.config_exception import ConfigException
 
+from informers.kubeconfig import load_endpoint
+from informers.rest import Transport, as_transport
 from taskset.api.constants import GROUP, PLURAL, VERSION
 from taskset.objects.owned import ObjectKind
 
 __all__ = [
-    "ApiClient",
     "KubeClient",
     "KubeError",
     "RateLimiter",
     "RequestObserver",
     "Response",
+    "Transport",
     "build_api_client",
     "core_path",
     "taskset_path",
 ]
 
-AUTH_SETTINGS: Final = ["BearerToken"]
 CONNECT_TIMEOUT: Final = 10.0  # seconds to open a connection
 REQUEST_TIMEOUT: Final = 30.0  # seconds a write may take; the API server's own default is 60 s
 _TIMEOUT: Final = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=REQUEST_TIMEOUT)
@@ -141,22 +139,27 @@ def _no_observer(verb: str, resource: str, code: int, seconds: float) -> None:
     return None
 
 
-# The field manager of the controller's server-side applies (``KubeClient.apply_status``).
+# The field manager of the controller's server-side applies (``KubeClient.apply_status``), and the
+# User-Agent of every request (what the API server's audit log and metrics name the controller by).
 APPLY_FIELD_MANAGER: Final = "taskset-controller"
+USER_AGENT: Final = "taskset-controller"
 
 
 class KubeClient:
-    """Raw REST calls the reconciler needs: create, get, delete with preconditions, status updates, events."""
+    """Raw REST calls the reconciler needs: create, get, delete with preconditions, status updates, events.
+
+    ``api_client``: a ``Transport``, or a ``kubernetes`` ``ApiClient`` whose configuration one is made from.
+    """
 
     def __init__(
         self,
-        api_client: ApiClient,
+        api_client: Any,
         *,
         qps: float = 0.0,
         burst: int = 1,
         observer: RequestObserver = _no_observer,
     ) -> None:
-        self._api = api_client
+        self._api = as_transport(api_client)
         self._limiter = RateLimiter(qps, burst)
         self._observe = observer
 
@@ -191,20 +194,14 @@ class KubeClient:
     def _send(
         self, method: str, path: str, body: Any, content_type: str, timeout: float | None = None
     ) -> tuple[int, Any]:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        method, url, headers, _, _ = self._api.param_serialize(
-            method=method, resource_path=path, header_params=headers, auth_settings=AUTH_SETTINGS
-        )
         data = orjson.dumps(body) if body is not None else None
         try:
-            # The pool manager directly: the client's own request path re-encodes bodies with json.dumps.
-            response = self._api.rest_client.pool_manager.request(
+            response = self._api.request(
                 method,
-                url,
+                path,
                 body=data,
-                headers=headers,
+                content_type=content_type,
                 timeout=_TIMEOUT if timeout is None else urllib3.Timeout(total=timeout),
-                preload_content=True,
             )
         except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as err:
             raise KubeError(0, "TransportError", str(err)) from err
@@ -261,37 +258,15 @@ class KubeClient:
 
 def build_api_client(
     *, kubeconfig: str, api_server: str, pool_size: int, environ: Mapping[str, str] = os.environ
-) -> tuple[ApiClient, str]:
-    """The client, and a description of where its credentials came from (for the log).
+) -> tuple[Transport, str]:
+    """The transport, and a description of where its credentials came from (for the log).
 
     Kubeconfig if given; else the API server URL alone (no credentials: for ``kubectl proxy``); else
     in-cluster, else ``$KUBECONFIG`` / ``~/.kube/config``. ``api_server`` always overrides the host.
+    Raises ``ValueError`` naming what could not be used.
     """
-    configuration = Configuration()
-    if kubeconfig:
-        try:
-            kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig, client_configuration=configuration
-            )
-        except ConfigException as err:
-            raise ValueError(f"unusable kubeconfig {kubeconfig}: {err}") from err
-        source = f"kubeconfig {kubeconfig}"
-    elif api_server:
-        source = "API server URL only, no credentials"
-    else:
-        try:
-            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            source = "in-cluster service account"
-        except ConfigException:
-            try:
-                kube_config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            except ConfigException as err:
-                raise ValueError(f"no Kubernetes credentials: {err}") from err
-            source = f"kubeconfig {environ.get('KUBECONFIG') or '~/.kube/config'}"
-    if api_server:
-        configuration.host = api_server.rstrip("/")
-    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, pool_size)
-    return ApiClient(configuration=configuration), source
+    endpoint, source = load_endpoint(kubeconfig=kubeconfig, api_server=api_server, environ=environ)
+    return Transport(endpoint, pool_size=pool_size, user_agent=USER_AGENT), source
 
 
 def taskset_path(namespace: str, name: str | None = None) -> str:

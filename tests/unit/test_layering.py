@@ -12,8 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ("taskset", "informers", "workqueue", "statemachine", "clock", "devcluster", "taskset_sdk")
-# Only the adapters speak to the kubernetes package; everything else uses plain dicts (DESIGN 2).
-KUBERNETES_ADAPTERS = {"informers/kube.py", "taskset/runtime/kube.py", "devcluster/cluster.py"}
+# Only the adapters speak to the kubernetes package; everything else uses plain dicts (DESIGN 2). The
+# controller only for its credential loaders (the requests go through informers/rest.py).
+KUBERNETES_ADAPTERS = {"informers/kubeconfig.py", "devcluster/cluster.py"}
 # The SDK is a client of its own: it reaches the API only through these two modules.
 SDK_KUBERNETES_MODULES = {"taskset_sdk/client.py", "taskset_sdk/connection.py"}
 

@@ -13,10 +13,10 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
-from kubernetes.client import ApiClient, Configuration
 
 from informers import ApiError, ListOptions, Resource, TransportError, WatchTarget
 from informers.kube import KubeListerWatcher, KubeSettings, collection_path, parse_watch_lines
+from informers.rest import Endpoint, Identity, Transport
 from informers.testing import eventually
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(20)]
@@ -99,9 +99,8 @@ def server() -> Iterator[FakeApiServer]:
     httpd.server_close()
 
 
-def api_client(port: int) -> ApiClient:
-    configuration = Configuration(host=f"http://127.0.0.1:{port}")
-    return ApiClient(configuration)
+def api_client(port: int, **options: Any) -> Transport:
+    return Transport(Endpoint(host=f"http://127.0.0.1:{port}"), **options)
 
 
 def lister(port: int, target: WatchTarget | None = None, **settings: float) -> KubeListerWatcher:
@@ -313,8 +312,11 @@ def test_nothing_listening_is_a_transport_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    client = lister(port, connect_timeout=1.0)
-    client._api.configuration.retries = False
+    client = KubeListerWatcher(
+        api_client=api_client(port, retries=False),
+        target=WatchTarget(resource=PODS, namespace="ns"),
+        settings=KubeSettings(connect_timeout=1.0),
+    )
 
     with pytest.raises(TransportError):
         client.watch(resource_version="1", timeout_seconds=5, allow_bookmarks=True)
@@ -352,3 +354,43 @@ def test_parse_watch_lines(chunks: list[bytes], types: list[str]) -> None:
 def test_a_garbled_watch_line_is_a_transport_error(chunk: bytes) -> None:
     with pytest.raises(TransportError):
         list(parse_watch_lines([chunk]))
+
+
+def test_every_request_asks_the_endpoint_who_to_be(server: FakeApiServer) -> None:
+    """A token the loader refreshed is sent from the next request on; a renewed client certificate gets a
+    new pool (the old one's connections would still present the old certificate)."""
+    server.respond = lambda h: h.send_json(200, {"kind": "PodList", "apiVersion": "v1", "items": []})
+    identities = iter(
+        [
+            Identity(authorization="Bearer one"),
+            Identity(authorization="Bearer two"),
+            Identity(authorization="Bearer two", cert_file=None, key_file="renewed.key"),
+        ]
+    )
+    transport = Transport(Endpoint(host=f"http://127.0.0.1:{server.port}", identity=lambda: next(identities)))
+    listed = KubeListerWatcher(api_client=transport, target=WatchTarget(resource=PODS, namespace="ns"))
+
+    listed.list(ListOptions())
+    first_pool = transport._pool(Identity(authorization="Bearer one"))
+    listed.list(ListOptions())
+
+    assert [r.headers["Authorization"] for r in server.requests] == ["Bearer one", "Bearer two"]
+    assert server.requests[0].headers["User-Agent"] == "informers"
+    assert transport._pool(Identity()) is first_pool
+    listed.list(ListOptions(limit=1))
+    renewed = Identity(key_file="renewed.key")
+    assert transport._pool(renewed) is not first_pool
+    assert transport._pool(renewed) is transport._pool(renewed)
+
+
+def test_a_kubernetes_api_client_is_used_through_its_configuration(server: FakeApiServer) -> None:
+    from kubernetes.client import ApiClient, Configuration  # noqa: PLC0415  (tools and tests hold one)
+
+    server.respond = lambda h: h.send_json(200, {"kind": "PodList", "apiVersion": "v1", "items": []})
+    configuration = Configuration(host=f"http://127.0.0.1:{server.port}")
+    configuration.api_key["BearerToken"] = "Bearer from-configuration"
+    listed = KubeListerWatcher(api_client=ApiClient(configuration), target=WatchTarget(resource=PODS))
+
+    assert listed.list(ListOptions()).items == []
+    assert server.requests[0].headers["Authorization"] == "Bearer from-configuration"
+    assert server.requests[0].path == "/api/v1/pods"

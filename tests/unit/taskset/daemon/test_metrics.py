@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import threading
 import urllib.error
 import urllib.request
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
+import urllib3
 from prometheus_client import CollectorRegistry, enable_created_metrics, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from devcluster.ports import free_port
+from informers.rest import Endpoint, Transport
 from taskset.daemon.http import BindAddress, ObservabilityServer, parse_bind_address
 from taskset.daemon.metrics import (
     RECONCILE_BUCKETS,
@@ -224,59 +230,64 @@ def test_a_kubeclient_request_feeds_rest_and_api_cost_series(
     assert got.value("taskset_api_requests_total", verb="create", resource="pods", code="<error>") == 1
 
 
-class _FakeResponse:
-    def __init__(self, status: int) -> None:
-        self.status = status
+class _Ok(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
-class _FakeRestClient:
-    def __init__(self, status: int | None) -> None:
-        self.status = status
-        self.calls: list[tuple[str, str]] = []
-
-    def request(self, method: str, url: str, headers: Any = None, **kwargs: Any) -> _FakeResponse:
-        self.calls.append((method, url))
-        if self.status is None:
-            raise OSError("connection refused")
-        return _FakeResponse(self.status)
-
-
-class _FakeConfiguration:
-    host = "https://127.0.0.1:6443"
+@pytest.fixture
+def api_server() -> Iterator[str]:
+    """A local server answering every GET with 200 and ``{}``: its base URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
 
 
-class _FakeApiClient:
-    def __init__(self, status: int | None) -> None:
-        self.rest_client = _FakeRestClient(status)
-        self.configuration = _FakeConfiguration()
+def _stream(transport: Transport, path: str, query: list[tuple[str, str]]) -> None:
+    transport.stream(path, query=query, timeout=urllib3.Timeout(connect=2, read=5)).release_conn()
 
 
-def test_an_instrumented_client_reports_lists_and_watches_with_their_verbs(
-    registry: CollectorRegistry, metrics: ControllerMetrics
+def test_an_instrumented_transport_reports_lists_and_watches_with_their_verbs(
+    registry: CollectorRegistry, metrics: ControllerMetrics, api_server: str
 ) -> None:
-    client = _FakeApiClient(200)
-    metrics.instrument_api_client(client)
-    base = "https://127.0.0.1:6443"
-    client.rest_client.request("GET", f"{base}/api/v1/namespaces/ns/pods?labelSelector=TaskSet&limit=500")
-    client.rest_client.request("GET", f"{base}/apis/octopus.openi.pcl.cn/v1alpha1/tasksets?watch=true")
-    metrics.observe_request("DELETE", "pods", 200, 0.01)  # a KubeClient write: the host is the client's
+    transport = Transport(Endpoint(host=api_server))
+    host = urlsplit(api_server).netloc
+    metrics.instrument_api_client(transport)
+    _stream(transport, "/api/v1/namespaces/ns/pods", [("labelSelector", "TaskSet"), ("limit", "500")])
+    _stream(transport, "/apis/octopus.openi.pcl.cn/v1alpha1/tasksets", [("watch", "true")])
+    metrics.observe_request("DELETE", "pods", 200, 0.01)  # a KubeClient write: the host is the transport's
     got = scrape(registry)
-    assert client.rest_client.calls[0][0] == "GET"
     assert got.value("taskset_api_requests_total", verb="list", resource="pods", code="200") == 1
     assert got.value("taskset_api_requests_total", verb="watch", resource="tasksets", code="200") == 1
-    assert got.value("rest_client_requests_total", code="200", method="GET", host="127.0.0.1:6443") == 2
-    assert got.value("rest_client_requests_total", code="200", method="DELETE", host="127.0.0.1:6443") == 1
+    assert got.value("rest_client_requests_total", code="200", method="GET", host=host) == 2
+    assert got.value("rest_client_requests_total", code="200", method="DELETE", host=host) == 1
 
 
-def test_an_instrumented_client_counts_a_request_without_answer_and_reraises(
+def test_an_instrumented_transport_counts_a_request_without_answer_and_reraises(
     registry: CollectorRegistry, metrics: ControllerMetrics
 ) -> None:
-    client = _FakeApiClient(None)
-    metrics.instrument_api_client(client)
-    with pytest.raises(OSError, match="connection refused"):
-        client.rest_client.request("GET", "https://127.0.0.1:6443/api/v1/pods")
+    port = free_port()
+    transport = Transport(Endpoint(host=f"http://127.0.0.1:{port}"), retries=False)
+    metrics.instrument_api_client(transport)
+    with pytest.raises(urllib3.exceptions.HTTPError):
+        _stream(transport, "/api/v1/pods", [])
     got = scrape(registry)
-    assert got.value("rest_client_requests_total", code="<error>", method="GET", host="127.0.0.1:6443") == 1
+    assert (
+        got.value("rest_client_requests_total", code="<error>", method="GET", host=f"127.0.0.1:{port}") == 1
+    )
 
 
 VERBS = [
