@@ -44,7 +44,7 @@ class _Replica:
     record: Json | None  # the record itself, while its role is written in the full shape
     size: int  # its bytes on the wire (``compact.json_bytes``)
     bucket: str  # which of the role's counts it adds to
-    pieces: Pieces  # what the compact shape takes from it
+    pieces: Pieces | None  # what the compact shape takes from it, once a write was compact
 
 
 class StatusWriter:
@@ -74,10 +74,12 @@ class StatusWriter:
             for role_json, entries in zip(roles, facts, strict=True):
                 role_json["replicaStatus"] = [_record(replica, entry) for replica, entry in entries]
             return skeleton
-        for entries in facts:  # written compact: the records are rebuilt only for the full ones kept
-            for _, entry in entries:
-                entry.record = None
-        given = [([entry.pieces for _, entry in entries], _records_of(entries)) for entries in facts]
+        # Written compact: the pieces are made once per replica, and its record is dropped (rebuilt only
+        # for the replicas whose full records the compact shape keeps too).
+        given = [
+            ([_pieces(replica, entry) for replica, entry in entries], _records_of(entries))
+            for entries in facts
+        ]
         return compact.compact(skeleton, given)
 
     def _facts(self, replica: ReplicaStatus, known: dict[tuple[Any, ...], _Replica]) -> _Replica:
@@ -86,7 +88,7 @@ class StatusWriter:
         if entry is None:
             record = replica.to_json()
             size = compact.json_bytes(record)
-            entry = _Replica(record, size, compact.bucket(record), compact.pieces(record))
+            entry = _Replica(record, size, compact.bucket(record), None)
         self._known[key] = entry
         return entry
 
@@ -106,6 +108,13 @@ def _record(replica: ReplicaStatus, entry: _Replica) -> Json:
     if entry.record is None:
         entry.record = replica.to_json()
     return entry.record
+
+
+def _pieces(replica: ReplicaStatus, entry: _Replica) -> Pieces:
+    if entry.pieces is None:
+        entry.pieces = compact.pieces(_record(replica, entry))
+    entry.record = None
+    return entry.pieces
 
 
 def _records_of(entries: list[tuple[ReplicaStatus, _Replica]]) -> Any:
