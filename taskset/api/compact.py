@@ -258,7 +258,8 @@ def pieces(replica: Json) -> Pieces:
         head=head,
         tail=f"{flags} {retries} {_epoch(replica.get('transitionTime'))} {uid_text} ",
         text=entry,
-        text_key=orjson.dumps(entry, option=orjson.OPT_SORT_KEYS),
+        # A copy of exactly its size: orjson's result keeps its 4 KiB buffer, 8 MiB for 2,000 kept pieces.
+        text_key=bytes(memoryview(orjson.dumps(entry, option=orjson.OPT_SORT_KEYS))),
         not_fine=not_fine(replica),
     )
 
