@@ -34,9 +34,9 @@ against serializing a status at the limits with every text at its maximum.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -165,11 +165,12 @@ def replica_counts(replicas: list[Json]) -> Json:
     of the user's program."""
     counts = dict.fromkeys(BUCKETS, 0)
     for replica in replicas:
-        counts[_bucket(replica)] += 1
+        counts[bucket(replica)] += 1
     return counts
 
 
-def _bucket(replica: Json) -> str:
+def bucket(replica: Json) -> str:
+    """Which of ``replica_counts``'s buckets the replica's record counts in."""
     phase = replica.get("phase")
     if phase in _WAITING or phase == str(ReplicaPhase.ATTEMPT_CREATION_REQUESTED):
         return "waiting"
@@ -191,8 +192,7 @@ def not_fine(replica: Json) -> bool:
         return True
     if isinstance(info, dict) and info.get("exitCode") != 0:
         return True
-    bucket = _bucket(replica)
-    if bucket in ("failed", "retrying"):
+    if bucket(replica) in ("failed", "retrying"):
         return not replica.get("stopped")
     message = replica.get("phaseMessage") or ""
     return replica.get("phase") in _WAITING and message.startswith(WAIT_PREFIXES)
@@ -216,21 +216,71 @@ class _Budget:
         self.details = DETAILS_BUDGET
 
 
-def compact(status: Json) -> Json:
+def compact(status: Json, given: list[GivenRole] | None = None) -> Json:
+    """The compact shape of the full ``status``. ``given``: for each role, its replicas' ``Pieces`` and a
+    function from an index to its full record, when the caller has them from a write before
+    (``taskset.api.status_writes``); the role's ``replicaStatus`` is then not read."""
     budget = _Budget()
-    return {**status, "roleStatus": [_compact_role(role, budget) for role in status.get("roleStatus", [])]}
+    roles = status.get("roleStatus", [])
+    return {
+        **status,
+        "roleStatus": [
+            _compact_role(role, budget, given[i] if given else None) for i, role in enumerate(roles)
+        ],
+    }
 
 
-def _compact_role(role: Json, budget: _Budget) -> Json:
+class Pieces(NamedTuple):
+    """What a compact role takes from one replica's full record: its row around the ``p`` flag (which
+    depends on the role's Pod name prefix) and the text reference (which depends on the texts before it),
+    its texts entry with the bytes it is known by, and whether its full record is kept too."""
+
+    replica_index: object
+    pod_name: str
+    head: str  # the phase's code and the stopped flag
+    tail: str  # the flags after ``p``, then the retries, the time and the Pod UID, each followed by a space
+    text: Json
+    text_key: bytes
+    not_fine: bool
+
+
+GivenRole = tuple[list[Pieces], Callable[[int], Json]]
+
+
+def pieces(replica: Json) -> Pieces:
+    """``replica``'s ``Pieces``, from its full record."""
+    head = _CODES.get(str(replica.get("phase")), PHASE_CODES[ReplicaPhase.ATTEMPT_PENDING])
+    if replica.get("stopped"):
+        head += "s"
+    flags = ("h" if replica.get("suspended") is True else "") + _failure_flags(replica)
+    uid = replica.get("podUID")
+    uid_text = uid if isinstance(uid, str) and 0 < len(uid) <= UID_MAX and " " not in uid else _NONE
+    retries = replica.get("totalRetriedCount") or 0
+    entry = _texts_of(replica)
+    return Pieces(
+        replica_index=replica.get("index"),
+        pod_name=str(replica.get("podName") or ""),
+        head=head,
+        tail=f"{flags} {retries} {_epoch(replica.get('transitionTime'))} {uid_text} ",
+        text=entry,
+        # A copy of exactly its size: orjson's result keeps its 4 KiB buffer, 8 MiB for 2,000 kept pieces.
+        text_key=bytes(memoryview(orjson.dumps(entry, option=orjson.OPT_SORT_KEYS))),
+        not_fine=not_fine(replica),
+    )
+
+
+def _compact_role(role: Json, budget: _Budget, given: GivenRole | None = None) -> Json:
     replicas: list[Json] = role.get("replicaStatus") or []
-    prefix = _pod_name_prefix(replicas)
+    parts, record = given if given else ([pieces(r) for r in replicas], replicas.__getitem__)
+    prefix = _pod_name_prefix(parts)
     texts: list[Json] = []
     refs: dict[bytes, int] = {}
     rows = []
     details = []
-    for replica in replicas:
-        rows.append(_row(replica, prefix, _text_ref(_texts_of(replica), texts, refs, budget)))
-        if not_fine(replica):
+    for index, part in enumerate(parts):
+        rows.append(_row(part, prefix, _text_ref(part.text, part.text_key, texts, refs, budget)))
+        if part.not_fine:
+            replica = record(index)
             size = json_bytes(replica) + 1
             if size <= budget.details:
                 budget.details -= size
@@ -243,10 +293,10 @@ def _compact_role(role: Json, budget: _Budget) -> Json:
     return out
 
 
-def _pod_name_prefix(replicas: list[Json]) -> str:
+def _pod_name_prefix(parts: list[Pieces]) -> str:
     """``<taskset>-<role>-``, from a recorded Pod name (every Pod name is the prefix and the index)."""
-    for replica in replicas:
-        name, suffix = str(replica.get("podName") or ""), f"-{replica.get('index')}"
+    for part in parts:
+        name, suffix = part.pod_name, f"-{part.replica_index}"
         if name.endswith(suffix):
             return name[: len(name) - len(suffix) + 1]
     return ""
@@ -281,8 +331,7 @@ def _stand_in(entry: Json) -> Json:
     return out
 
 
-def _text_ref(entry: Json, texts: list[Json], refs: dict[bytes, int], budget: _Budget) -> int:
-    key = orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
+def _text_ref(entry: Json, key: bytes, texts: list[Json], refs: dict[bytes, int], budget: _Budget) -> int:
     ref = refs.get(key)
     if ref is not None:
         return ref
@@ -300,20 +349,9 @@ def _text_ref(entry: Json, texts: list[Json], refs: dict[bytes, int], budget: _B
     return len(texts) - 1
 
 
-def _row(replica: Json, prefix: str, text: int) -> str:
-    code = _CODES.get(str(replica.get("phase")), PHASE_CODES[ReplicaPhase.ATTEMPT_PENDING])
-    if replica.get("stopped"):
-        code += "s"
-    pod_name = str(replica.get("podName") or "")
-    if pod_name and prefix and pod_name == f"{prefix}{replica.get('index')}":
-        code += "p"
-    if replica.get("suspended") is True:
-        code += "h"
-    code += _failure_flags(replica)
-    uid = replica.get("podUID")
-    uid_text = uid if isinstance(uid, str) and 0 < len(uid) <= UID_MAX and " " not in uid else _NONE
-    retries = replica.get("totalRetriedCount") or 0
-    return f"{code} {retries} {_epoch(replica.get('transitionTime'))} {uid_text} {text}"
+def _row(part: Pieces, prefix: str, text: int) -> str:
+    named = part.pod_name and prefix and part.pod_name == f"{prefix}{part.replica_index}"
+    return f"{part.head}{'p' if named else ''}{part.tail}{text}"
 
 
 def _failure_flags(replica: Json) -> str:

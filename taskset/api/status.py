@@ -280,8 +280,10 @@ class RoleStatus:
         fresh.replicas = [replica.copy() for replica in self.replicas]
         return fresh
 
-    def to_json(self) -> Json:
-        replicas = [replica.to_json() for replica in self.replicas]
+    def to_json(self, replicas: list[Json] | None = None, counts: Json | None = None) -> Json:
+        """``replicas``, ``counts``: the replicas' records and their counts, when the caller has them."""
+        if replicas is None:
+            replicas = [replica.to_json() for replica in self.replicas]
         return {
             "name": self.name,
             "phase": str(self.phase),
@@ -289,7 +291,7 @@ class RoleStatus:
             "transitionTime": self.transition_time,
             "state": str(self.state),
             "stateMessage": clip(self.state_message, MESSAGE_MAX),
-            COUNTS: replica_counts(replicas),
+            COUNTS: replica_counts(replicas) if counts is None else counts,
             "replicaStatus": replicas,
             **({} if self.target_replicas is None else {"targetReplicas": self.target_replicas}),
             **({} if self.last_scale is None else {"lastScale": self.last_scale.to_json()}),
@@ -454,9 +456,11 @@ class TaskSetStatus:
         one (``taskset.api.compact``)."""
         return shape(self.full_json())
 
-    def full_json(self) -> Json:
-        """The full shape (spec 2.5), whatever its size: what a pass's private copy is made from."""
-        roles = [role.to_json() for role in self.roles]
+    def full_json(self, roles: list[Json] | None = None) -> Json:
+        """The full shape (spec 2.5), whatever its size (``roles``: the roles' JSON, when the caller has
+        it)."""
+        if roles is None:
+            roles = [role.to_json() for role in self.roles]
         return {
             "phase": str(self.phase),
             "phaseMessage": clip(self.phase_message, MESSAGE_MAX),

@@ -95,41 +95,51 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     """The pod informer's transform: a cached Pod holds only what the controller reads (see the sets
     above), so 10,000 Pods fit in the memory target. The spec, half of a recorded Pod once managedFields
     are gone, shrinks to its container names; the metadata to ``slim_metadata``'s, so that a stranger's
-    Pod labelled ``TaskSet`` costs a bounded amount whatever its annotations.
+    Pod labelled ``TaskSet`` costs a bounded amount whatever its annotations. Its strings are interned
+    (``_shared``) as each kept value is copied, in the one pass that builds it: a second walk that copied
+    the slim Pod again to intern it was half of the transform's cost, which runs on every watch event.
 
     The informer contract: idempotent (``slim_pod(slim_pod(p)) == slim_pod(p)``, as a relist stores
     again what a watch stored) and it never changes ``pod`` (every value it keeps is either immutable
     or a new container built here)."""
-    slim: dict[str, Any] = {key: pod[key] for key in ("apiVersion", "kind") if key in pod}
+    slim: dict[str, Any] = {key: _shared(pod[key]) for key in ("apiVersion", "kind") if key in pod}
     if "metadata" in pod:
-        slim["metadata"] = slim_metadata(pod["metadata"])
+        slim["metadata"] = _shared_metadata(pod["metadata"])
     spec = pod.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
-        slim["spec"] = {"containers": [_only(c, {"name"}) for c in spec["containers"][:LIST_KEPT]]}
+        slim["spec"] = {"containers": [_kept(c, _NAME) for c in spec["containers"][:LIST_KEPT]]}
         if isinstance(spec.get("nodeName"), str):  # the node a failed attempt ran on (retry effects)
-            slim["spec"]["nodeName"] = spec["nodeName"][:NODE_NAME_MAX]
+            slim["spec"]["nodeName"] = _shared(spec["nodeName"][:NODE_NAME_MAX])
     elif isinstance(spec, dict):
         slim["spec"] = {}  # nothing in it is read
     if isinstance(pod.get("status"), dict):
         slim["status"] = _slim_pod_status(pod["status"], main_container(pod)[0])
-    shared: dict[str, Any] = _shared(slim)
-    return shared
+    return slim
+
+
+_NAME: Final = frozenset({"name"})
+# The status fields ``_slim_pod_status`` rebuilds entry by entry when they are lists.
+_REBUILT: Final = frozenset({"conditions", "containerStatuses", "initContainerStatuses"})
 
 
 def _slim_pod_status(status: dict[str, Any], main: str) -> dict[str, Any]:
     """A Pod's status as the cache keeps it: ``POD_STATUS_KEPT``, each list bounded (``LIST_KEPT``, the
     ``main`` container's status kept wherever it is) and each text clipped as ``pod_view`` clips it."""
-    kept: dict[str, Any] = _only(status, POD_STATUS_KEPT)
+    kept: dict[str, Any] = {
+        k: v if k in _REBUILT and isinstance(v, list) else _shared(v)
+        for k, v in status.items()
+        if k in POD_STATUS_KEPT
+    }
     for key, limit in (("reason", REASON_MAX), ("message", QUOTED_MAX)):
         if isinstance(kept.get(key), str):
-            kept[key] = clip(kept[key], limit)
+            kept[key] = _clipped(kept[key], limit)
     for key in ("containerStatuses", "initContainerStatuses"):
         if isinstance(kept.get(key), list):
             entries = _bounded(kept[key], main if key == "containerStatuses" else None)
             kept[key] = [_slim_container_status(entry) for entry in entries]
     if isinstance(kept.get("conditions"), list):
         scheduled = [c for c in kept["conditions"] if get_path(c, "type") in CONDITIONS_KEPT][:LIST_KEPT]
-        kept["conditions"] = [_clip_texts(_only(c, CONDITION_FIELDS_KEPT), QUOTED_MAX) for c in scheduled]
+        kept["conditions"] = [_clip_texts(_kept(c, CONDITION_FIELDS_KEPT), QUOTED_MAX) for c in scheduled]
     return kept
 
 
@@ -145,13 +155,17 @@ def _bounded(statuses: list[Any], main: str | None) -> list[Any]:
 
 def _slim_container_status(entry: dict[str, Any]) -> dict[str, Any]:
     """One container's status: its name, ID, and the waiting or terminated state with clipped texts."""
-    kept: dict[str, Any] = _only(entry, CONTAINER_STATUS_KEPT)
+    kept: dict[str, Any] = {
+        k: v if k == "state" and isinstance(v, dict) else _shared(v)
+        for k, v in entry.items()
+        if k in CONTAINER_STATUS_KEPT
+    }
     if isinstance(kept.get("containerID"), str):
-        kept["containerID"] = clip(kept["containerID"], IDENTIFIER_MAX)
+        kept["containerID"] = _clipped(kept["containerID"], IDENTIFIER_MAX)
     state = kept.get("state")
     if isinstance(state, dict):
         kept["state"] = {
-            name: _clip_texts(_only(value, STATE_FIELDS_KEPT[name]), MESSAGE_KEPT[name])
+            name: _clip_texts(_kept(value, STATE_FIELDS_KEPT[name]), MESSAGE_KEPT[name])
             for name, value in state.items()
             if name in STATE_FIELDS_KEPT
         }
@@ -163,7 +177,27 @@ def _clip_texts(value: Any, message_max: int) -> Any:
     if not isinstance(value, dict):
         return value
     limits = {"reason": REASON_MAX, "message": message_max}
-    return {k: clip(v, limits[k]) if k in limits and isinstance(v, str) else v for k, v in value.items()}
+    return {k: _clipped(v, limits[k]) if k in limits and isinstance(v, str) else v for k, v in value.items()}
+
+
+def _clipped(text: str, limit: int) -> str:
+    """``clip``, interned: a clipped text is a new string."""
+    clipped = clip(text, limit)
+    return clipped if clipped is text else _shared(clipped)
+
+
+def _kept(value: Any, keys: frozenset[str]) -> Any:
+    """``_only``, its kept values interned (``_shared``)."""
+    if not isinstance(value, dict):
+        return _shared(value)
+    return {k: _shared(v) for k, v in value.items() if k in keys}
+
+
+def _shared_metadata(meta: Any) -> Any:
+    """``slim_metadata`` with its strings interned, once it has dropped what it drops (a stranger's
+    annotations may be 256 KB: they are never copied)."""
+    slim = slim_metadata(meta)
+    return {k: _shared(v) for k, v in slim.items()} if isinstance(slim, dict) else _shared(slim)
 
 
 def slim_metadata(meta: Any) -> Any:
@@ -311,13 +345,16 @@ def _shared(value: Any) -> Any:
     TaskSet (namespace, labels, owner, phase, node, timestamps to the second): one copy of each took a
     running slim Pod from 5.7 to 4.0 KB (3.4 with the conditions dropped). An interned string is freed
     with its last Pod."""
-    if isinstance(value, str):
-        return sys.intern(value)
+    if type(value) is str:
+        return _intern(value)
     if isinstance(value, dict):
-        return {key: _shared(item) for key, item in value.items()}
+        return {key: _intern(item) if type(item) is str else _shared(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_shared(item) for item in value]
+        return [_intern(item) if type(item) is str else _shared(item) for item in value]
     return value
+
+
+_intern: Final = sys.intern
 
 
 def _only(value: Any, keys: frozenset[str] | set[str]) -> Any:

@@ -478,7 +478,7 @@ class Reconciler:
     ) -> str | None:
         """Write the plan's status unless it is what the API server has, or may be held (``persist``:
         it may not, since an object this pass deletes is the evidence for it)."""
-        new = plan.status.to_json()
+        new = record.writer.to_json(plan.status)  # plan.status.to_json(), sharing the last write's work
         base = record.status
         if new == base:
             record.held = None

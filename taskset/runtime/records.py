@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from clock import Clock
 from taskset.api.status import TaskSetStatus
+from taskset.api.status_writes import StatusWriter
 
 HOLD_LIMIT: Final = 10.0  # seconds a held status may wait for news before it is written anyway
 
@@ -43,6 +44,10 @@ class Record:
     _lent: tuple[dict[str, Any] | None, TaskSetStatus | None] | None = field(
         default=None, repr=False, compare=False
     )
+
+    # What the last status write computed of each replica, so that the next one encodes only the replicas
+    # that changed; handed on to the record of the next version (``written``).
+    writer: StatusWriter = field(default_factory=StatusWriter, repr=False, compare=False)
 
     @property
     def latest(self) -> dict[str, Any] | None:
@@ -112,8 +117,10 @@ class StatusRecords(Mapping[str, Record]):
         """The API server accepted ``status`` as ``resource_version``; nothing is held any more."""
         with self._lock:
             before = self._records.get(key)
-            lent = before._parsed if before is not None and before.uid == uid else None
-            self._records[key] = Record(uid, status, resource_version, _lent=lent)
+            same = before is not None and before.uid == uid
+            lent = before._parsed if before is not None and same else None
+            writer = before.writer if before is not None and same else StatusWriter()
+            self._records[key] = Record(uid, status, resource_version, _lent=lent, writer=writer)
 
     def hold(self, record: Record, new: dict[str, Any], *, only_requests_in_flight: bool) -> float | None:
         """Seconds to leave ``new`` unwritten for, or None to write it now. A status whose only news is
