@@ -55,6 +55,8 @@ from taskset.api.constants import (
 )
 from taskset.api.failures import FailureRule, FieldError, parse_failure_rules
 from taskset.api.names import is_dns1123_label, longest_pod_name_length, pod_name
+from taskset.api.node_loss import FIELD as NODE_LOSS_FIELD
+from taskset.api.node_loss import parse_node_loss_policy
 from taskset.api.run_bounds import parse_run_bounds, role_start_deadline
 from taskset.api.scale import scaled_roles
 from taskset.api.thresholds import at_count, parse_threshold, percentage
@@ -477,6 +479,9 @@ def _parse(obj: object) -> ParsedTaskSet:
     retry_policy = _parse_retry_policy(spec.get("retryPolicy"), "spec.retryPolicy")
     failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
     run_bounds = parse_run_bounds(spec)  # deadlines, TTL, cleanPodPolicy
+    parse_node_loss_policy(
+        spec.get(NODE_LOSS_FIELD)
+    )  # checked here, read live (taskset.decide.node_recovery)
     raw_roles = _optional_list(scaled_roles(spec), "spec.roles")  # spec.scale's count first
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")

@@ -99,6 +99,11 @@ class Config:
     """Seconds a Pod of a TaskSet may stay after its deletion time (grace period included) before the
     TaskSet's ``PodsStuckTerminating`` condition and a Warning event name it and what holds it."""
 
+    watch_nodes: bool = True
+    """Watch Nodes (their Ready condition and health taints only) to name the replicas waiting on a lost
+    node and act on ``spec.nodeLossPolicy``; needs get/list/watch on Nodes, which a namespaced install
+    (a Role) cannot grant, so the namespaced overlay turns it off."""
+
     namespace: str = ""
     """The one namespace to watch; "" = all namespaces, as O does."""
 
@@ -366,6 +371,9 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             parse_schedulers, "LIST", "gang schedulers served for spec.gang: coscheduling, volcano"),
     Setting("kueue", "--kueue", _env("KUEUE"), "kueue", _boolean, "BOOL",
             "queue TaskSets labelled kueue.x-k8s.io/queue-name through Kueue (needs Kueue's CRDs)"),
+    Setting("watch_nodes", "--watch-nodes", _env("WATCH_NODES"), "watchNodes", _boolean, "BOOL",
+            "watch Nodes to report replicas on lost nodes and serve spec.nodeLossPolicy (needs nodes: "
+            "get, list, watch)"),
     Setting("namespace", "--namespace", _env("NAMESPACE"), "namespace", _namespace, "NAME",
             "watch only this namespace; empty = all namespaces"),
     Setting("qps", "--qps", _env("QPS"), "qps", _non_negative_number, "N",

@@ -59,6 +59,7 @@ from taskset.decide.upkeep import (
     EARLIER_ATTEMPT_OBJECT,
     EXPIRED_TASKSET,
     LEFT_BEHIND_OBJECT,
+    NODE_LOST_POD,
     ORPHANED_POD,
     OWNED_DATA,
     OWNED_OBJECT,
@@ -142,6 +143,7 @@ UPKEEP_ROWS: Mapping[str, Row[Any]] = {
     ATTEMPT_END_STATUS.label: Row(on_result=status_applied),
     EARLIER_ATTEMPT_OBJECT.label: Row(on_result=owned_deleted),
     EXPIRED_TASKSET.label: Row(on_result=taskset_deleted),
+    NODE_LOST_POD.label: Row(on_result=retry_if_failed),
 }
 check_upkeep(UPKEEP_ROWS)
 

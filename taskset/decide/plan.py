@@ -221,6 +221,9 @@ class DeletePod:
     # so an accepted delete keeps the replica waiting and asking again.
     seen: bool = True
     row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
+    # Grace period 0: the API server removes the Pod without its node's confirmation (a lost node's
+    # Pod, ``taskset.decide.node_recovery``); otherwise the kubelet stops it and confirms.
+    force: bool = field(default=False, kw_only=True)
 
     @property
     def action(self) -> str:

@@ -106,7 +106,9 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
         slim["spec"] = {"containers": [_only(c, {"name"}) for c in spec["containers"][:LIST_KEPT]]}
     elif isinstance(spec, dict):
-        slim["spec"] = {}  # nothing in it is read
+        slim["spec"] = {}  # nothing else in it is read
+    if isinstance(spec, dict) and isinstance(spec.get("nodeName"), str):
+        slim["spec"]["nodeName"] = spec["nodeName"]  # a lost node holds its Pods (observed.nodes)
     if isinstance(pod.get("status"), dict):
         slim["status"] = _slim_pod_status(pod["status"], main_container(pod)[0])
     shared: dict[str, Any] = _shared(slim)

@@ -29,6 +29,7 @@ from taskset.api.readers import (
     main_container,
 )
 from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
+from taskset.observed.nodes import NodeView
 from taskset.observed.proof import ProofSubject, proves
 from taskset.observed.slim import (
     CONDITIONS_KEPT,
@@ -110,6 +111,7 @@ class PodView:
     conditions: tuple[tuple[str, str], ...] = ()
     ready: bool = False  # the Pod's Ready condition is True (a dependsOn ``until: Ready``)
     created_at: str | None = None  # metadata.creationTimestamp: a start deadline counts from it
+    node_name: str = ""  # spec.nodeName: the node it was bound to, "" before scheduling
 
     @property
     def terminal(self) -> bool:
@@ -228,6 +230,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         conditions=_conditions(pod),
         ready=_ready(pod),
         created_at=_timestamp(get_path(pod, "metadata", "creationTimestamp")),
+        node_name=as_text(get_path(pod, "spec", "nodeName")),
     )
 
 
@@ -398,3 +401,6 @@ class Observed:
     # Cluster-scoped objects integrations read and do not own (a Kueue ResourceFlavor), by (kind key,
     # name), as their caches keep them (``taskset.observed.slim.slim_owned`` with the kind's ``kept``).
     read: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    # The nodes this TaskSet's Pods are bound to, by name, as the node cache keeps them
+    # (``taskset.observed.nodes``); a node the cache does not hold is absent.
+    nodes: Mapping[str, NodeView] = field(default_factory=dict)

@@ -77,6 +77,7 @@ from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, owner_key
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
+from taskset.runtime.lost_nodes import LostNodes
 from taskset.runtime.owned_updates import update_owned_data
 from taskset.runtime.pod_views import PodViews
 from taskset.runtime.read_objects import ReadObjects
@@ -147,6 +148,8 @@ class Reconciler:
         self._units = units
         self._owned: dict[str, Store] = {**(owned or {}), CONFIGMAPS.key: units}
         self._read = ReadObjects(read or {})
+        # Filled by the node cache's handlers (taskset.runtime.controller); empty without one.
+        self.lost_nodes = LostNodes()
         self._recorder = recorder
         self._log = logger
         self._settings = settings
@@ -275,6 +278,7 @@ class Reconciler:
             owned=self._owned_views(ref, unit_view.uid if unit_view is not None else None),
             gone=self.disruptions.of(ref.namespace, ref.name),
             read=self._read,
+            nodes=self.lost_nodes.of_pods(pods.values()),
         )
 
     def _fetch_snapshot(self, obj: Mapping[str, Any], unit: ControlUnitView) -> str | None:
@@ -361,7 +365,11 @@ class Reconciler:
                 # A view at once: a pass of a 2,000-replica role holds every result until it ends.
                 result = ActionResult(ResultKind.OK, pod_view(pod))
             else:
-                self._client.delete(core_path(ns, "pods", intent.name), uid=intent.uid, resource="pods")
+                path = core_path(ns, "pods", intent.name)
+                if intent.force:  # a lost node's Pod: no kubelet will confirm (plan.DeletePod)
+                    self._client.delete(path, uid=intent.uid, resource="pods", force=True)
+                else:
+                    self._client.delete(path, uid=intent.uid, resource="pods")
                 self._expect(key, delete=(f"{ns}/{intent.name}", intent.uid))
                 result = ActionResult(ResultKind.OK)
         except KubeError as err:

@@ -5,6 +5,7 @@ health (the session cluster) nothing of this runs, and ``lose-node`` says why.""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import time
@@ -83,10 +84,12 @@ def test_a_lost_node_is_tainted_its_pods_evicted_and_left_terminating_until_it_i
     lost, alive = "kwok-node-0", "kwok-node-1"
     for name, node in (("on-lost", lost), ("on-alive", alive)):
         cluster.request("POST", f"/api/v1/namespaces/{ns}/pods", pod_on(name, node))
+
+    def running(name: str) -> bool:
+        return bool((get_pod(cluster, ns, name) or {}).get("status", {}).get("phase") == "Running")
+
     for name in ("on-lost", "on-alive"):
-        wait_until(
-            lambda name=name: (get_pod(cluster, ns, name) or {}).get("status", {}).get("phase") == "Running"
-        )
+        wait_until(functools.partial(running, name))
     lease = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/"
     assert cluster.request("GET", lease + lost)["spec"]["holderIdentity"] != LOST_HOLDER
 
