@@ -27,6 +27,7 @@ node look lost in a test that never asked for it.
 
 from __future__ import annotations
 
+import time
 import urllib.error
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,6 +37,7 @@ LEASE_NAMESPACE = "kube-node-lease"
 # The holder a lost node's Lease names: nobody, for as long as anyone cares to wait.
 LOST_HOLDER = "devcluster/lost-node"
 LOST_LEASE_SECONDS = 10**8
+RESTORE_TIMEOUT = 60.0  # seconds for kwok to create the node's Lease again (it tries every quarter lease)
 # The controller-manager's controllers node health adds to the always-on ones.
 KCM_CONTROLLERS = (
     "node-lifecycle-controller",
@@ -121,10 +123,11 @@ def lose_node(api: Requester, node: str, attempts: int = 10) -> None:
                 raise
 
 
-def restore_node(api: Requester, node: str) -> None:
-    """Give ``node`` its heartbeats back: delete the lost Lease, so kwok creates and renews its own."""
-    lease = api.request("GET", _lease_path(node))
-    if lease["spec"].get("holderIdentity") != LOST_HOLDER:
+def restore_node(api: Requester, node: str, timeout: float = RESTORE_TIMEOUT) -> None:
+    """Give ``node`` its heartbeats back: delete the lost Lease, so kwok creates and renews its own;
+    return once it has (a node lost again at once would otherwise have no Lease to take)."""
+    lease = _lease(api, node)
+    if lease is None or lease["spec"].get("holderIdentity") != LOST_HOLDER:
         return  # not lost: deleting kwok's own Lease would only make a heartbeat late
     try:
         options = {"preconditions": {"uid": lease["metadata"]["uid"]}}
@@ -132,6 +135,22 @@ def restore_node(api: Requester, node: str) -> None:
     except urllib.error.HTTPError as error:
         if error.code not in (404, 409):
             raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lease = _lease(api, node)
+        if lease is not None and lease["spec"].get("holderIdentity") != LOST_HOLDER:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"node {node}: kwok did not take its Lease back within {timeout:.0f} s")
+
+
+def _lease(api: Requester, node: str) -> Any:
+    try:
+        return api.request("GET", _lease_path(node))
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise
 
 
 def lost_nodes(leases: list[dict[str, Any]]) -> set[str]:

@@ -192,6 +192,22 @@ def test_with_recover_the_taskset_runs_again_within_the_graces_and_never_on_the_
     assert not verdict.violations, verdict.violations
 
 
+def describe(ts: TaskSets, name: str) -> str:
+    """What a wedged TaskSet's status and Pods say, for the failure's message."""
+    status = ts.status(name)
+    said = [(r.get("index"), r.get("phase"), r.get("phaseMessage")) for r in replicas(status)]
+    pods = [
+        (
+            p["metadata"]["name"],
+            p["spec"].get("nodeName"),
+            p["status"].get("phase"),
+            p["metadata"].get("deletionTimestamp"),
+        )
+        for p in ts.pods(name)
+    ]
+    return f"{status.get('state')} {status.get('phaseMessage')!r} replicas {said} pods {pods}"
+
+
 def test_twenty_node_losses_over_fifty_tasksets_wedge_none_and_duplicate_nothing(
     lossy: Cluster, space: str, controller: Controller
 ) -> None:
@@ -222,8 +238,8 @@ def test_twenty_node_losses_over_fifty_tasksets_wedge_none_and_duplicate_nothing
         while waiting and time.monotonic() < deadline:
             waiting = [n for n in names if not all_running(ts, n, 2)]
             time.sleep(1)
-        wedged = waiting
-        assert not wedged, f"wedged: {wedged[:5]}"
+        wedged = {n: describe(ts, n) for n in waiting[:3]}
+        assert not wedged, f"wedged: {wedged}"
     finally:
         history.stop()
     verdict = history.verdict()
