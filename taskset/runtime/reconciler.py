@@ -574,9 +574,12 @@ def _advancing_delete(intent: Intent) -> bool:
 
 
 def _persist_first(intent: Intent) -> bool:
-    """An intent that may go out only once the pass's status is persisted: an advancing delete, or a
-    write of what the status allocates (``publishes_status``)."""
-    return _advancing_delete(intent) or publishes_status(intent)
+    """An intent that may go out only once the pass's status is persisted: an advancing delete, a
+    forced one (a lost node's Pod is gone at once, and with it the eviction the pass noted as its end:
+    lost with a status write, the next pass would count it as the workload's), or a write of what the
+    status allocates (``publishes_status``)."""
+    forced = isinstance(intent, DeletePod) and intent.force
+    return _advancing_delete(intent) or forced or publishes_status(intent)
 
 
 def _machine_of(record: LogRecord) -> str:

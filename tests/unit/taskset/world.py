@@ -377,7 +377,8 @@ def execute_write_lost(world: World, step: Pass) -> None:
     kept, said = world.status, []
     persisted = False
     for intent in plan.intents:
-        if not persisted and isinstance(intent, DeletePod | DeleteOwned) and intent.advances:
+        forced = isinstance(intent, DeletePod) and intent.force  # as the reconciler's _persist_first
+        if not persisted and isinstance(intent, DeletePod | DeleteOwned) and (intent.advances or forced):
             kept, persisted = TaskSetStatus.from_json(plan.status.to_json()), True
             said = [f"{e.reason}: {e.message}" for e in plan.events]  # sent with the persisted status
         step.fold(intent, world._execute(intent, plan))
