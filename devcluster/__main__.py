@@ -1,10 +1,14 @@
-"""``python -m devcluster build|up|down|env|resolve|run`` — the embedded control plane from the shell.
+"""``python -m devcluster build|up|down|env|resolve|run|lose-node|restore-node`` — the embedded control
+plane from the shell.
 
 ``up`` starts a detached supervisor (``run``) and returns once the cluster and the add-ons it was asked
 for (``--with kueue,coredns,coscheduling``) are ready, printing where each one answers; ``--pool`` adds
 simulated nodes with labels, taints or a small CPU (``devcluster.nodes``). ``down`` stops all of it;
 ``env`` prints the exports a shell needs (KUBECONFIG, PATH with the built kubectl, CoreDNS's address);
-``resolve`` asks the cluster's CoreDNS for a name, as a Pod would.
+``resolve`` asks the cluster's CoreDNS for a name, as a Pod would. ``up --node-health[=SECONDS]``
+gives the nodes heartbeats and runs the node lifecycle and taint-eviction controllers with that grace
+(default Kubernetes' 50 s); then ``lose-node NAME`` stops a node's heartbeats as a dead kubelet would,
+and ``restore-node NAME`` brings it back (``devcluster.node_health``).
 """
 
 from __future__ import annotations
@@ -13,19 +17,24 @@ import argparse
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from devcluster import build, coredns, coscheduling, kueue, nodes
+from devcluster import build, coredns, coscheduling, kueue, node_health, nodes
 from devcluster.addon import READY_TIMEOUT
 from devcluster.cluster import Cluster, Settings
+from devcluster.node_health import NodeHealth
 
 DEFAULT_DIR = Path(os.environ.get("TASKSET_DEVCLUSTER_DIR", "/tmp/taskset-devcluster"))
+NOT_RUNNING = "devcluster is not running; start it with: python -m devcluster up"
 UP_TIMEOUT = 180.0  # seconds; includes a warm start of every component
 # The add-ons ``--with`` starts, in this order, and what each is built from.
 ADDONS: dict[str, build.Component] = {
@@ -122,6 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         etcd_compaction_interval=args.compaction,
         pools=tuple(args.pool),
         extra_apiserver_args=(f"--feature-gates={args.feature_gates}",) if args.feature_gates else (),
+        node_health=_health(args.node_health),
     )
     (args.dir / "state.json").unlink(missing_ok=True)
     with Cluster(settings) as cluster, ExitStack() as addons:
@@ -158,6 +168,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     argv += [f"--pool={pool.spec()}" for pool in args.pool]
     if args.feature_gates:
         argv.append(f"--feature-gates={args.feature_gates}")
+    if args.node_health is not None:
+        argv.append(f"--node-health={args.node_health}")
     with log_path.open("ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + UP_TIMEOUT + READY_TIMEOUT * len(args.with_)
@@ -228,6 +240,59 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Admin:
+    """Admin calls to the running cluster's API server, with the certificates ``up`` wrote."""
+
+    def __init__(self, directory: Path, server: str) -> None:
+        pki = directory / "pki"
+        self._server = server
+        self._context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        self._context.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+
+    def request(self, method: str, path: str, body: object = None) -> object:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self._server + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, context=self._context, timeout=30) as response:
+            return json.loads(response.read() or b"null")
+
+
+def _node_command(args: argparse.Namespace, lose: bool) -> int:
+    state = _state(args.dir)
+    if not state:
+        print(NOT_RUNNING + " --node-health", file=sys.stderr)
+        return 1
+    api = _Admin(args.dir, str(state["server"]))
+    try:
+        if lose:
+            node_health.lose_node(api, args.node)
+        else:
+            node_health.restore_node(api, args.node)
+    except node_health.NodeHealthOffError as error:
+        print(str(error), file=sys.stderr)
+        return 1
+    except urllib.error.HTTPError as error:
+        print(f"node {args.node}: HTTP {error.code} {error.reason}", file=sys.stderr)
+        return 1
+    if lose:
+        print(f"node {args.node} lost: its heartbeats stopped; it turns Ready=Unknown after the grace period")
+    else:
+        print(f"node {args.node} restored: its heartbeats go on and its terminating Pods are confirmed")
+    return 0
+
+
+def cmd_lose_node(args: argparse.Namespace) -> int:
+    return _node_command(args, lose=True)
+
+
+def cmd_restore_node(args: argparse.Namespace) -> int:
+    return _node_command(args, lose=False)
+
+
+def _health(seconds: int | None) -> NodeHealth | None:
+    return None if seconds is None else NodeHealth(grace_seconds=seconds, lease_seconds=min(40, seconds))
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     for name, path in build.build_all(build.PARTS[args.part]).items():
         print(f"{name}\t{path}")
@@ -251,6 +316,12 @@ def _node_count(text: str) -> int:
     return int(text)
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number of seconds")
+    return int(text)
+
+
 def parser_() -> argparse.ArgumentParser:
     """The command line; ``up`` and ``run`` take the add-ons and node pools."""
     parser = argparse.ArgumentParser(prog="python -m devcluster", description=__doc__)
@@ -262,6 +333,8 @@ def parser_() -> argparse.ArgumentParser:
         ("env", cmd_env),
         ("resolve", cmd_resolve),
         ("run", cmd_run),
+        ("lose-node", cmd_lose_node),
+        ("restore-node", cmd_restore_node),
     )
     for name, func in commands:
         p = sub.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -296,6 +369,18 @@ def parser_() -> argparse.ArgumentParser:
             metavar="GATES",
             help="kube-apiserver feature gates, e.g. ShardedListAndWatch=true (sharded list and watch)",
         )
+        p.add_argument(
+            "--node-health",
+            nargs="?",
+            const=node_health.NodeHealth().grace_seconds,
+            type=_positive,
+            default=None,
+            metavar="SECONDS",
+            help="node heartbeats and the node lifecycle and taint-eviction controllers, with this grace "
+            "before a silent node is Unknown (default %(const)s s); makes lose-node possible",
+        )
+    for name in ("lose-node", "restore-node"):
+        sub.choices[name].add_argument("node", help="a simulated node's name, e.g. kwok-node-0")
     sub.choices["build"].add_argument(
         "--part", choices=tuple(build.PARTS), default="all", help="what to build"
     )

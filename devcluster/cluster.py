@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from devcluster import build, certs
+from devcluster import build, certs, node_health
+from devcluster.node_health import NodeHealth
 from devcluster.nodes import NodePool
 from devcluster.ports import free_port
 
@@ -78,6 +79,9 @@ class Settings:
     extra_apiserver_args: tuple[str, ...] = ()
     # Simulated nodes of other shapes beside the plain ones (``python -m devcluster up --pool``).
     pools: tuple[NodePool, ...] = ()
+    # Heartbeats, the node lifecycle and taint-eviction controllers: a node can be lost
+    # (``devcluster.node_health``). None: every node is alive for ever.
+    node_health: NodeHealth | None = None
 
 
 def _die_with_parent() -> None:
@@ -245,6 +249,14 @@ class Cluster:
                 restarted[name] = code
         return restarted
 
+    def lose_node(self, name: str) -> None:
+        """Stop ``name``'s heartbeats, as when its kubelet dies (``devcluster.node_health``)."""
+        node_health.lose_node(self, name)
+
+    def restore_node(self, name: str) -> None:
+        """Start ``name``'s heartbeats again; the deletions that waited on it are confirmed."""
+        node_health.restore_node(self, name)
+
     # ----- clients ---------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
         """Environment for child processes: KUBECONFIG set and the built kubectl first on PATH."""
@@ -348,6 +360,8 @@ class Cluster:
         pki = self.pki
         argv = [sys.executable, "-m", "devcluster.terminator", self.server]
         argv += [str(pki.ca_cert), str(pki.admin_cert), str(pki.admin_key)]
+        if self.settings.node_health is not None:
+            argv.append("--node-health")  # confirm deletions only on nodes whose heartbeats go on
         process = _Process("pod-terminator", argv, self.directory / "logs" / "pod-terminator.log")
         process.start()
         self._processes["pod-terminator"] = process
@@ -406,6 +420,8 @@ class Cluster:
                 "--max-mutating-requests-inflight=0",
                 "--enable-priority-and-fairness=false",
             ]
+        if self.settings.node_health is not None:
+            args += self.settings.node_health.apiserver_args()
         return args + list(self.settings.extra_apiserver_args)
 
     def _start_apiserver(self) -> None:
@@ -413,17 +429,20 @@ class Cluster:
         self._wait_for(lambda: self._http_ok(f"{self.server}/readyz"), "kube-apiserver", process)
 
     def _kcm_args(self) -> list[str]:
+        health = self.settings.node_health
+        controllers = KCM_CONTROLLERS + (node_health.KCM_CONTROLLERS if health is not None else ())
         return [
             f"--kubeconfig={self.kubeconfig}",
             "--leader-elect=false",
             "--secure-port=0",  # nothing reads its health endpoints; a port bound is a port to race for
-            f"--controllers={','.join(KCM_CONTROLLERS)}",
+            f"--controllers={','.join(controllers)}",
             f"--service-account-private-key-file={self.pki.sa_private}",
             f"--root-ca-file={self.pki.ca_cert}",
             f"--kube-api-qps={self.settings.component_qps}",
             f"--kube-api-burst={self.settings.component_qps * 2}",
             "--concurrent-gc-syncs=20",
             "--v=1",
+            *(health.kcm_args() if health is not None else ()),
         ]
 
     def _scheduler_args(self) -> list[str]:
@@ -453,6 +472,7 @@ class Cluster:
             f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}=fake",
             f"--cidr={POD_CIDR}",
             "--node-ip=10.0.0.1",
+            *(self.settings.node_health.kwok_args() if self.settings.node_health is not None else ()),
         ]
 
     # ----- readiness -------------------------------------------------------------------------

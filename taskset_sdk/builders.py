@@ -46,6 +46,7 @@ from taskset_sdk.constants import (
     FRAMEWORKS,
     GANG_SCHEDULERS,
     KIND,
+    NODE_LOSS_ACTIONS,
     ROLE_EVENTS,
     TASKSET_ACTIONS,
 )
@@ -401,9 +402,12 @@ class TaskSet:
     managed_by: str | None = None
     queue: str | None = None  # reserved: accepted and kept, ignored by the controller
     priority: int | None = None  # the Kueue Workload's priority under --kueue
+    node_loss: str | None = None  # spec.nodeLossPolicy.action: Wait (the default), Recover or OutOfService
+    node_loss_grace_seconds: int | None = None  # Recover: how long a node is unreachable first
 
     def __post_init__(self) -> None:
         _choice("cleanPodPolicy", self.clean_pod_policy, CLEAN_POD_POLICIES)
+        _choice("nodeLossPolicy.action", self.node_loss, NODE_LOSS_ACTIONS)
 
     def role(self, role: Role) -> TaskSet:
         self.roles.append(role)
@@ -456,5 +460,6 @@ class TaskSet:
             managedBy=self.managed_by,
             queue=self.queue,
             priority=self.priority,
+            nodeLossPolicy=_set(action=self.node_loss, graceSeconds=self.node_loss_grace_seconds) or None,
         )
         return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

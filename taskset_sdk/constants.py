@@ -43,6 +43,7 @@ FAILURE_ACTIONS: Final = (
 EXIT_CODE_OPERATORS: Final = ("In", "NotIn")
 CONDITION_STATUSES: Final = ("True", "False", "Unknown")
 CLEAN_POD_POLICIES: Final = ("None", "Running", "All")
+NODE_LOSS_ACTIONS: Final = ("Wait", "Recover", "OutOfService")  # spec.nodeLossPolicy.action
 FRAMEWORKS: Final = ("tensorflow", "pytorch", "jax", "mpi")
 DEPENDS_ON_UNTIL: Final = ("Running", "Ready", "Succeeded")
 GANG_SCHEDULERS: Final = ("coscheduling", "volcano")

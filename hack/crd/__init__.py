@@ -16,6 +16,7 @@ The TaskSet object:
 * ``policies``: retry (with backoff), completion and event policies, of a role and of the TaskSet;
 * ``failure_rules``: what a failure costs, matched before the built-in rules;
 * ``lifetime``: deadlines, what a finished TaskSet keeps of its Pods, when it is deleted;
+* ``node_loss``: what happens to a replica whose Pod is on a lost node (and ``status.nodeRecoveries``);
 * ``roles``: a role's name and replicas, the role's blocks assembled, the replica-count rules;
 * ``pod_template`` (from ``openapi``): the role template, the full core/v1 PodTemplateSpec;
 * ``depends_on``, ``network``, ``presets``, ``gang``: the blocks of the integrations of the same names;

@@ -9,7 +9,7 @@ The TaskSet's own fields are here; a role's status is ``hack.crd.role_status``, 
 
 from __future__ import annotations
 
-from hack.crd import history, role_status, scale
+from hack.crd import history, node_loss, role_status, scale
 from hack.crd.fields import Schema, count, enum, string, time
 from taskset.api import constants as c
 from taskset.api.compact import BUCKETS
@@ -30,6 +30,7 @@ def schema() -> Schema:
             "attemptResult": _attempt_result(),
             **_retry_times(),
             "attemptHistory": history.schema(),
+            **node_loss.status_properties(),
             "conditions": {
                 "type": "array",
                 "items": _condition_schema(),

@@ -312,6 +312,10 @@ class EventReason(StrEnum):
     # Workload), the attempt ends naming the object.
     OWNED_OBJECT_RESTORED = "OwnedObjectRestored"
     OWNED_OBJECT_CHANGED = "OwnedObjectChanged"
+    # R only: replicas' Pods are on a lost node (once each time the set of lost nodes changes), and a
+    # Pod of a lost node was force-deleted by spec.nodeLossPolicy so that its replica is replaced.
+    NODE_LOST = "NodeLost"
+    NODE_LOST_POD_DELETED = "NodeLostPodDeleted"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"
@@ -325,6 +329,7 @@ WARNING_EVENT_REASONS: Final = frozenset(
         EventReason.CONTROL_UNIT_CREATION_FAILED,
         EventReason.POD_NAME_CONFLICT,
         EventReason.CONTROL_UNIT_NAME_CONFLICT,
+        EventReason.NODE_LOST,
         EventReason.POD_UNSCHEDULABLE,
         EventReason.POD_CONTAINER_WAITING,
         EventReason.OWNED_OBJECT_CREATION_FAILED,

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from taskset.api import node_loss
 from taskset.api.constants import (
     DNS1123_LABEL_MAX_LENGTH,
     MAX_REPLICAS,
@@ -485,6 +486,7 @@ def _parse(obj: object) -> ParsedTaskSet:
     max_preemptions = parse_max_preemptions(spec.get("retryPolicy"))
     failure_rules = parse_failure_rules(spec.get("failureRules"), "spec.failureRules", "failureRules")
     run_bounds = parse_run_bounds(spec)  # deadlines, TTL, cleanPodPolicy
+    node_loss.parse_node_loss_policy(spec.get(node_loss.FIELD))  # read live (taskset.decide.node_recovery)
     raw_roles = _optional_list(scaled_roles(spec), "spec.roles")  # spec.scale's count first
     if len(raw_roles) > MAX_ROLES:
         raise _shape_error("spec.roles", f"must have at most {MAX_ROLES} roles")

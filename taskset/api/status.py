@@ -41,6 +41,7 @@ from taskset.api.constants import (
 )
 from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
 from taskset.api.history import AttemptHistory, ended_by_from_json, ended_by_json
+from taskset.api.node_loss import STATUS_FIELD, NodeRecoveries
 from taskset.api.readers import as_count, as_enum, as_items, as_mapping, as_opt_count, as_opt_text, as_text
 from taskset.api.retry_effects import RetryEffect
 
@@ -410,6 +411,9 @@ class TaskSetStatus:
     # When the current attempt began (it entered AttemptPending), and the past attempts.
     attempt_start_at: str | None = None
     attempt_history: AttemptHistory = field(default_factory=AttemptHistory)
+    # The Pods force-deleted because their node was lost (taskset.api.node_loss); on the wire only once
+    # there is one, so a status that never met a lost node is as before.
+    node_recoveries: NodeRecoveries = field(default_factory=NodeRecoveries)
 
     @property
     def attempt_id(self) -> int:
@@ -484,6 +488,7 @@ class TaskSetStatus:
             "summary": self.summary(roles),
             **({} if self.scale is None else {"scale": self.scale.to_json()}),
             **({} if self.membership is None else {"membership": self.membership.to_json()}),
+            **({STATUS_FIELD: self.node_recoveries.to_json()} if self.node_recoveries else {}),
         }
 
     def copy(self) -> TaskSetStatus:
@@ -533,6 +538,7 @@ class TaskSetStatus:
             attempt_start_at=as_opt_text(raw.get("attemptStartAt")),
             scale=ScaleStatus.from_json(raw.get("scale")),
             membership=MembershipStatus.from_json(raw.get("membership")),
+            node_recoveries=NodeRecoveries.from_json(raw.get(STATUS_FIELD)),
             conditions=[
                 c
                 for c in (Condition.from_json(as_mapping(r)) for r in as_items(raw.get("conditions")))

@@ -30,7 +30,6 @@ table-driven unit test.
 from __future__ import annotations
 
 import argparse
-import difflib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -38,9 +37,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import yaml
-
-from taskset.api.constants import DNS1123_LABEL_PATTERN, LOGGER_NAME
+from taskset.api.constants import DNS1123_LABEL_PATTERN
+from taskset.daemon.config_file import ConfigError, read_config_file
 from taskset.daemon.http import parse_bind_address
 from taskset.daemon.leader import (
     DEFAULT_LEASE_DURATION,
@@ -68,8 +66,6 @@ DEFAULT_WORKERS: Final = 10  # O's default, also what it used for values below 1
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 SHARD_MODES: Final = ("auto", "off")
 _LOG_LEVEL_ALIASES: Final = {"warn": "warning"}  # zap's spelling, which the original's users know
-# The original's controllerName key: accepted and ignored, the name is always TaskSetController (9.1).
-IGNORED_FILE_KEY: Final = "controllerName"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +95,11 @@ class Config:
     stuck_terminating_after: float = 300.0
     """Seconds a Pod of a TaskSet may stay after its deletion time (grace period included) before the
     TaskSet's ``PodsStuckTerminating`` condition and a Warning event name it and what holds it."""
+
+    watch_nodes: bool = True
+    """Watch Nodes (their Ready condition and health taints only) to name the replicas waiting on a lost
+    node and act on ``spec.nodeLossPolicy``; needs get/list/watch on Nodes, which a namespaced install
+    (a Role) cannot grant, so the namespaced overlay turns it off."""
 
     namespace: str = ""
     """The one namespace to watch; "" = all namespaces, as O does."""
@@ -180,10 +181,6 @@ class Config:
         shown["api_server"] = mask_userinfo(self.api_server)
         shown["sources"] = dict(self.sources)
         return shown
-
-
-class ConfigError(Exception):
-    """A configuration that cannot be used; ``str()`` is the one-line message for the user."""
 
 
 class HelpRequested(Exception):  # noqa: N818  (not an error: the caller prints ``text`` and exits 0)
@@ -378,6 +375,9 @@ SETTINGS: Final[tuple[Setting, ...]] = (
             parse_schedulers, "LIST", "gang schedulers served for spec.gang: coscheduling, volcano"),
     Setting("kueue", "--kueue", _env("KUEUE"), "kueue", _boolean, "BOOL",
             "queue TaskSets labelled kueue.x-k8s.io/queue-name through Kueue (needs Kueue's CRDs)"),
+    Setting("watch_nodes", "--watch-nodes", _env("WATCH_NODES"), "watchNodes", _boolean, "BOOL",
+            "watch Nodes to report replicas on lost nodes and serve spec.nodeLossPolicy (needs nodes: "
+            "get, list, watch)"),
     Setting("namespace", "--namespace", _env("NAMESPACE"), "namespace", _namespace, "NAME",
             "watch only this namespace; empty = all namespaces"),
     Setting("qps", "--qps", _env("QPS"), "qps", _non_negative_number, "N",
@@ -492,7 +492,8 @@ def load_config(argv: Sequence[str], environ: Mapping[str, str], read_file: Call
         raise HelpRequested(help_text())
     config_file: str = parsed.pop("config", "")
     warnings: list[str] = []
-    file_values = _read_config_file(config_file, read_file, warnings) if config_file else {}
+    known = {s.key for s in SETTINGS}
+    file_values = read_config_file(config_file, read_file, known, warnings) if config_file else {}
 
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -551,38 +552,6 @@ def _pick(
     if file_value is not None:  # a key with no value is "not set" too
         return file_value, s.key, f"file {path}"
     return None, "", None
-
-
-def _read_config_file(path: str, read_file: Callable[[str], str], warnings: list[str]) -> dict[str, Any]:
-    try:
-        text = read_file(path)
-    except OSError as err:
-        raise ConfigError(f"cannot read config file '{path}': {err.strerror or err}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        where = ""
-        mark = getattr(err, "problem_mark", None)
-        if mark is not None:
-            where = f" at line {mark.line + 1}, column {mark.column + 1}"
-        problem = getattr(err, "problem", None) or "syntax error"
-        raise ConfigError(f"config file '{path}' is not valid YAML{where}: {problem}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file '{path}' must hold a mapping of keys to values")
-    known = {s.key for s in SETTINGS}
-    for key in data:
-        if key == IGNORED_FILE_KEY:
-            if data[key] not in (None, LOGGER_NAME):
-                warnings.append(
-                    f"config file '{path}': {IGNORED_FILE_KEY} is ignored; the name is {LOGGER_NAME}"
-                )
-        elif key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            warnings.append(f"config file '{path}': unknown key '{key}' ignored{hint}")
-    return data
 
 
 def _normalize_flags(argv: Sequence[str]) -> list[str]:

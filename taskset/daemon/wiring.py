@@ -40,6 +40,7 @@ def build_controller(
         cache_creation_timeout=config.cache_creation_timeout,
         proof_key=load_proof_key(KubeClient(api_client), own_namespace(config), config.proof_key_secret),
         stuck_terminating_after=config.stuck_terminating_after,
+        watch_nodes=config.watch_nodes,
     )
     controller = Controller(
         api_client=api_client,

@@ -48,6 +48,8 @@ from taskset.decide.plan import (
     Settings,
     TaskSetRef,
     UpdateOwned,
+    next_batch,
+    persists_first,
     publishes_status,
 )
 from taskset.decide.replicas import REPLICA_ROWS, UNSEEN_DELETE_POLL
@@ -59,6 +61,7 @@ from taskset.decide.upkeep import (
     EARLIER_ATTEMPT_OBJECT,
     EXPIRED_TASKSET,
     LEFT_BEHIND_OBJECT,
+    NODE_LOST_POD,
     ORPHANED_POD,
     OWNED_DATA,
     OWNED_OBJECT,
@@ -115,6 +118,8 @@ __all__ = [
     "UpdateOwned",
     "clip",
     "decide",
+    "next_batch",
+    "persists_first",
     "pod_wait",
     "publishes_status",
     "waiting_summary",
@@ -143,6 +148,7 @@ UPKEEP_ROWS: Mapping[str, Row[Any]] = {
     ATTEMPT_END_STATUS.label: Row(on_result=status_applied),
     EARLIER_ATTEMPT_OBJECT.label: Row(on_result=owned_deleted),
     EXPIRED_TASKSET.label: Row(on_result=taskset_deleted),
+    NODE_LOST_POD.label: Row(on_result=retry_if_failed),
 }
 check_upkeep(UPKEEP_ROWS)
 

@@ -221,6 +221,9 @@ class DeletePod:
     # so an accepted delete keeps the replica waiting and asking again.
     seen: bool = True
     row: RowRef = field(default=NO_ROW, compare=False, repr=False, kw_only=True)
+    # Grace period 0: the API server removes the Pod without its node's confirmation (a lost node's
+    # Pod, ``taskset.decide.node_recovery``); otherwise the kubelet stops it and confirms.
+    force: bool = field(default=False, kw_only=True)
 
     @property
     def action(self) -> str:
@@ -334,3 +337,32 @@ class ActionResult:
     kind: ResultKind
     view: ResultView | None = None
     message: str = ""
+
+
+# ----- how a plan's intents go out ------------------------------------------------------------------
+
+
+def next_batch(intents: list[Intent], start: int) -> list[Intent]:
+    """The intents from ``start`` that go out together: a run of Pod creates, or of Pod deletes (each
+    touches its own Pod and none waits for another's result: a TaskSet's end deletes its Pods in one
+    round trip, not one after another); a ControlUnit action alone."""
+    first = intents[start]
+    end = start + 1
+    if isinstance(first, CreatePod | DeletePod):
+        while end < len(intents) and type(intents[end]) is type(first):
+            end += 1
+    return intents[start:end]
+
+
+def advancing_delete(intent: Intent) -> bool:
+    """A delete whose acceptance moves a machine on (P9, T10), as opposed to removing a stray object."""
+    return isinstance(intent, DeletePod | DeleteOwned) and intent.advances
+
+
+def persists_first(intent: Intent) -> bool:
+    """An intent that may go out only once the pass's status is persisted: an advancing delete, a
+    forced one (a lost node's Pod is gone at once, and with it the eviction the pass noted as its end:
+    lost with a status write, the next pass would count it as the workload's), or a write of what the
+    status allocates (``publishes_status``)."""
+    forced = isinstance(intent, DeletePod) and intent.force
+    return advancing_delete(intent) or forced or publishes_status(intent)

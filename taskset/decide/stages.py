@@ -20,6 +20,7 @@ from taskset.decide.context import PassContext
 from taskset.decide.deletions import report_terminating
 from taskset.decide.elastic import remove_scaled_down_pods, report_scale, settle_scale
 from taskset.decide.membership_generation import announce_scales, note_membership
+from taskset.decide.node_recovery import report_node_loss, strip_notes
 from taskset.decide.owned_sync import recheck_gates, update_owned
 from taskset.decide.suspension import report_suspension, retire_stale
 from taskset.decide.waiting import report_waiting
@@ -36,6 +37,12 @@ class Stage:
 
 
 STAGES: tuple[Stage, ...] = (
+    Stage(
+        "strip_node_loss_notes",
+        strip_notes,
+        why="the machines read their own words in a replica's phaseMessage: the notes of a lost node "
+        "come off before anything reads them, and go back on in report_node_loss",
+    ),
     Stage(
         "note_scaled_membership",
         note_membership,
@@ -100,6 +107,13 @@ STAGES: tuple[Stage, ...] = (
         report_waiting,
         after=("run_taskset", "settle_scale"),
         why="the Running condition names the replicas still waiting once this pass's moves are done",
+    ),
+    Stage(
+        "report_node_loss",
+        report_node_loss,
+        after=("strip_node_loss_notes", "run_taskset", "settle_scale", "report_waiting"),
+        why="the replicas waiting on a lost node are the status's after the moves; the Running condition "
+        "names them over the waiting summary, so after it",
     ),
     Stage(
         "report_terminating",

@@ -41,6 +41,8 @@ STALE_OBJECT: Final = RowRef(UPKEEP, "stale-object")
 ATTEMPT_END_STATUS: Final = RowRef(UPKEEP, "attempt-end-status")
 # An integration's object of an earlier attempt, which the running attempt no longer needs.
 EARLIER_ATTEMPT_OBJECT: Final = RowRef(UPKEEP, "earlier-attempt-object")
+# A replica's Pod on a lost node, force-deleted as spec.nodeLossPolicy says (taskset.decide.node_recovery).
+NODE_LOST_POD: Final = RowRef(UPKEEP, "node-lost-pod")
 # The finished TaskSet itself, once its ttlSecondsAfterFinished passed.
 EXPIRED_TASKSET: Final = RowRef(UPKEEP, "expired-taskset")
 
@@ -59,6 +61,7 @@ UPKEEP_LABELS: Final = frozenset(
         ATTEMPT_END_STATUS,
         EARLIER_ATTEMPT_OBJECT,
         EXPIRED_TASKSET,
+        NODE_LOST_POD,
     )
 )
 

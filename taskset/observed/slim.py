@@ -108,10 +108,12 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     spec = pod.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
         slim["spec"] = {"containers": [_kept(c, _NAME) for c in spec["containers"][:LIST_KEPT]]}
-        if isinstance(spec.get("nodeName"), str):  # the node a failed attempt ran on (retry effects)
-            slim["spec"]["nodeName"] = _shared(spec["nodeName"][:NODE_NAME_MAX])
     elif isinstance(spec, dict):
-        slim["spec"] = {}  # nothing in it is read
+        slim["spec"] = {}  # nothing else in it is read
+    if isinstance(spec, dict) and isinstance(spec.get("nodeName"), str):
+        # The node it is bound to: a lost node holds its Pods (observed.nodes), and a failure rule may
+        # avoid the node a failed attempt ran on.
+        slim["spec"]["nodeName"] = _shared(spec["nodeName"][:NODE_NAME_MAX])
     if isinstance(pod.get("status"), dict):
         slim["status"] = _slim_pod_status(pod["status"], main_container(pod)[0])
     return slim

@@ -29,6 +29,7 @@ from taskset.api.readers import (
     main_container,
 )
 from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
+from taskset.observed.nodes import NodeView
 from taskset.observed.proof import ProofSubject, proves
 from taskset.observed.slim import (
     CONDITIONS_KEPT,
@@ -112,7 +113,9 @@ class PodView:
     # The DisruptionTarget=True condition's (reason, message): who ended the Pod, e.g. the scheduler's
     # preemption (``PreemptionByScheduler``, its message naming the scheduler); None without one.
     disruption: tuple[str, str] | None = None
-    node_name: str = ""  # spec.nodeName: where it ran (a failure rule may avoid it next time)
+    # spec.nodeName: the node it was bound to, "" before scheduling (a lost node's replicas; the node a
+    # failure rule may avoid next time)
+    node_name: str = ""
     created_at: str | None = None  # metadata.creationTimestamp: a start deadline counts from it
 
     @property
@@ -420,3 +423,6 @@ class Observed:
     # Cluster-scoped objects integrations read and do not own (a Kueue ResourceFlavor), by (kind key,
     # name), as their caches keep them (``taskset.observed.slim.slim_owned`` with the kind's ``kept``).
     read: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    # The nodes this TaskSet's Pods are bound to, by name, as the node cache keeps them
+    # (``taskset.observed.nodes``); a node the cache does not hold is absent.
+    nodes: Mapping[str, NodeView] = field(default_factory=dict)

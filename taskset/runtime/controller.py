@@ -33,11 +33,13 @@ from taskset.decide import Settings as DecideSettings
 from taskset.integrations import BUILT_IN, Framework, Integration
 from taskset.objects.owned import CONFIGMAPS as CONFIGMAP_KIND
 from taskset.objects.owned import ObjectKind
+from taskset.observed.nodes import slim_node
 from taskset.observed.proof import PROCESS_PROOF_KEY
 from taskset.observed.slim import slim_config_map, slim_owned, slim_pod, slim_taskset
 from taskset.runtime.events import EventMetrics, EventRecorder
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, controller_uid_index, taskset_index
 from taskset.runtime.kube import KubeClient, RequestObserver
+from taskset.runtime.lost_nodes import NODE_INDEX, pod_node_index
 from taskset.runtime.reconciler import ReconcileMetrics, Reconciler, ReconcileResult, new_reconcile_id
 from workqueue import MetricsProvider, QueueShutDown, RateLimitingQueue
 
@@ -58,6 +60,7 @@ def pod_action_threads(workers: int) -> int:
 TASKSETS: Final = Resource(group=GROUP, version=VERSION, plural=PLURAL)
 PODS: Final = Resource(group="", version="v1", plural="pods")
 CONFIGMAPS: Final = Resource(group="", version="v1", plural="configmaps")
+NODES: Final = Resource(group="", version="v1", plural="nodes")
 # Seconds a change of a Pod or ControlUnit waits before its TaskSet is reconciled, so that a wave of
 # them (a pass's creates or deletes being answered; a role's Pods being scheduled, starting or exiting)
 # is handled in one pass and one status write instead of one each. The Kubernetes Job controller
@@ -76,6 +79,7 @@ class ControllerSettings:
     stuck_terminating_after: float = 300.0  # seconds past a Pod's deletion time before the TaskSet warns
     sync_timeout: float = 120.0  # seconds to wait for the first LIST of each cache before giving up
     proof_key: bytes = field(default=PROCESS_PROOF_KEY, repr=False)  # taskset.observed.proof
+    watch_nodes: bool = True  # a slim Node cache for lost nodes (taskset.runtime.lost_nodes)
 
 
 class WorkerMetrics(Protocol):
@@ -145,7 +149,7 @@ class Controller:
             PODS,
             namespace=namespace,
             label_selector=LABEL_TASKSET,
-            indexers={POD_INDEX: taskset_index},
+            indexers={POD_INDEX: taskset_index, NODE_INDEX: pod_node_index},
             transform=slim_pod,
         )
         self.units: SharedInformer = self._factory.informer_for(
@@ -167,6 +171,10 @@ class Controller:
             )
             for kind in framework.read_kinds()
         }
+        # Cluster-scoped, whatever the namespace watched: a node holds Pods of every namespace.
+        self.nodes: SharedInformer | None = (
+            self._factory.informer_for(NODES, transform=slim_node) if settings.watch_nodes else None
+        )
         client_kwargs: dict[str, Any] = {"qps": settings.qps, "burst": settings.burst}
         if request_observer is not None:
             client_kwargs["observer"] = request_observer
@@ -230,6 +238,12 @@ class Controller:
             informer.add_event_handler(
                 on_add=self._read_added, on_update=lambda old, new: self._read_added(new)
             )
+        if self.nodes is not None:
+            self.nodes.add_event_handler(
+                on_add=self._node_changed,
+                on_update=lambda old, new: self._node_changed(new),
+                on_delete=self._node_deleted,
+            )
         for informer in self._integration_caches():
             informer.add_event_handler(
                 on_add=self._created,
@@ -264,6 +278,23 @@ class Controller:
         for taskset in self.tasksets.store.list():
             if str((taskset.get("status") or {}).get("state")) not in ("Succeeded", "Failed"):
                 self.queue.add_after(meta_namespace_key(taskset), POD_EVENT_BATCH)
+
+    def _node_changed(self, node: Mapping[str, Any]) -> None:
+        """A node's health changed (lost, back, tainted out of service): the TaskSets with Pods on it
+        look again. A heartbeat or any other change of a Node wakes nothing."""
+        if self.reconciler.lost_nodes.observe(node):
+            self._enqueue_on_node(str((node.get("metadata") or {}).get("name") or ""))
+
+    def _node_deleted(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
+        raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        name = str((raw.get("metadata") or {}).get("name") or "") if isinstance(raw, Mapping) else ""
+        if name and self.reconciler.lost_nodes.forget(name):
+            self._enqueue_on_node(name)
+
+    def _enqueue_on_node(self, node: str) -> None:
+        for pod in self.pods.store.by_index(NODE_INDEX, node):
+            for key in taskset_index(pod):
+                self.queue.add_after(key, POD_EVENT_BATCH)
 
     def _created(self, obj: Mapping[str, Any]) -> None:
         self.reconciler.creation_observed(obj)
@@ -334,6 +365,7 @@ class Controller:
                 self.units,
                 *self._integration_caches(),
                 *self.read.values(),
+                *((self.nodes,) if self.nodes is not None else ()),
             )
         )
 

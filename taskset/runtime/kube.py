@@ -221,11 +221,16 @@ class KubeClient:
             raise
         return obj
 
-    def delete(self, path: str, *, uid: str, resource: str, propagation: str | None = None) -> None:
-        """Delete only the object with this UID (a 409 Conflict means another object holds the name)."""
+    def delete(
+        self, path: str, *, uid: str, resource: str, propagation: str | None = None, force: bool = False
+    ) -> None:
+        """Delete only the object with this UID (a 409 Conflict means another object holds the name);
+        ``force``: with grace period 0, not waiting for a kubelet's confirmation."""
         options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}
         if propagation:
             options["propagationPolicy"] = propagation
+        if force:
+            options["gracePeriodSeconds"] = 0
         self.request("DELETE", path, resource=resource, body=options)
 
     def apply_status(self, kind: ObjectKind, namespace: str, name: str, body: Mapping[str, Any]) -> None:

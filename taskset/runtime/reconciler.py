@@ -47,7 +47,6 @@ from taskset.decide import (
     CreateOwned,
     CreatePod,
     DeleteOwned,
-    DeletePod,
     DeleteTaskSet,
     Intent,
     LogRecord,
@@ -57,7 +56,8 @@ from taskset.decide import (
     TaskSetRef,
     UpdateOwned,
     decide,
-    publishes_status,
+    next_batch,
+    persists_first,
 )
 from taskset.objects.controlunit import SNAPSHOT_KEY, snapshot_of
 from taskset.objects.owned import CONFIGMAPS
@@ -77,6 +77,7 @@ from taskset.runtime.events import EventRecorder, EventTarget
 from taskset.runtime.expectations import Expectations
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, owner_key
 from taskset.runtime.kube import KubeClient, KubeError, core_path, namespaced_path, taskset_path
+from taskset.runtime.lost_nodes import LostNodes
 from taskset.runtime.owned_updates import update_owned_data
 from taskset.runtime.pod_views import PodViews
 from taskset.runtime.read_objects import ReadObjects
@@ -153,6 +154,8 @@ class Reconciler:
         self._units = units
         self._owned: dict[str, Store] = {**(owned or {}), CONFIGMAPS.key: units}
         self._read = ReadObjects(read or {})
+        # Filled by the node cache's handlers (taskset.runtime.controller); empty without one.
+        self.lost_nodes = LostNodes()
         self._recorder = recorder
         self._log = logger
         self._settings = settings
@@ -216,9 +219,9 @@ class Reconciler:
         persisted = False
         done = 0
         while done < len(plan.intents):  # results may add intents (a chain that goes on, decide.py)
-            batch = _next_batch(plan.intents, done)
+            batch = next_batch(plan.intents, done)
             done += len(batch)
-            if not persisted and any(_persist_first(intent) for intent in batch):
+            if not persisted and any(persists_first(intent) for intent in batch):
                 # Persist before destroying (spec 4.4): a finished Pod, or the ControlUnit, is the only
                 # evidence of what this pass decided from it (an exit code, an attempt's end). Deleting it
                 # and then failing the status write would leave a status that waits forever for an
@@ -282,6 +285,7 @@ class Reconciler:
             owned=self._owned_views(ref, unit_view.uid if unit_view is not None else None),
             gone=self.disruptions.of(ref.namespace, ref.name),
             read=self._read,
+            nodes=self.lost_nodes.of_pods(pods.values()),
         )
 
     def _fetch_snapshot(self, obj: Mapping[str, Any], unit: ControlUnitView) -> str | None:
@@ -370,7 +374,11 @@ class Reconciler:
                 # A view at once: a pass of a 2,000-replica role holds every result until it ends.
                 result = ActionResult(ResultKind.OK, pod_view(pod))
             else:
-                self._client.delete(core_path(ns, "pods", intent.name), uid=intent.uid, resource="pods")
+                path = core_path(ns, "pods", intent.name)
+                if intent.force:  # a lost node's Pod: no kubelet will confirm (plan.DeletePod)
+                    self._client.delete(path, uid=intent.uid, resource="pods", force=True)
+                else:
+                    self._client.delete(path, uid=intent.uid, resource="pods")
                 self._expect(key, delete=(f"{ns}/{intent.name}", intent.uid))
                 result = ActionResult(ResultKind.OK)
         except KubeError as err:
@@ -561,29 +569,6 @@ class Reconciler:
                 self._metrics.observe_transition(
                     _machine_of(record), str(fields["PrePhase"]), str(fields["NextPhase"])
                 )
-
-
-def _next_batch(intents: list[Intent], start: int) -> list[Intent]:
-    """The intents from ``start`` that go out together: a run of Pod creates, or of Pod deletes (each
-    touches its own Pod and none waits for another's result: a TaskSet's end deletes its Pods in one
-    round trip, not one after another); a ControlUnit action alone."""
-    first = intents[start]
-    end = start + 1
-    if isinstance(first, CreatePod | DeletePod):
-        while end < len(intents) and type(intents[end]) is type(first):
-            end += 1
-    return intents[start:end]
-
-
-def _advancing_delete(intent: Intent) -> bool:
-    """A delete whose acceptance moves a machine on (P9, T10), as opposed to removing a stray object."""
-    return isinstance(intent, DeletePod | DeleteOwned) and intent.advances
-
-
-def _persist_first(intent: Intent) -> bool:
-    """An intent that may go out only once the pass's status is persisted: an advancing delete, or a
-    write of what the status allocates (``publishes_status``)."""
-    return _advancing_delete(intent) or publishes_status(intent)
 
 
 def _machine_of(record: LogRecord) -> str:

@@ -85,9 +85,12 @@ def test_the_namespaced_overlay_watches_its_own_namespace_without_cluster_rights
     objects = render(cluster, MANIFESTS / "overlays" / "namespaced")
     assert all(o["metadata"].get("namespace") == "taskset-system" for o in objects)
     container = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
-    assert {"--leader-elect", "--namespace=$(POD_NAMESPACE)", "--register-crd=false"} <= set(
-        container["args"]
-    )
+    assert {
+        "--leader-elect",
+        "--namespace=$(POD_NAMESPACE)",
+        "--register-crd=false",
+        "--watch-nodes=false",
+    } <= set(container["args"])
     env = {e["name"]: e for e in container["env"]}
     assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     binding = find(objects, "RoleBinding", "taskset-controller")

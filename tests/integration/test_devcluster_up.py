@@ -28,6 +28,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 MANUAL = ROOT / "docs" / "user-manual.md"
 POOL = "name=gpu,count=2,label=pool=gpu,taint=gpu:NoSchedule"
+NODE_GRACE = 10  # seconds; the README's example says 20, the commands are the same
 
 
 def devcluster(directory: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -44,7 +45,14 @@ def devcluster(directory: Path, *args: str, timeout: float = 900) -> subprocess.
 @pytest.fixture(scope="module")
 def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     directory = tmp_path_factory.mktemp("devcluster-cli")
-    up = devcluster(directory, "up", "--nodes=1", "--with=coredns,kueue,coscheduling", f"--pool={POOL}")
+    up = devcluster(
+        directory,
+        "up",
+        "--nodes=1",
+        "--with=coredns,kueue,coscheduling",
+        f"--pool={POOL}",
+        f"--node-health={NODE_GRACE}",
+    )
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         yield directory, up.stdout
@@ -204,6 +212,21 @@ def test_the_documented_lines_run_as_written(started: tuple[Path, str], block: B
     assert done.returncode == 0, f"{block.where}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
     daemons = sum(line.endswith("&") for line in block.commands())
     assert done.stdout.count("daemon-was-ready") == daemons, f"{block.where}: {done.stdout[-3000:]}"
+
+
+def test_a_node_lost_from_the_shell_turns_unknown_and_comes_back(started: tuple[Path, str]) -> None:
+    directory, _ = started
+
+    def ready() -> str:
+        node = json.loads(kubectl(directory, "get", "node", "kwok-node-0", "-o", "json"))
+        return str(next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"))
+
+    lost = devcluster(directory, "lose-node", "kwok-node-0", timeout=60)
+    assert lost.returncode == 0, lost.stderr
+    eventually(lambda: ready() == "Unknown", NODE_GRACE + 60, "the lost node turns Unknown")
+    restored = devcluster(directory, "restore-node", "kwok-node-0", timeout=120)
+    assert restored.returncode == 0, restored.stderr
+    eventually(lambda: ready() == "True", 60, "the restored node is Ready again")
 
 
 def test_down_stops_every_component(tmp_path: Path) -> None:

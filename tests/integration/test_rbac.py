@@ -155,7 +155,8 @@ FORBIDDEN = [
     pytest.param(("create", "jobs.batch"), id="create Jobs"),
     pytest.param(("delete", "services"), id="delete Services"),
     pytest.param(("update", "services"), id="update Services"),
-    pytest.param(("get", "nodes"), id="read Nodes"),
+    pytest.param(("update", "nodes"), id="write Nodes"),
+    pytest.param(("patch", "nodes", "--subresource=status"), id="write a Node's status"),
     pytest.param(("list", "namespaces"), id="list Namespaces"),
     pytest.param(("create", "tasksets.octopus.openi.pcl.cn"), id="create TaskSets"),
     pytest.param(("update", "tasksets.octopus.openi.pcl.cn"), id="write a TaskSet's spec"),
@@ -201,6 +202,7 @@ ALLOWED = [
         ("update", f"customresourcedefinitions/{c.CRD_NAME}"), id="update our CRD (self-registration)"
     ),
     pytest.param(("update", "leases.coordination.k8s.io/taskset-controller"), id="renew its Lease"),
+    pytest.param(("watch", "nodes"), id="watch Nodes (lost nodes)"),
 ]
 
 

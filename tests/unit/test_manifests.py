@@ -77,7 +77,8 @@ def test_no_wildcards_and_no_secrets_but_the_proof_key() -> None:
 
 # Cluster-scoped requests a Role cannot grant: CRD registration (off in the overlay) and the reviews of
 # /metrics callers (granted by a cluster admin there, with system:auth-delegator).
-CLUSTER_ONLY = ("customresourcedefinitions", "tokenreviews.", "subjectaccessreviews.")
+# Cluster-scoped resources a Role cannot grant (Nodes: the namespaced overlay runs with --watch-nodes=false).
+CLUSTER_ONLY = ("customresourcedefinitions", "tokenreviews.", "subjectaccessreviews.", "nodes")
 
 
 def test_the_namespaced_role_is_the_cluster_role_without_the_cluster_scoped_rules() -> None:

@@ -47,6 +47,7 @@ from taskset.integrations.identity_env import IdentityEnv
 from taskset.objects.controlunit import build_control_unit
 from taskset.objects.owned import CONFIGMAPS
 from taskset.objects.pods import build_pod
+from taskset.observed.nodes import node_view
 from taskset.observed.proof import PROCESS_PROOF_KEY, ProofSubject, creation_proof
 from taskset.observed.views import Observed, control_unit_view, owned_view, pod_view
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, controller_uid_index, taskset_index
@@ -88,6 +89,8 @@ class World:
     # Set: a deleted Pod stays, terminating, until ``remove`` (its kubelet stopped it), as on a cluster;
     # unset: it is gone at once, as under kwok without a grace period.
     graceful: bool = False
+    # Nodes by name, as the API server keeps them; the pass sees those of its Pods that are lost.
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         meta = self.taskset.setdefault("metadata", {})
@@ -127,6 +130,11 @@ class World:
             owned={key: owned_view(obj, self.declared(key[0])) for key, obj in self.owned.items()},
             gone={n: pod_view(p) for n, p in self.gone.items()},
             read=self.read,
+            nodes={
+                name: view
+                for name, view in ((n, node_view(obj)) for n, obj in self.nodes.items())
+                if view.lost and any(p.get("spec", {}).get("nodeName") == name for p in self.pods.values())
+            },
         )
 
     def reconcile(self) -> Plan:
@@ -212,10 +220,10 @@ class World:
         pod = existing
         if pod["metadata"]["uid"] != intent.uid:
             return ActionResult(ResultKind.CONFLICT)
-        if self.graceful:
+        if self.graceful and not intent.force:  # a forced delete needs no kubelet
             pod["metadata"].setdefault("deletionTimestamp", "2026-01-01T00:00:05Z")
         else:
-            del self.pods[intent.name]  # like kwok: gone at once
+            self._removed(intent.name)  # like kwok: gone at once
         return ActionResult(ResultKind.OK)
 
     def _create_owned(self, intent: CreateOwned) -> ActionResult:
@@ -284,7 +292,15 @@ class World:
     def remove(self, name: str) -> None:
         """A terminating Pod's containers stopped: the kubelet removes it (``graceful`` deletes)."""
         assert "deletionTimestamp" in self.pods[name]["metadata"], f"{name} is not terminating"
-        del self.pods[name]
+        self._removed(name)
+
+    def _removed(self, name: str) -> None:
+        """The Pod is gone; the Pod cache's delete handler keeps a disrupted one's last state
+        (``taskset.runtime.disruptions``)."""
+        pod = self.pods.pop(name)
+        conditions = pod.get("status", {}).get("conditions") or []
+        if any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions):
+            self.gone[name] = pod
 
     def run(self, name: str) -> None:
         pod = self.pods[name]
@@ -362,7 +378,8 @@ def execute_write_lost(world: World, step: Pass) -> None:
     kept, said = world.status, []
     persisted = False
     for intent in plan.intents:
-        if not persisted and isinstance(intent, DeletePod | DeleteOwned) and intent.advances:
+        forced = isinstance(intent, DeletePod) and intent.force  # as plan.persists_first
+        if not persisted and isinstance(intent, DeletePod | DeleteOwned) and (intent.advances or forced):
             kept, persisted = TaskSetStatus.from_json(plan.status.to_json()), True
             said = [f"{e.reason}: {e.message}" for e in plan.events]  # sent with the persisted status
         step.fold(intent, world._execute(intent, plan))

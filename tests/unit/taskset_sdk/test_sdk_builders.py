@@ -177,6 +177,8 @@ def full_taskset() -> TaskSet:
             managed_by="octopus.openi.pcl.cn/taskset-controller",
             queue="default",
             priority=5,
+            node_loss="Recover",
+            node_loss_grace_seconds=120,
         )
         .retry(max_retry_count=3, backoff=FULL_BACKOFF, max_preemptions=2)
         .fail_on(FULL_RULE)

@@ -65,6 +65,7 @@ def crd_enum(*path: str) -> tuple[str, ...]:
         pytest.param(sdk.FRAMEWORKS, crd_enum("framework"), id="frameworks"),
         pytest.param(sdk.DEPENDS_ON_UNTIL, crd_enum("roles", "dependsOn", "until"), id="dependsOn until"),
         pytest.param(sdk.GANG_SCHEDULERS, crd_enum("gang", "scheduler"), id="gang schedulers"),
+        pytest.param(sdk.NODE_LOSS_ACTIONS, crd_enum("nodeLossPolicy", "action"), id="node loss actions"),
         pytest.param(sdk.FAILURE_ACTIONS, crd_enum("failureRules", "action"), id="the CRD's actions"),
     ],
 )

@@ -124,6 +124,8 @@ def test_resource_identity() -> None:
                 "OwnedObjectUpdateRefused",
                 "OwnedObjectRestored",
                 "OwnedObjectChanged",
+                "NodeLost",
+                "NodeLostPodDeleted",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),
@@ -193,6 +195,7 @@ def test_warning_events_are_the_failure_reasons_and_the_stuck_pods() -> None:
         "OwnedObjectUpdateRefused",  # the live membership not written: too large, or refused
         "OwnedObjectRestored",  # a stranger's edit of an owned object, written back
         "OwnedObjectChanged",  # a stranger's edit that cannot be written back: the attempt ends
+        "NodeLost",  # replicas wait on a node that stopped answering
     }
     assert "TaskSet Failed" in c.WARNING_EVENT_REASONS  # plain strings find the StrEnum members
 

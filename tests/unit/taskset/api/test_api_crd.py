@@ -225,7 +225,7 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
         "phase", "phaseMessage", "transitionTime", "state", "stateMessage", "controlUnitUID", "createdAt",
         "startAt", "finishAt", "totalRetriedCount", "preemptCount", "roleStatus", "observedGeneration",
         "conditions", "summary", "attemptResult", "attemptSpecDigest", "nextRetryAt", "scale", "membership",
-        "attemptStartAt", "attemptHistory",
+        "attemptStartAt", "attemptHistory", "nodeRecoveries",
     }  # fmt: skip
     assert status["properties"]["phase"]["enum"] == [str(p) for p in c.TaskSetPhase]
     role = status["properties"]["roleStatus"]["items"]
@@ -244,6 +244,8 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
         ".createdAt",
         ".finishAt",
         ".nextRetryAt",
+        ".nodeRecoveries.recoveries[].lostAt",
+        ".nodeRecoveries.recoveries[].recoveredAt",
         ".roleStatus[].replicaStatus[].failure",
         ".roleStatus[].replicaStatus[].finishAt",
         ".roleStatus[].replicaStatus[].nextAttempt.memory[].limit",

@@ -34,6 +34,13 @@ from taskset.api.constants import (
     ReplicaPhase,
 )
 from taskset.api.history import HISTORY_BYTES, HISTORY_MAX_ATTEMPTS, AttemptHistory, AttemptRecord
+from taskset.api.node_loss import (
+    NODE_RECOVERIES_BYTES,
+    RECOVERIES_KEPT,
+    NodeLossAction,
+    NodeRecoveries,
+    NodeRecovery,
+)
 from taskset.api.spec import ValidationFailure, parse_taskset
 from taskset.api.status import (
     AttemptResult,
@@ -111,6 +118,27 @@ def worst_history() -> AttemptHistory:
     return AttemptHistory(records, dropped=MAX_RETRY_COUNT)
 
 
+def worst_recoveries() -> NodeRecoveries:
+    """The node recoveries at their bound, every text long and of six-byte characters."""
+    records = tuple(
+        NodeRecovery(
+            node=worst_text(999, n),
+            replica=worst_text(999, n),
+            pod=worst_text(999, n),
+            pod_uid=worst_text(999, n),
+            lost_at=worst_text(999, n),
+            recovered_at=worst_text(999, n),
+            action=NodeLossAction.OUT_OF_SERVICE,
+        )
+        for n in range(RECOVERIES_KEPT)
+    )
+    return NodeRecoveries(records, dropped=2**31)
+
+
+def test_the_node_recoveries_at_their_widest_stay_within_their_bound() -> None:
+    assert json_bytes({"nodeRecoveries": worst_recoveries().to_json()}) <= NODE_RECOVERIES_BYTES
+
+
 def worst_status() -> TaskSetStatus:
     """The largest supported TaskSet (MAX_ROLES roles, MAX_TOTAL_REPLICAS replicas) at its widest."""
     per_role = MAX_TOTAL_REPLICAS // MAX_ROLES
@@ -137,6 +165,7 @@ def worst_status() -> TaskSetStatus:
         ),
         attempt_start_at=T0,
         attempt_history=worst_history(),
+        node_recoveries=worst_recoveries(),
     )
     for kind in ConditionType:
         status.set_condition(kind, ConditionStatus.UNKNOWN, "R" * 1024, worst_text(bounds.MESSAGE_MAX, 4), T0)
@@ -144,7 +173,9 @@ def worst_status() -> TaskSetStatus:
 
 
 def test_the_largest_supported_taskset_at_its_widest_fits_in_the_budget() -> None:
-    bound = worst_case_bytes(bounds.MESSAGE_MAX, POD_NAME_MAX_LENGTH, 1024, HISTORY_BYTES)
+    bound = worst_case_bytes(
+        bounds.MESSAGE_MAX, POD_NAME_MAX_LENGTH, 1024, HISTORY_BYTES + NODE_RECOVERIES_BYTES
+    )
     status = worst_status()
     written = status.to_json()
     size = json_bytes(written)

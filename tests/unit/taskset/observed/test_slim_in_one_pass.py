@@ -44,10 +44,10 @@ def reference_slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     spec = pod.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
         slim["spec"] = {"containers": [_only(c, {"name"}) for c in spec["containers"][:LIST_KEPT]]}
-        if isinstance(spec.get("nodeName"), str):
-            slim["spec"]["nodeName"] = spec["nodeName"][:NODE_NAME_MAX]
     elif isinstance(spec, dict):
         slim["spec"] = {}
+    if isinstance(spec, dict) and isinstance(spec.get("nodeName"), str):
+        slim["spec"]["nodeName"] = spec["nodeName"][:NODE_NAME_MAX]
     if isinstance(pod.get("status"), dict):
         slim["status"] = _status(pod["status"], main_container(pod)[0])
     shared: dict[str, Any] = _shared(slim)
