@@ -35,6 +35,19 @@ def count() -> Schema:
     return {"type": "integer", "format": "int64", "minimum": 0}
 
 
+def kept_last(description: str, key: str, most: int, entry: Schema) -> Schema:
+    """A status record that keeps its last ``most`` entries under ``key``, oldest first, and counts in
+    ``dropped`` the older ones it no longer lists."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            key: {"type": "array", "maxItems": most, "items": entry, "x-kubernetes-list-type": "atomic"},
+            "dropped": count(),
+        },
+    }
+
+
 def enum(values: type[Any]) -> Schema:
     return {"type": "string", "enum": [str(v) for v in values]}
 

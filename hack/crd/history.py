@@ -3,26 +3,19 @@ entry's texts bounded in bytes, and how many older ones are no longer listed."""
 
 from __future__ import annotations
 
-from hack.crd.fields import Schema, count, enum, string, time
+from hack.crd.fields import Schema, count, enum, kept_last, string, time
 from taskset.api import constants as c
 from taskset.api.history import FAILED, HISTORY_MAX_ATTEMPTS, SUCCEEDED
 
 
 def schema() -> Schema:
-    return {
-        "type": "object",
-        "description": f"The last {HISTORY_MAX_ATTEMPTS} ended attempts, oldest first, and how "
-        "many older ones are no longer listed.",
-        "properties": {
-            "attempts": {
-                "type": "array",
-                "maxItems": HISTORY_MAX_ATTEMPTS,
-                "items": _entry(),
-                "x-kubernetes-list-type": "atomic",
-            },
-            "dropped": count(),
-        },
-    }
+    return kept_last(
+        f"The last {HISTORY_MAX_ATTEMPTS} ended attempts, oldest first, and how many older ones are no "
+        "longer listed.",
+        "attempts",
+        HISTORY_MAX_ATTEMPTS,
+        _entry(),
+    )
 
 
 def _entry() -> Schema:

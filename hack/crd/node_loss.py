@@ -3,7 +3,7 @@ does for a replica whose Pod is on a node that stopped answering, and the Pods i
 
 from __future__ import annotations
 
-from hack.crd.fields import Schema, count, string, time
+from hack.crd.fields import Schema, kept_last, string, time
 from taskset.api import node_loss as n
 
 
@@ -41,20 +41,13 @@ def properties() -> Schema:
 def status_properties() -> Schema:
     """The status's ``nodeRecoveries``."""
     return {
-        n.STATUS_FIELD: {
-            "type": "object",
-            "description": f"The last {n.RECOVERIES_KEPT} Pods force-deleted because their node was lost, "
-            "oldest first, and how many older ones are no longer listed.",
-            "properties": {
-                "recoveries": {
-                    "type": "array",
-                    "maxItems": n.RECOVERIES_KEPT,
-                    "items": _entry(),
-                    "x-kubernetes-list-type": "atomic",
-                },
-                "dropped": count(),
-            },
-        }
+        n.STATUS_FIELD: kept_last(
+            f"The last {n.RECOVERIES_KEPT} Pods force-deleted because their node was lost, oldest first, "
+            "and how many older ones are no longer listed.",
+            "recoveries",
+            n.RECOVERIES_KEPT,
+            _entry(),
+        )
     }
 
 
