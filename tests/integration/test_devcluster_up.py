@@ -192,7 +192,7 @@ def test_the_documented_lines_run_as_written(started: tuple[Path, str], block: B
     for command in block.commands():
         if re.match(r"python -m devcluster down\b", command):
             continue
-        line = re.sub(r"python -m devcluster (\w+)", rf"\g<0> --dir={directory}", command)
+        line = re.sub(r"python -m devcluster ([\w-]+)", rf"\g<0> --dir={directory}", command)
         script.append(f"{line} {READY}" if line.endswith("&") else line)
     env = {
         **os.environ,
