@@ -14,13 +14,15 @@ from bench.pinning import CLIENT_CORE, CONTROL_PLANE_CORE, pin_layout, pin_proce
 
 pytestmark = pytest.mark.unit
 
-# A child with three threads that sleep until told to go: each prints its own affinity when released.
+# A child with three threads that sleep until told to go: each reads its own affinity when released, and
+# the main thread prints them all once the others ended (two threads printing at once can interleave a
+# line's text and its newline).
 CHILD = """
 import os, sys, threading
-ready, go = threading.Barrier(3), threading.Event()
+ready, go, seen = threading.Barrier(3), threading.Event(), []
 def worker():
     ready.wait(); go.wait()
-    print(sorted(os.sched_getaffinity(0)), flush=True)
+    seen.append(sorted(os.sched_getaffinity(0)))
 threads = [threading.Thread(target=worker) for _ in range(2)]
 for t in threads: t.start()
 ready.wait()
@@ -28,7 +30,8 @@ print("ready", flush=True)
 sys.stdin.readline()
 go.set()
 for t in threads: t.join()
-print(sorted(os.sched_getaffinity(0)), flush=True)
+seen.append(sorted(os.sched_getaffinity(0)))
+print("\\n".join(map(str, seen)), flush=True)
 """
 
 
