@@ -268,8 +268,10 @@ def test_a_second_signal_exits_1_at_once(start_daemon: Callable[..., Daemon], cl
     daemon.process.send_signal(signal.SIGTERM)
     daemon.wait_for("/readyz", 503, timeout=10)  # shutting down: not ready any more, still alive
     started = time.monotonic()
-    assert daemon.stop(signal.SIGINT, timeout=10) == 1
-    assert time.monotonic() - started < 5
+    # "At once" is measured against the 60 s grace the first signal started: a busy machine may take some
+    # seconds to end a Python process, never the grace.
+    assert daemon.stop(signal.SIGINT, timeout=30) == 1
+    assert time.monotonic() - started < 30
     messages = [line["msg"] for line in daemon.log_lines()]
     assert "shutting down" in messages
     assert messages[-1] == "second signal, exiting immediately"
