@@ -495,8 +495,8 @@ def test_status_is_a_subresource_that_keeps_the_full_shape(
     assert table[1].split()[:5] == ["ts", "Running", "1/2", "1/3", "0"]
     wide = cluster.kubectl("get", "ts", "-n", namespace, "-o", "wide").stdout.split("\n")
     columns = ["PHASE", "STARTED", "FINISHED", "WAITING", "RUNNING", "SUCCEEDED", "FAILED", "RETRYING"]
-    assert wide[0].split()[-12:] == [*columns, "MESSAGE", "SUSPENDED", "QUEUE", "PRIORITY"]
-    assert wide[1].split()[-9:-4] == ["0", "1", "1", "0", "0"]  # then "Some TaskRole is running" (no suspend)
+    assert wide[0].split()[-13:] == [*columns, "STOPPED", "MESSAGE", "SUSPENDED", "QUEUE", "PRIORITY"]
+    assert wide[1].split()[-10:-4] == ["0", "1", "1", "0", "0", "0"]  # then "Some TaskRole is running"
 
 
 def test_a_compact_status_is_kept_whole_by_the_schema(
