@@ -140,7 +140,7 @@ def _slim_pod_status(status: dict[str, Any], main: str) -> dict[str, Any]:
             entries = _bounded(kept[key], main if key == "containerStatuses" else None)
             kept[key] = [_slim_container_status(entry) for entry in entries]
     if isinstance(kept.get("conditions"), list):
-        scheduled = [c for c in kept["conditions"] if get_path(c, "type") in CONDITIONS_KEPT][:LIST_KEPT]
+        scheduled = [c for c in kept["conditions"] if _kept_type(get_path(c, "type"))][:LIST_KEPT]
         kept["conditions"] = [_clip_texts(_kept(c, CONDITION_FIELDS_KEPT), QUOTED_MAX) for c in scheduled]
     return kept
 
@@ -404,3 +404,9 @@ _CONDITION_TEXT_MAX = 316  # a condition type's longest legal form
 # by Kueue's CRD), take a few KB; a ResourceFlavor's 8 node labels and 8 tolerations under 4 KB. A field
 # past it is dropped, and its reader says what it misses.
 KEPT_FIELD_MAX = 32 * 1024
+
+
+def _kept_type(kind: object) -> bool:
+    """A condition's type the controller reads; a type that is no string (a stranger's object) is not
+    one, and must not reach a set lookup, where an unhashable value would raise."""
+    return isinstance(kind, str) and kind in CONDITIONS_KEPT

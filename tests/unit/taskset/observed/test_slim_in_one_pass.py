@@ -64,7 +64,7 @@ def _status(status: dict[str, Any], main: str) -> dict[str, Any]:
             entries = _bounded(kept[key], main if key == "containerStatuses" else None)
             kept[key] = [_container(entry) for entry in entries]
     if isinstance(kept.get("conditions"), list):
-        scheduled = [c for c in kept["conditions"] if get_path(c, "type") in CONDITIONS_KEPT][:LIST_KEPT]
+        scheduled = [c for c in kept["conditions"] if _kept_type(get_path(c, "type"))][:LIST_KEPT]
         kept["conditions"] = [_clip_texts(_only(c, CONDITION_FIELDS_KEPT), QUOTED_MAX) for c in scheduled]
     return kept
 
@@ -183,3 +183,19 @@ def test_one_pass_keeps_what_two_passes_kept_of_the_hostile_corpus(obj: Any, out
 @given(pod=st.one_of(pods(), mutated(valid_pod()), mutated(orjson.loads(RECORDED_POD.read_bytes()))))
 def test_one_pass_keeps_what_two_passes_kept_of_any_pod(pod: Any) -> None:
     check(pod)
+
+
+def _kept_type(kind: object) -> bool:
+    """A condition's type the controller reads; a type that is no string (a stranger's object) is not
+    one, and must not reach a set lookup, where an unhashable value would raise."""
+    return isinstance(kind, str) and kind in CONDITIONS_KEPT
+
+
+def test_a_condition_whose_type_is_an_object_is_dropped_not_a_crash() -> None:
+    pod = PodBuilder("job-w-0").running().obj()
+    pod["status"]["conditions"] = [
+        {"type": {"not": "a string"}, "status": "True"},
+        {"type": "Ready", "status": "True"},
+    ]
+    slim = slim_pod(pod)
+    assert [c["type"] for c in slim["status"]["conditions"]] == ["Ready"]
