@@ -174,7 +174,7 @@ def _conditions(pod: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(
         (as_text(c.get("type")), as_text(c.get("status")))
         for c in as_items(get_path(pod, "status", "conditions"))
-        if isinstance(c, dict) and c.get("type") in CONDITIONS_KEPT
+        if isinstance(c, dict) and isinstance(c.get("type"), str) and c["type"] in CONDITIONS_KEPT
     )
 
 
