@@ -54,14 +54,14 @@ from taskset.api.status import ReplicaStatus, TaskSetStatus, clip, seconds_since
 from taskset.decide.context import PassContext
 from taskset.decide.plan import DeletePod, Event
 from taskset.decide.upkeep import NODE_LOST_POD
-from taskset.decide.waiting import WAITING_SUMMARY_MAX, waiting_summary
+from taskset.decide.waiting import NODE_LOST_PREFIX, WAITING_SUMMARY_MAX, waiting_summary
 from taskset.observed.nodes import NodeView
 from taskset.observed.views import PodView
 
 # The note a replica's phaseMessage ends with, and the start of the Running condition's message.
 NOTE_START: Final = " [NodeLost: "
 NOTE_END: Final = "]"
-CONDITION_PREFIX: Final = "NodeLost: "
+CONDITION_PREFIX: Final = NODE_LOST_PREFIX
 NAMED_PER_NODE: Final = 20  # replicas the condition names per node; the others are counted
 NOTE_MAX: Final = 400  # characters of a replica's note
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Final
 
 from taskset.api.constants import (
     WAIT_CONTAINER_PREFIX,
@@ -150,6 +151,10 @@ def waiting_summary(status: TaskSetStatus) -> str:
     return clip(text, WAITING_SUMMARY_MAX)
 
 
+# The Running condition's message starts so while replicas wait on a lost node (decide.node_recovery).
+NODE_LOST_PREFIX: Final = "NodeLost: "
+
+
 def report_waiting(ctx: PassContext) -> None:
     """The Running condition names the waiting replicas while the attempt is Preparing or Running, and
     goes back to the state message once none waits.
@@ -162,6 +167,9 @@ def report_waiting(ctx: PassContext) -> None:
     status = ctx.status
     if status.phase == TaskSetPhase.COMPLETED:
         return  # the final condition messages are the completion reason (6.3)
+    noted = status.condition(ConditionType.RUNNING)
+    if noted is not None and noted.message.startswith(NODE_LOST_PREFIX):
+        return  # report_node_loss owns it: it names the lost nodes over the summary, and takes it back
     active = status.phase in (TaskSetPhase.ATTEMPT_PREPARING, TaskSetPhase.ATTEMPT_RUNNING)
     summary = waiting_summary(status) if active else ""
     condition = status.condition(ConditionType.RUNNING)
