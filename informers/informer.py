@@ -29,7 +29,7 @@ from .listwatch import ListerWatcher, RawObject
 from .logs import Logger, default_logger
 from .metrics import InformerMetrics, NoopInformerMetrics
 from .reflector import Reflector, ReflectorSettings
-from .store import NAMESPACE_INDEX, Change, ChangeType, IndexFunc, Store, namespace_index
+from .store import NAMESPACE_INDEX, Change, ChangeType, ForgetHook, IndexFunc, Store, namespace_index
 from .transform import Transform, strip_managed_fields
 
 __all__ = [
@@ -172,6 +172,10 @@ class SharedInformer:
             self._listeners.remove(listener)
         listener.stop()
         listener.join(self._settings.stop_timeout)
+
+    def add_forget_hook(self, hook: ForgetHook) -> None:
+        """See ``Store.add_forget_hook``: told of an object while readers of ``store`` still find it."""
+        self.store.add_forget_hook(hook)
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """Add indexes to the store, also after start; existing objects are indexed at once."""

@@ -24,6 +24,7 @@ __all__ = [
     "NAMESPACE_INDEX",
     "Change",
     "ChangeType",
+    "ForgetHook",
     "IndexConflictError",
     "IndexFunc",
     "Store",
@@ -32,6 +33,10 @@ __all__ = [
 
 IndexFunc = Callable[[RawObject], list[str]]
 """The values under which an object is indexed; an object may have none, one or several."""
+
+ForgetHook = Callable[[RawObject], None]
+"""Told of an object the store is about to drop (its final state, or its last cached one), while every
+reader still finds it: what a reader must not miss once the object is gone is kept by the hook first."""
 
 NAMESPACE_INDEX: Final = "namespace"
 
@@ -89,8 +94,17 @@ class Store:
         # index name -> indexed value -> keys. Invariant: key is in _indices[n][v] iff v is among
         # _indexers[n](_items[key]); no empty key sets are kept. guarded by _lock
         self._indices: dict[str, dict[str, set[ObjectKey]]] = {}
+        # Called in order before an object leaves the store; only grows. Read by the one writer thread.
+        self._forget_hooks: list[ForgetHook] = []
         if indexers:
             self.add_indexers(indexers)
+
+    def add_forget_hook(self, hook: ForgetHook) -> None:
+        """Call ``hook`` with each object before a delete or a replace drops it, on the writer's thread
+        (unlike a handler's ``on_delete``, which runs later on its own thread, after readers already miss
+        the object). A hook must be quick and must not raise."""
+        with self._lock:
+            self._forget_hooks.append(hook)
 
     # ----- writes ----------------------------------------------------------------------------------------
 
@@ -119,6 +133,9 @@ class Store:
         """
         obj = self._transformed(obj)
         key = self._key_func(obj)
+        if self._forget_hooks and key in self._items:
+            for hook in self._forget_hooks:
+                hook(obj)
         with self._lock:
             old = self._items.pop(key, None)
             if old is None:
@@ -139,6 +156,11 @@ class Store:
         for item in items:
             obj = self._transformed(item)
             fresh[self._key_func(obj)] = obj
+        if self._forget_hooks:
+            for key, last in list(self._items.items()):
+                if key not in fresh:
+                    for hook in self._forget_hooks:
+                        hook(last)
         with self._lock:
             indices = {name: self._build_index(func, fresh) for name, func in self._indexers.items()}
             old_items = self._items

@@ -228,12 +228,13 @@ class Controller:
             on_update=self._taskset_updated,
             on_delete=self._enqueue_taskset,
         )
-        for owned, on_delete in ((self.units, self._unit_deleted), (self.pods, self._pod_deleted)):
+        for owned, on_delete in ((self.units, self._unit_deleted), (self.pods, self._enqueue_owner_batched)):
             owned.add_event_handler(
                 on_add=self._created,
                 on_update=lambda old, new: self._enqueue_owner_batched(new),
                 on_delete=on_delete,
             )
+        self.pods.add_forget_hook(self._pod_forgotten)
         for informer in self.read.values():
             informer.add_event_handler(
                 on_add=self._read_added, on_update=lambda old, new: self._read_added(new)
@@ -305,10 +306,15 @@ class Controller:
         self.reconciler.control_unit_deleted(obj)
         self._enqueue_owner_batched(obj)
 
-    def _pod_deleted(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
-        """A Pod is gone: its last state is kept if it was disrupted (runtime/disruptions)."""
-        self.reconciler.disruptions.pod_deleted(obj)
-        self._enqueue_owner_batched(obj)
+    def _pod_forgotten(self, obj: Mapping[str, Any]) -> None:
+        """A Pod is about to leave the cache: its last state is kept if it was disrupted
+        (runtime/disruptions). Kept here, while the cache still holds the Pod, not in the delete handler
+        (which runs later, on its own thread): a pass queued earlier would find the Pod gone and its
+        disruption not yet known, and count the platform's eviction as the workload's failure."""
+        try:
+            self.reconciler.disruptions.pod_deleted(obj)
+        except Exception:  # a stranger's malformed Pod must not stop the Pod cache
+            self._log.exception("a deleted Pod's last state could not be read")
 
     def _enqueue_owner_batched(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         """In ``POD_EVENT_BATCH`` seconds: a key already waiting keeps its earlier deadline, so the first

@@ -4,8 +4,10 @@ An eviction through the Eviction API, a preemption or a drain first writes the `
 condition on the Pod, then deletes it, and a kubelet (or kwok) removes a terminating Pod within its grace
 period. A pass that comes after (Pod events are batched, ``POD_EVENT_BATCH``) finds the Pod gone, and
 what the status recorded of it says nothing of the disruption: the failure rules would count the end as
-the workload's. So the Pod cache's delete handler keeps the last state of such a Pod here, and the next
-passes of its TaskSet see it (``Observed.gone``) to match the failure rules on (``observe_end``).
+the workload's. So the Pod cache keeps the last state of such a Pod here, told by its forget hook before
+the Pod leaves the cache (a delete handler runs later, on its own thread: a pass queued earlier could
+find the Pod gone and its disruption not yet kept), and the next passes of its TaskSet see it
+(``Observed.gone``) to match the failure rules on (``observe_end``).
 
 Bounded (``KEPT``, oldest dropped first) and in memory only: a controller restarted between the deletion
 and the pass that matches it no longer knows, and the end counts as it did before (docs/user-manual.md).
@@ -27,7 +29,7 @@ _DISRUPTED: Final = (POD_CONDITION_DISRUPTION_TARGET, "True")
 
 
 class Disruptions:
-    """Thread-safe: the cache's delete handler writes, the workers read."""
+    """Thread-safe: the Pod cache's writer thread writes, the workers read."""
 
     def __init__(self, kept: int = KEPT, view: Callable[[Mapping[str, Any]], PodView] = pod_view) -> None:
         """``view``: how a Pod is viewed; the reconciler's memo (``PodViews.of``), which has usually seen
@@ -40,7 +42,7 @@ class Disruptions:
         self._order: OrderedDict[tuple[str, str, str], None] = OrderedDict()
 
     def pod_deleted(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
-        """The Pod cache's delete handler: keep the Pod's last state if it carried the condition."""
+        """A Pod leaves the cache: keep its last state if it carried the condition."""
         raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if not isinstance(raw, Mapping):
             return

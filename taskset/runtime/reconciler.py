@@ -170,7 +170,7 @@ class Reconciler:
         self._checks = settings.framework.spec_checks()
         self._snapshots = Snapshots()
         self._pod_views = PodViews()
-        # The Pod cache's delete handler feeds it.
+        # The Pod cache feeds it (its forget hook, before a Pod leaves the cache).
         self.disruptions = Disruptions(view=self._pod_views.of)
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE

@@ -237,6 +237,42 @@ def test_a_delete_seen_by_the_watch_delivers_the_final_state(
     assert not isinstance(deleted[0], DeletedFinalStateUnknown)
 
 
+def test_a_forget_hook_hears_of_each_object_while_the_cache_still_holds_it(
+    source: FakeSource, clock: FakeClock, logger: RecordingLogger, make_informer: InformerFactory
+) -> None:
+    """By a watch delete (the final state) and by a relist that no longer finds it (the last cached
+    state): a reader never misses the object before the hook kept what it needs."""
+    a, b = source.create(obj("a")), source.create(obj("b"))
+    informer = make_informer()
+    heard: list[tuple[str, str, bool]] = []
+
+    def hook(o: dict[str, Any]) -> None:
+        key = deletion_handling_key(o)
+        heard.append((key, resource_version(o), key in informer.store))
+
+    informer.add_forget_hook(hook)
+    told: list[Any] = []
+    informer.add_event_handler(on_delete=told.append)
+    informer.start()
+    watching(source, 1)
+
+    final = source.delete(relabeled(a, phase="done"))
+    eventually(lambda: told)
+    assert heard == [("ns/a", resource_version(final), True)]
+
+    with source.paused():
+        source.delete(b)
+    source.compact()
+    source.expire_watches()
+    step_relist_backoff(clock, logger)
+    watching(source, 2)
+    eventually(lambda: len(told) == 2)
+    assert heard[1:] == [("ns/b", resource_version(b), True)]
+    # A delete of what the cache never held tells nobody.
+    informer.store.delete(obj("never"))
+    assert len(heard) == 2
+
+
 def test_bookmarks_move_the_resource_version_without_calling_handlers(
     source: FakeSource, make_informer: InformerFactory
 ) -> None:

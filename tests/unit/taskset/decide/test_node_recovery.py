@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from taskset.api.constants import ConditionType, State
@@ -234,6 +234,14 @@ def evict(world: World, name: str) -> None:
             pod["status"].setdefault("conditions", []).append(disrupted)
 
 
+def confirm_answering(world: World, nodes: tuple[str, ...] = NODES) -> None:
+    """The kubelets of ``nodes`` that answer: each Pod deleted on them stops and is removed."""
+    for name in nodes:
+        if not node_view(world.nodes[name]).lost:
+            for pod in [p for p in on(world, name) if "deletionTimestamp" in world.pods[p]["metadata"]]:
+                world.remove(pod)
+
+
 def on(world: World, name: str) -> list[str]:
     return sorted(p for p, pod in world.pods.items() if pod["spec"].get("nodeName") == name)
 
@@ -371,6 +379,8 @@ STEPS = st.lists(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=STEPS, action=st.sampled_from(["Wait", "Recover", "OutOfService"]))
+# Evicted while lost, then back: the node's kubelet, answering again, confirms the eviction.
+@example(steps=[(LOSE, "n1"), (EVICT, "n1"), (BACK, "n1")], action="Recover")
 def test_any_interleaving_never_force_deletes_on_a_node_that_answers(
     steps: list[tuple[str, str]], action: str
 ) -> None:
@@ -386,9 +396,8 @@ def test_any_interleaving_never_force_deletes_on_a_node_that_answers(
             restore(world, name)
         elif step == EVICT and node_view(world.nodes[name]).lost:
             evict(world, name)
-        elif step == CONFIRM and not node_view(world.nodes[name]).lost:
-            for pod in [p for p in on(world, name) if "deletionTimestamp" in world.pods[p]["metadata"]]:
-                world.remove(pod)
+        elif step == CONFIRM:
+            confirm_answering(world, (name,))
         elif step == TICK:
             world.tick(20)
         elif step in (PASS, LOST):
@@ -415,6 +424,7 @@ def test_any_interleaving_never_force_deletes_on_a_node_that_answers(
             evict(world, name)
     for _ in range(4):
         world.tick(40)
+        confirm_answering(world)
         settled(world)
     if any(not node_view(world.nodes[n]).lost for n in NODES):
         assert world.status.phase == T.ATTEMPT_RUNNING

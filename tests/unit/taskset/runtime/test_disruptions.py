@@ -1,6 +1,7 @@
-"""The Pod cache's delete handler keeps the last state of a Pod deleted while it carried
-``DisruptionTarget=True``, by TaskSet and Pod name, bounded: the Eviction API's Pod is often
-gone before a pass sees it, and its last state is what the failure rules must match."""
+"""The Pod cache keeps the last state of a Pod deleted while it carried ``DisruptionTarget=True``, by
+TaskSet and Pod name, bounded: the Eviction API's Pod is often gone before a pass sees it, and its last
+state is what the failure rules must match. It is kept before the cache forgets the Pod, so no pass
+finds the Pod gone and its disruption unknown."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from informers import DeletedFinalStateUnknown
+from taskset.runtime.controller import Controller, ControllerSettings
 from taskset.runtime.disruptions import Disruptions
 from tests.unit.taskset.world import PodBuilder
 
@@ -52,3 +54,28 @@ def test_the_oldest_are_dropped_past_the_bound() -> None:
     disruptions.pod_deleted(deleted("job-r-1"))  # seen again: the youngest now
     disruptions.pod_deleted(deleted("job-r-3"))
     assert sorted(disruptions.of("ns", "job")) == ["job-r-1", "job-r-3"]
+
+
+def test_the_controller_keeps_it_before_the_pod_cache_forgets_the_pod() -> None:
+    """No handler thread runs here (the informers are never started): what is kept is kept by the
+    store's own write, before any pass can read the cache without the Pod."""
+    logger: Any = None  # never called: nothing here fails
+    controller = Controller(api_client=None, settings=ControllerSettings(), logger=logger)
+    try:
+        store = controller.pods.store
+        for name in ("job-r-0", "job-r-1"):
+            store.add(deleted(name, disrupted="True" if name.endswith("0") else None))
+        seen: list[tuple[bool, list[str]]] = []
+        controller.pods.add_forget_hook(
+            lambda pod: seen.append(
+                (store.get(pod) is not None, sorted(controller.reconciler.disruptions.of("ns", "job")))
+            )
+        )
+        store.delete(deleted("job-r-0"))
+        store.replace([], "9")  # a relist no longer finds job-r-1: forgotten too, never disrupted
+        assert sorted(controller.reconciler.disruptions.of("ns", "job")) == ["job-r-0"]
+        # The controller's own hook ran first, while the cache still held each Pod.
+        assert seen == [(True, ["job-r-0"]), (True, ["job-r-0"])]
+    finally:
+        controller.queue.shutdown()
+        controller.recorder.stop(0.1)
