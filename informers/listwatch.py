@@ -27,6 +27,7 @@ __all__ = [
     "RawStatusCause",
     "RawStatusDetails",
     "Resource",
+    "SelectionChangedError",
     "TransportError",
     "WatchEvent",
     "WatchStream",
@@ -168,6 +169,13 @@ class ApiError(Exception):
 
 class TransportError(Exception):
     """No ``Status`` came back: connection refused or reset, a read timeout, a broken or garbled stream."""
+
+
+class SelectionChangedError(Exception):
+    """Raised by a ``ListerWatcher`` whose own selection changed since its last list (a sharded collection
+    whose held buckets moved): the cache must be listed again with the new selection. Not a failure of
+    the server or the network, so the reflector relists at once, without backing off: the selection
+    changes only when its owner decides (a few times per Lease round at most), never in a loop."""
 
 
 @dataclass(frozen=True, kw_only=True)

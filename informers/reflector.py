@@ -14,7 +14,9 @@ It copies client-go's ``reflector.go`` rules, which encode years of production l
 * A watch that closes normally (the server's ``timeoutSeconds``) is reopened at once; one that closes within
   a second with no event at all is treated as an error (something between us and the server is wrong).
 * Between two LIST+WATCH rounds there is always a backoff (0.8 s doubling to 30 s, jittered, reset after two
-  quiet minutes).
+  quiet minutes), but for a relist the lister-watcher asked for (``SelectionChangedError``: its selection
+  changed, e.g. the held shard buckets): that one comes at once, or a replica that gains a bucket a few
+  times in a row would wait half a minute to act for it.
 
 Anything unexpected escaping the loop (a bug, a store error) is logged with its traceback and the loop
 starts over, with backoff, from a LIST: the reflector never dies silently.
@@ -40,6 +42,7 @@ from .listwatch import (
     ListOptions,
     RawObject,
     RawStatus,
+    SelectionChangedError,
     TransportError,
     WatchStream,
 )
@@ -176,6 +179,10 @@ class Reflector:
                     self._list_and_watch()
                 except _StoppedError:
                     raise
+                except SelectionChangedError as why:
+                    self._log.info("relisting: the selection changed", reason=str(why))
+                    self._metrics.watch_restarted(self.name, "relist_requested")
+                    continue
                 except (ApiError, TransportError) as err:
                     self._log.warning("list and watch failed", error=str(err), error_type=type(err).__name__)
                 except Exception:

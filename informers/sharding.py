@@ -9,9 +9,10 @@ told to shard list and watch with the selector of the held buckets:
   namespace's hash anyway. Servers without the gate ignore the parameter (everything arrives and the
   filter drops the rest: counted as ``dropped``); v1.36.3 filters custom resources without echoing
   ``shardInfo``, so the echo is reported (``server_filtered``) but never trusted for correctness.
-* A change of the held buckets closes every open watch; the next watch then fails with 410 Expired, so
-  the reflector relists (at its last resource version, from the watch cache) with the new selector: the
-  objects of a gained bucket arrive as adds, those of a lost one leave the cache as deletes.
+* A change of the held buckets closes every open watch, which then ends with ``SelectionChangedError`` (as
+  does a watch asked for after the change), so the reflector relists at once, without backing off (at
+  its last resource version, from the watch cache) with the new selector: the objects of a gained bucket
+  arrive as adds, those of a lost one leave the cache as deletes.
 * A generation counts as *listed* once every sharded collection has been listed with it and its watch
   reopened (so the store already holds the list): ``ShardView.listed_generation``. The caller acts for a
   gained bucket only from then on: the new holder relists before acting.
@@ -28,13 +29,13 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from .listwatch import (
-    ApiError,
     EventType,
     ListerWatcher,
     ListerWatcherFactory,
     ListOptions,
     ListResult,
     RawObject,
+    SelectionChangedError,
     WatchEvent,
     WatchStream,
     WatchTarget,
@@ -67,7 +68,7 @@ class ShardView:
         self._held: frozenset[int] = frozenset()
         self._generation = 0
         self._filter = ShardFilter(buckets, ())
-        self._streams: set[WatchStream] = set()
+        self._streams: set[_FilteredStream] = set()
         self._listed: dict[int, int] = {}  # id of a sharded collection -> generation it last listed with
         self._counts: dict[str, ShardCounts] = {}
 
@@ -82,7 +83,7 @@ class ShardView:
             streams = list(self._streams)
             generation = self._generation
         for stream in streams:
-            stream.close()
+            stream.supersede()
         return generation
 
     @property
@@ -125,14 +126,14 @@ class ShardView:
         with self._lock:
             self._listed[key] = max(self._listed.get(key, 0), generation)
 
-    def _open(self, stream: WatchStream, generation: int) -> bool:
+    def _open(self, stream: _FilteredStream, generation: int) -> bool:
         with self._lock:
             if generation != self._generation:
                 return False
             self._streams.add(stream)
             return True
 
-    def _closed(self, stream: WatchStream) -> None:
+    def _closed(self, stream: _FilteredStream) -> None:
         with self._lock:
             self._streams.discard(stream)
 
@@ -176,7 +177,7 @@ class ShardedListerWatcher:
         with self._lock:
             listed = self._listed
         if listed is None or listed[0] != self._view.generation:
-            raise ApiError(code=410, reason="Expired", message="the held shard buckets changed; relisting")
+            raise SelectionChangedError("the held shard buckets changed")
         generation, filter_, selector = listed
         stream = self._inner(replace(self._target, shard_selector=selector)).watch(
             resource_version=resource_version,
@@ -186,7 +187,7 @@ class ShardedListerWatcher:
         filtered = _FilteredStream(stream, filter_, self._counts, self._lock, on_end=self._view._closed)
         if not self._view._open(filtered, generation):
             filtered.close()
-            raise ApiError(code=410, reason="Expired", message="the held shard buckets changed; relisting")
+            raise SelectionChangedError("the held shard buckets changed")
         # The reflector replaced its store with the list before it watches: this generation is in the cache.
         self._view._mark_listed(id(self), generation)
         return filtered
@@ -201,17 +202,20 @@ class _FilteredStream:
         filter_: ShardFilter,
         counts: ShardCounts,
         lock: threading.Lock,
-        on_end: Callable[[WatchStream], None],
+        on_end: Callable[[_FilteredStream], None],
     ) -> None:
         self._inner = inner
         self._filter = filter_
         self._counts = counts
         self._lock = lock
         self._on_end = on_end
+        self._superseded = threading.Event()
 
     def __iter__(self) -> Iterator[WatchEvent]:
         try:
             for event in self._inner:
+                if self._superseded.is_set():
+                    break
                 if event["type"] in (EventType.BOOKMARK, EventType.ERROR):
                     yield event
                     continue
@@ -223,6 +227,13 @@ class _FilteredStream:
                     yield event
         finally:
             self._on_end(self)
+        if self._superseded.is_set():
+            raise SelectionChangedError("the held shard buckets changed")
+
+    def supersede(self) -> None:
+        """The held buckets changed: end the stream, and ask the reader for a relist."""
+        self._superseded.set()
+        self.close()
 
     def close(self) -> None:
         self._inner.close()

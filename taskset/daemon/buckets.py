@@ -177,8 +177,8 @@ class BucketElector:
         clock: Clock | None = None,
         on_change: Callable[[frozenset[int], frozenset[int]], None] | None = None,
     ) -> None:
-        """``on_change(gained, lost)`` runs after every round that changed the held set (workers use it
-        to forget the keys of lost buckets and to pick up those of gained ones)."""
+        """``on_change(gained, lost)`` runs after every round that changed the held set, as does every
+        callback given to ``subscribe``."""
         self.client: Final = client
         self.namespace: Final = namespace
         self.ring: Final = ring
@@ -187,12 +187,19 @@ class BucketElector:
         self.timings: Final = timings or Timings()
         self._log = logger
         self._clock: Final = clock or RealClock()
-        self._on_change = on_change
+        self._subscribers: list[Callable[[frozenset[int], frozenset[int]], None]] = (
+            [on_change] if on_change is not None else []
+        )
         self._lock = threading.Lock()
         self._held: dict[int, _Held] = {}  # guarded by _lock
         self._member: dict[str, Any] | None = None
         self._observed: dict[str, Observation] = {}  # by Lease name
         self._last_plan: Mapping[int, str] = {}
+
+    def subscribe(self, on_change: Callable[[frozenset[int], frozenset[int]], None]) -> None:
+        """Call ``on_change(gained, lost)`` after every round that changed the held set (the controller
+        picks up the TaskSets of a gained bucket that its cache already holds)."""
+        self._subscribers.append(on_change)
 
     # ----- the fence -----------------------------------------------------------------------------------
     def owns(self, namespace: str) -> bool:
@@ -309,8 +316,8 @@ class BucketElector:
                 gained=sorted(after - before),
                 lost=sorted(before - after),
             )
-            if self._on_change is not None:
-                self._on_change(after - before, before - after)
+            for on_change in self._subscribers:
+                on_change(after - before, before - after)
 
     def _expire(self, now: float) -> None:
         """Drop every bucket whose tenure lapsed: unrenewed for the renew deadline, another may take it."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -104,6 +104,8 @@ class Shards(Protocol):
 
     def pending(self, namespace: str) -> bool: ...
 
+    def subscribe(self, on_change: Callable[[frozenset[int], frozenset[int]], None]) -> None: ...
+
 
 class Controller:
     def __init__(
@@ -133,8 +135,9 @@ class Controller:
         self._shards = shards
         lister_watchers = lister_watcher_factory(api_client)
         if shards is not None:
-            # Every namespaced collection is cut by the namespace hash; cluster-scoped reads stay whole.
-            whole = {
+            # Every namespaced collection is cut by the namespace hash; the cluster-scoped ones (Nodes, the
+            # integrations' reads) have no namespace to hash, and every replica needs all of them whole.
+            whole = {NODES} | {
                 Resource(group=k.group, version=k.version, plural=k.plural) for k in framework.read_kinds()
             }
             lister_watchers = sharded_factory(
@@ -204,6 +207,8 @@ class Controller:
             name=CONTROLLER_NAME, clock=self._clock, metrics_provider=queue_metrics
         )
         self._register_handlers()
+        if shards is not None:
+            shards.subscribe(self._buckets_changed)
         self._workers: list[threading.Thread] = []
         self._active = 0
         self._active_lock = threading.Lock()
@@ -271,6 +276,21 @@ class Controller:
         ):
             return
         self.queue.add(meta_namespace_key(dict(new)))
+
+    def _buckets_changed(self, gained: frozenset[int], lost: frozenset[int]) -> None:
+        """This replica gained shard buckets: their TaskSets already in the cache look again. The relist
+        that follows brings the others as adds, but one the cache kept (held before, lost while its key
+        was dropped, gained back before the relist removed it) comes back unchanged, and an unchanged
+        object tells no handler: without this it would wait for its next change, perhaps forever. The
+        keys wait as pending until the caches relisted with the bucket."""
+        del lost  # a lost bucket's keys are dropped by the workers as they come (``_process``)
+        if not gained or self._shards is None:
+            return
+        buckets = self._shards.view.buckets
+        for taskset in self.tasksets.store.list():
+            namespace = str((taskset.get("metadata") or {}).get("namespace") or "")
+            if buckets.of_namespace(namespace) in gained:
+                self.queue.add(meta_namespace_key(taskset))
 
     def _read_added(self, obj: Mapping[str, Any]) -> None:
         """A read object (a ResourceFlavor) appeared or changed: a TaskSet held waiting for it looks

@@ -8,29 +8,45 @@ most one Pod per replica and one attempt per TaskSet alive at any revision.
 Sized for a busy 2-core machine: 8 namespaces (two in each replica's share of a balanced ring), 48
 TaskSets of two 4 s Pods arriving in waves over about two minutes, 5 kills (the issue asks 10 minutes of
 kills; ``CHAOS_SCALE=long`` runs 20 kills, about 10 minutes). Lease timings: lease 10 s, renew 7 s.
+
+How long a bucket goes without a live holder is measured from the bucket Leases themselves, polled
+throughout (``RingWatch``): for every hand-over, from the old holder's last renewal to the new holder's
+acquisition. A killed holder's bucket waits out its Lease; the new holder takes it in its first round
+after that, and a round slower than the renew deadline would drop its own buckets, so the bound is the
+lease duration plus the renew deadline. The relist the new holder makes before acting follows it and is
+not in the figure.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from devcluster import Cluster, Settings, sim
 from informers.shards import Buckets
 from taskset.api import constants as c
+from taskset.daemon.buckets import LABEL_RING, LABEL_RING_ROLE, ROLE_BUCKET
 from tests.builders import TaskSetBuilder, pod_template
 from tests.chaos.history import History
 from tests.integration.conftest import CRD_FILE, install_crd
 from tests.integration.daemon import Daemon
 from tests.integration.harness import TaskSets, eventually
-from tests.integration.test_sharding import GATE, LEASE_NAMESPACE, metric, shard_args
+from tests.integration.test_sharding import GATE, LEASE_NAMESPACE, RING, metric, shard_args
 
 pytestmark = [pytest.mark.timeout(1800)]
+
+LEASE_SECONDS = 10.0  # shard_args' --leader-elect-lease-duration
+RENEW_DEADLINE = 7.0  # and --leader-elect-renew-deadline
+UNOWNED_BOUND = LEASE_SECONDS + RENEW_DEADLINE
 
 LONG = os.environ.get("CHAOS_SCALE") == "long"
 REPLICAS = 4
@@ -38,6 +54,57 @@ KILLS = 20 if LONG else 5
 WAVES = 6
 SEED = int(os.environ.get("CHAOS_SEED", "40"))
 FINAL_TIMEOUT = 300.0
+
+
+def lease_time(text: object) -> datetime | None:
+    """A Lease's MicroTime (``2026-01-01T00:00:00.000000Z``), or None when absent."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if isinstance(text, str) and text else None
+
+
+@dataclass
+class RingWatch:
+    """Polls the bucket Leases and keeps, per bucket, each holder's last renewal and each hand-over's
+    gap: from the previous holder's last renewal seen to the new holder's acquisition."""
+
+    cluster: Cluster
+    period: float = 0.5
+    gaps: list[tuple[int, str, str, float]] = field(default_factory=list)  # bucket, from, to, seconds
+    _last: dict[int, tuple[str, datetime]] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> RingWatch:
+        self._thread = threading.Thread(target=self._run, name="ring-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _run(self) -> None:
+        selector = f"{LABEL_RING}={RING},{LABEL_RING_ROLE}={ROLE_BUCKET}"
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases?labelSelector={selector}"
+        while not self._stop.wait(self.period):
+            try:
+                leases = self.cluster.request("GET", path)["items"]
+            except Exception:  # a busy API server: the next poll sees the same Leases
+                continue
+            for lease in leases:
+                self._observe(lease)
+
+    def _observe(self, lease: dict[str, Any]) -> None:
+        spec = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        renewed, acquired = lease_time(spec.get("renewTime")), lease_time(spec.get("acquireTime"))
+        bucket = int(str(lease["metadata"]["name"]).rsplit("-", 1)[1])
+        if not holder or renewed is None:
+            return  # released: the gap runs until someone acquires it
+        last = self._last.get(bucket)
+        if last is not None and last[0] != holder and acquired is not None:
+            self.gaps.append((bucket, last[0], holder, (acquired - last[1]).total_seconds()))
+        self._last[bucket] = (holder, renewed)
 
 
 def spread_namespaces() -> list[str]:
@@ -69,6 +136,7 @@ def test_sigkill_of_random_sharded_replicas_loses_nothing_and_repeats_nothing(
     cluster = gated_cluster
     namespaces = spread_namespaces()
     histories = {ns: History(cluster, ns).start() for ns in namespaces}
+    ring = RingWatch(cluster).start()
     daemons: list[Daemon] = []
     rng = random.Random(SEED)
     try:
@@ -106,7 +174,10 @@ def test_sigkill_of_random_sharded_replicas_loses_nothing_and_repeats_nothing(
                 if TaskSets(cluster, ns).status(name).get("phase") != c.TaskSetPhase.COMPLETED
             ]
 
-        eventually(lambda: not unfinished(), FINAL_TIMEOUT, "every TaskSet completed", poll=2)
+        try:
+            eventually(lambda: not unfinished(), FINAL_TIMEOUT, "every TaskSet completed", poll=2)
+        except AssertionError as failed:
+            raise AssertionError(f"{failed}: unfinished {unfinished()}") from None
         time.sleep(1.0)  # the records' watches see the last writes
         for ns, name in names:
             status = TaskSets(cluster, ns).status(name)
@@ -119,8 +190,19 @@ def test_sigkill_of_random_sharded_replicas_loses_nothing_and_repeats_nothing(
             assert len(pods) == len({(p.taskset_uid, p.role, p.index) for p in pods}), (
                 f"{namespace}: a replica's Pod was created twice"
             )
-        print(f"{KILLS} kills over {len(names)} TaskSets in {len(namespaces)} namespaces: all Succeeded")
+        ring.stop()
+        assert ring.gaps, "no bucket changed hands: the kills moved nothing"
+        longest = max(ring.gaps, key=lambda gap: gap[3])
+        assert longest[3] <= UNOWNED_BOUND, (
+            f"bucket {longest[0]} without a live holder for {longest[3]:.1f} s"
+        )
+        print(
+            f"{KILLS} kills over {len(names)} TaskSets in {len(namespaces)} namespaces: all Succeeded; "
+            f"{len(ring.gaps)} hand-overs, the longest {longest[3]:.1f} s without a live holder "
+            f"(bound {UNOWNED_BOUND:.0f} s)"
+        )
     finally:
+        ring.stop()
         for history in histories.values():
             history.stop()
         for daemon in daemons:

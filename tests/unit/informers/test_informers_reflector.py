@@ -21,6 +21,7 @@ from informers import (
     ListOptions,
     Reflector,
     ReflectorSettings,
+    SelectionChangedError,
     Store,
     TransportError,
 )
@@ -367,6 +368,22 @@ def test_repeated_failures_back_off_exponentially(
     else:
         assert opened_at == pytest.approx([START + 8.4])
         assert [r.level for r in logger.named("list and watch failed")] == ["warning"] * 3
+
+
+def test_a_relist_the_lister_watcher_asks_for_comes_at_once_every_time(
+    source: FakeSource, clock: FakeClock, logger: RecordingLogger, run_reflector: ReflectorFactory
+) -> None:
+    """Its selection changed (a sharded collection's held buckets moved): not a failure, so no backoff,
+    however often in a row; the fake clock is never stepped, so any backoff would hold the relist."""
+    source.create(obj("a"))
+    source.fail_watch(*(SelectionChangedError("the held shard buckets changed") for _ in range(3)))
+    run_reflector()
+    watching(source, 4)
+
+    assert source.list_calls == [FIRST_LIST, relist_at("101"), relist_at("101"), relist_at("101")]
+    assert {c.at for c in source.watch_calls} == {START}
+    assert not logger.named(RELIST)
+    assert [r.level for r in logger.named("relisting: the selection changed")] == ["info"] * 3
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from clock import RealClock
+from clock import FakeClock, RealClock
 from informers import InformerSettings, SharedInformer
 from informers.listwatch import ListerWatcher, ListOptions, ListResult, Resource, WatchStream, WatchTarget
 from informers.reflector import ReflectorSettings
@@ -96,6 +96,31 @@ def test_only_the_held_buckets_reach_the_cache_and_a_change_relists(
     counts = view.counts()[str(PODS)]
     assert counts.dropped >= 3  # two of beta's at the first list... and every event of beta since
     assert not counts.server_filtered
+
+
+def test_each_change_of_the_held_buckets_relists_at_once_without_backing_off() -> None:
+    """The fake clock is never stepped: a backoff between the relists would hold the cache back."""
+    clock = FakeClock()
+    fake = FakeSource(clock=clock)
+    for namespace in ("alpha", "beta"):
+        fake.create(pod(namespace, "a"))
+    view = ShardView(TWO)
+    view.hold(frozenset({0}))
+    informer = SharedInformer(
+        name="pods",
+        lister_watcher=sharded_factory(Recording(fake), view, shard=lambda _: True)(PODS),
+        settings=InformerSettings(reflector=ReflectorSettings()),
+        clock=clock,
+    )
+    informer.start()
+    try:
+        eventually(lambda: keys(informer) == ["beta/a"] and view.listed_generation() == view.generation)
+        for held, expected in [({1}, ["alpha/a"]), ({0, 1}, ["alpha/a", "beta/a"]), ({0}, ["beta/a"])]:
+            generation = view.hold(frozenset(held))
+            eventually(lambda: keys(informer) == expected and view.listed_generation() >= generation)  # noqa: B023
+        assert len(fake.list_calls) == 4
+    finally:
+        informer.stop()
 
 
 def test_holding_nothing_asks_for_one_hash_value_not_everything(source: FakeSource, informer_on: Any) -> None:

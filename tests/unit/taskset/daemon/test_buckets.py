@@ -243,3 +243,15 @@ def test_a_gained_bucket_is_not_acted_for_until_the_informers_relisted() -> None
     assert not elector.owns(namespace_in(0))
     view._mark_listed(0, view.generation)
     assert elector.owns(namespace_in(0))
+
+
+def test_subscribers_hear_of_every_gain_and_loss() -> None:
+    api, clock = FakeLeaseApi(), FakeClock()
+    a, b = Replica(api, A, clock), Replica(api, B, clock)
+    heard: list[tuple[frozenset[int], frozenset[int]]] = []
+    a.elector.subscribe(lambda gained, lost: heard.append((gained, lost)))
+    rounds([a], clock, 1)
+    assert heard == [(frozenset(range(8)), frozenset())]
+    rounds([a, b], clock, 3)  # b joins: a releases half of them
+    assert frozenset().union(*(lost for _, lost in heard[1:])) == frozenset(range(8)) - a.elector.held()
+    assert all(not gained for gained, _ in heard[1:])
