@@ -135,6 +135,13 @@ def worst_recoveries() -> NodeRecoveries:
     return NodeRecoveries(records, dropped=2**31)
 
 
+def test_the_counted_eviction_at_its_widest_stays_within_its_bound() -> None:
+    for uid in ("\u6c34" * 100, "\U0001f600" * 100, "x" * 100, f"{UID}@{T0}"):
+        field = json_bytes({bounds.COUNTED_EVICTION: bounds.counted_eviction_key(uid)})
+        assert field - 2 + 1 <= bounds.COUNTED_EVICTION_BYTES  # less the braces, plus a comma
+    assert bounds.counted_eviction_key(f"{UID}@{T0}") == f"{UID}@{T0}", "a real key is kept whole"
+
+
 def test_the_node_recoveries_at_their_widest_stay_within_their_bound() -> None:
     assert json_bytes({"nodeRecoveries": worst_recoveries().to_json()}) <= NODE_RECOVERIES_BYTES
 
@@ -166,6 +173,7 @@ def worst_status() -> TaskSetStatus:
         attempt_start_at=T0,
         attempt_history=worst_history(),
         node_recoveries=worst_recoveries(),
+        counted_eviction="\u6c34" * 100,  # a stranger's Workload UID, at its widest once clipped
     )
     for kind in ConditionType:
         status.set_condition(kind, ConditionStatus.UNKNOWN, "R" * 1024, worst_text(bounds.MESSAGE_MAX, 4), T0)
@@ -174,7 +182,10 @@ def worst_status() -> TaskSetStatus:
 
 def test_the_largest_supported_taskset_at_its_widest_fits_in_the_budget() -> None:
     bound = worst_case_bytes(
-        bounds.MESSAGE_MAX, POD_NAME_MAX_LENGTH, 1024, HISTORY_BYTES + NODE_RECOVERIES_BYTES
+        bounds.MESSAGE_MAX,
+        POD_NAME_MAX_LENGTH,
+        1024,
+        HISTORY_BYTES + NODE_RECOVERIES_BYTES + bounds.COUNTED_EVICTION_BYTES,
     )
     status = worst_status()
     written = status.to_json()
