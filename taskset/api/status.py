@@ -29,7 +29,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from taskset.api import compact
-from taskset.api.compact import BUCKETS, COUNTS, clip_bytes, expand, replica_counts, shape, unchanged_by_role
+from taskset.api.compact import BUCKETS, COUNTS, expand, replica_counts, shape, unchanged_by_role
 from taskset.api.constants import (
     ConditionStatus,
     ConditionType,
@@ -39,6 +39,7 @@ from taskset.api.constants import (
     State,
     TaskSetPhase,
 )
+from taskset.api.counted_eviction import COUNTED_EVICTION, counted_eviction_json
 from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
 from taskset.api.history import AttemptHistory, ended_by_from_json, ended_by_json
 from taskset.api.node_loss import STATUS_FIELD, NodeRecoveries
@@ -60,19 +61,7 @@ QUOTED_MAX = 512
 # Every message field (phaseMessage, stateMessage, a condition's message, attemptResult.reason): a quoted
 # text and the controller's own words; the CRD would refuse a condition message over 32 KiB.
 MESSAGE_MAX = 1024
-# status.countedEviction: a Kubernetes UID (36 characters) and an RFC 3339 time (20), "@" between,
-# kept to 64 bytes of JSON with its quotes whatever it is; with its key, comma and colon the field
-# adds at most COUNTED_EVICTION_BYTES.
-COUNTED_EVICTION = "countedEviction"
-COUNTED_EVICTION_UID_BYTES = 64
-COUNTED_EVICTION_BYTES = len(f',"{COUNTED_EVICTION}":') + COUNTED_EVICTION_UID_BYTES
 CLIPPED = "..."  # ends a clipped text, so that a reader knows there was more
-
-
-def counted_eviction_key(uid: str) -> str:
-    """What ``status.countedEviction`` keeps of an eviction's key (a Workload's UID and the eviction's
-    time): all of it, bounded whatever it is, so a pass compares what the status can hold."""
-    return clip_bytes(uid, COUNTED_EVICTION_UID_BYTES)
 
 
 def clip(text: str, limit: int) -> str:
@@ -426,9 +415,7 @@ class TaskSetStatus:
     # The Pods force-deleted because their node was lost (taskset.api.node_loss); on the wire only once
     # there is one, so a status that never met a lost node is as before.
     node_recoveries: NodeRecoveries = field(default_factory=NodeRecoveries)
-    # The key (UID@time) of the last Kueue Workload eviction by preemption ``preempt_count`` counts
-    # (taskset.decide.preemption): written with the count, so no pass and no restarted controller
-    # counts that eviction again. On the wire only once there is one.
+    # The last Kueue eviction by preemption ``preempt_count`` counts (taskset.api.counted_eviction).
     counted_eviction: str | None = None
 
     @property
@@ -505,11 +492,7 @@ class TaskSetStatus:
             **({} if self.scale is None else {"scale": self.scale.to_json()}),
             **({} if self.membership is None else {"membership": self.membership.to_json()}),
             **({STATUS_FIELD: self.node_recoveries.to_json()} if self.node_recoveries else {}),
-            **(
-                {COUNTED_EVICTION: counted_eviction_key(self.counted_eviction)}
-                if self.counted_eviction
-                else {}
-            ),
+            **counted_eviction_json(self.counted_eviction),
         }
 
     def copy(self) -> TaskSetStatus:

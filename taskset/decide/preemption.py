@@ -38,13 +38,13 @@ from taskset.api.constants import (
     EventReason,
     FailureAction,
 )
+from taskset.api.counted_eviction import counted_eviction_key
 from taskset.api.status import (
     MESSAGE_MAX,
     QUOTED_MAX,
     AttemptResult,
     ReplicaStatus,
     clip,
-    counted_eviction_key,
 )
 from taskset.decide.context import PassContext
 from taskset.decide.plan import Event

@@ -33,6 +33,7 @@ from taskset.api.constants import (
     FailureAction,
     ReplicaPhase,
 )
+from taskset.api.counted_eviction import COUNTED_EVICTION, COUNTED_EVICTION_BYTES, counted_eviction_key
 from taskset.api.history import HISTORY_BYTES, HISTORY_MAX_ATTEMPTS, AttemptHistory, AttemptRecord
 from taskset.api.node_loss import (
     NODE_RECOVERIES_BYTES,
@@ -137,9 +138,9 @@ def worst_recoveries() -> NodeRecoveries:
 
 def test_the_counted_eviction_at_its_widest_stays_within_its_bound() -> None:
     for uid in ("\u6c34" * 100, "\U0001f600" * 100, "x" * 100, f"{UID}@{T0}"):
-        field = json_bytes({bounds.COUNTED_EVICTION: bounds.counted_eviction_key(uid)})
-        assert field - 2 + 1 <= bounds.COUNTED_EVICTION_BYTES  # less the braces, plus a comma
-    assert bounds.counted_eviction_key(f"{UID}@{T0}") == f"{UID}@{T0}", "a real key is kept whole"
+        field = json_bytes({COUNTED_EVICTION: counted_eviction_key(uid)})
+        assert field - 2 + 1 <= COUNTED_EVICTION_BYTES  # less the braces, plus a comma
+    assert counted_eviction_key(f"{UID}@{T0}") == f"{UID}@{T0}", "a real key is kept whole"
 
 
 def test_the_node_recoveries_at_their_widest_stay_within_their_bound() -> None:
@@ -185,7 +186,7 @@ def test_the_largest_supported_taskset_at_its_widest_fits_in_the_budget() -> Non
         bounds.MESSAGE_MAX,
         POD_NAME_MAX_LENGTH,
         1024,
-        HISTORY_BYTES + NODE_RECOVERIES_BYTES + bounds.COUNTED_EVICTION_BYTES,
+        HISTORY_BYTES + NODE_RECOVERIES_BYTES + COUNTED_EVICTION_BYTES,
     )
     status = worst_status()
     written = status.to_json()
