@@ -13,6 +13,7 @@ from hack.crd import history, node_loss, role_status, scale
 from hack.crd.fields import Schema, count, enum, string, time
 from taskset.api import constants as c
 from taskset.api.compact import BUCKETS
+from taskset.api.counted_eviction import COUNTED_EVICTION, COUNTED_EVICTION_KEY_BYTES
 
 
 def schema() -> Schema:
@@ -71,6 +72,12 @@ def _attempt() -> Schema:
             **count(),
             "description": "Preemptions of the TaskSet's Pods so far, across its attempts "
             "(bounded by spec.retryPolicy.maxPreemptions).",
+        },
+        COUNTED_EVICTION: {
+            **string(),
+            "maxLength": COUNTED_EVICTION_KEY_BYTES,
+            "description": "R only: the last Kueue eviction of the TaskSet's Workload by preemption that "
+            "preemptCount counts, as <Workload UID>@<eviction time>, so it is counted once.",
         },
     }
 

@@ -316,6 +316,9 @@ class EventReason(StrEnum):
     # Pod of a lost node was force-deleted by spec.nodeLossPolicy so that its replica is replaced.
     NODE_LOST = "NodeLost"
     NODE_LOST_POD_DELETED = "NodeLostPodDeleted"
+    # R only: an admitting system withdrew the attempt's admission to make room for another workload
+    # (Kueue evicted its Workload by preemption), counted once against spec.retryPolicy.maxPreemptions.
+    TASKSET_PREEMPTED = "TaskSetPreempted"
 
 
 EVENT_TYPE_NORMAL: Final = "Normal"

@@ -39,6 +39,7 @@ from taskset.api.constants import (
     State,
     TaskSetPhase,
 )
+from taskset.api.counted_eviction import COUNTED_EVICTION, counted_eviction_json
 from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
 from taskset.api.history import AttemptHistory, ended_by_from_json, ended_by_json
 from taskset.api.node_loss import STATUS_FIELD, NodeRecoveries
@@ -414,6 +415,8 @@ class TaskSetStatus:
     # The Pods force-deleted because their node was lost (taskset.api.node_loss); on the wire only once
     # there is one, so a status that never met a lost node is as before.
     node_recoveries: NodeRecoveries = field(default_factory=NodeRecoveries)
+    # The last Kueue eviction by preemption ``preempt_count`` counts (taskset.api.counted_eviction).
+    counted_eviction: str | None = None
 
     @property
     def attempt_id(self) -> int:
@@ -489,6 +492,7 @@ class TaskSetStatus:
             **({} if self.scale is None else {"scale": self.scale.to_json()}),
             **({} if self.membership is None else {"membership": self.membership.to_json()}),
             **({STATUS_FIELD: self.node_recoveries.to_json()} if self.node_recoveries else {}),
+            **counted_eviction_json(self.counted_eviction),
         }
 
     def copy(self) -> TaskSetStatus:
@@ -539,6 +543,7 @@ class TaskSetStatus:
             scale=ScaleStatus.from_json(raw.get("scale")),
             membership=MembershipStatus.from_json(raw.get("membership")),
             node_recoveries=NodeRecoveries.from_json(raw.get(STATUS_FIELD)),
+            counted_eviction=as_opt_text(raw.get(COUNTED_EVICTION)) or None,
             conditions=[
                 c
                 for c in (Condition.from_json(as_mapping(r)) for r in as_items(raw.get("conditions")))

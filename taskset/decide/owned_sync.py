@@ -32,6 +32,7 @@ from taskset.api.spec import Role, TaskSetSpec
 from taskset.api.status import AttemptResult, clip
 from taskset.decide.context import PassContext, next_pass_now, transient
 from taskset.decide.plan import ActionResult, CreateOwned, DeleteOwned, Event, ResultKind, UpdateOwned
+from taskset.decide.preemption import charge_admission_preemption
 from taskset.decide.upkeep import LEFT_BEHIND_OBJECT, OWNED_DATA, OWNED_OBJECT
 from taskset.decide.waiting import HELD_PREFIX, WAIT_MESSAGE_MAX
 from taskset.integrations.base import Attempt
@@ -97,6 +98,7 @@ def sync_owned(ctx: PassContext) -> None:
     ]
     ctx.owned_hold = _JOIN.join(reasons) or None
     end_if_refused(ctx, attempt)
+    charge_admission_preemption(ctx, admission_of(ctx, attempt).preempted)
 
 
 def end_if_refused(ctx: PassContext, attempt: Attempt) -> None:

@@ -126,12 +126,16 @@ def retire_stale(ctx: PassContext) -> None:
         replica.phase not in _PODLESS for role in ctx.status.roles for replica in role.replicas
     ):
         return
-    for integration, kind, name in admission_of(ctx, attempt).stale():
+    admission = admission_of(ctx, attempt)
+    # An object whose withdrawal this status counts as a preemption is its only evidence: deleted only
+    # once the count is persisted (as an advancing delete is), or a lost status write would lose it.
+    counted = admission.preempted is not None
+    for integration, kind, name in admission.stale():
         seen = ctx.observed.owned.get((kind.key, name))
         owners = (ctx.status.control_unit_uid, ctx.ref.uid)  # an attempt's object, or the TaskSet's
         if seen is None or seen.deleting or not seen.controller_uid or seen.controller_uid not in owners:
             continue
-        ctx.plan.intents.append(DeleteOwned(name, seen.uid, False, kind, integration, row=STALE_OBJECT))
+        ctx.plan.intents.append(DeleteOwned(name, seen.uid, counted, kind, integration, row=STALE_OBJECT))
 
 
 def report_suspension(ctx: PassContext) -> None:

@@ -58,6 +58,7 @@ __all__ = [
     "GatesRoles",
     "Integration",
     "OwnsObjects",
+    "Preemption",
     "ReadsObjects",
     "RoleAdmission",
 ]
@@ -101,6 +102,21 @@ class RoleAdmission:
 
 
 @dataclass(frozen=True)
+class Preemption:
+    """An admission withdrawn to make room for another workload: a preemption, which the TaskSet counts
+    against ``spec.retryPolicy.maxPreemptions``. ``key`` names this one withdrawal for good (the evicted
+    Workload's UID and the eviction's time), so it is counted once however many passes see it;
+    ``subject`` is what lost its admission (``Workload taskset-job-0``), ``reason`` the admitting
+    system's word for the preemption (a condition reason) and ``said`` its own words, naming the
+    preemptor when it does."""
+
+    key: str
+    subject: str
+    reason: str
+    said: str
+
+
+@dataclass(frozen=True)
 class Admission:
     """What an admitting system says of one attempt, in one value (as Kueue's ``PodSetInfo`` carries an
     admission to a job):
@@ -112,7 +128,8 @@ class Admission:
       the Pod template), or None; its retry policy decides what follows;
     * ``roles``: per role name, what the admission gives that role;
     * ``stale``: its objects to delete once the attempt has no Pod left, so that they are made anew (an
-      evicted Workload, which queues again as a new one).
+      evicted Workload, which queues again as a new one);
+    * ``preempted``: the withdrawal is a preemption (``Preemption``), or None (any other eviction).
     """
 
     waiting: str | None = None
@@ -120,6 +137,7 @@ class Admission:
     refused: str | None = None
     roles: Mapping[str, RoleAdmission] = field(default_factory=dict)
     stale: tuple[tuple[ObjectKind, str], ...] = ()
+    preempted: Preemption | None = None
 
 
 class Integration(Protocol):

@@ -42,6 +42,7 @@ from taskset.integrations.base import (
     GatesRoles,
     Integration,
     OwnsObjects,
+    Preemption,
     ReadsObjects,
     RoleAdmission,
 )
@@ -80,6 +81,11 @@ class Admissions:
     def suspended(self) -> str | None:
         """The first reason to stop the attempt's Pods, counting nothing, or None."""
         return next((a.suspended for _, a in self.given if a.suspended is not None), None)
+
+    @property
+    def preempted(self) -> Preemption | None:
+        """The first admission withdrawn by a preemption, or None."""
+        return next((a.preempted for _, a in self.given if a.preempted is not None), None)
 
     @property
     def refused(self) -> str | None:

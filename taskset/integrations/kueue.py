@@ -15,7 +15,9 @@ template contradicts its admission, and so does this integration: such an attemp
 (``Admission.refused``), naming the key and both values.
 
 When Kueue evicts the Workload (preemption by a higher ``spec.priority``, which the Workload carries),
-the attempt stops its Pods as a suspension does, counting nothing (``Admission.suspended``), then deletes the
+the attempt stops its Pods as a suspension does, counting no failure (``Admission.suspended``); an
+eviction Kueue says is a preemption (``Admission.preempted``) is one preemption of the TaskSet, against
+``spec.retryPolicy.maxPreemptions`` (``taskset.decide.preemption``). The attempt then deletes the
 evicted Workload (``Admission.stale``), which frees its quota; the next pass asks for a new one, which
 queues again, and the Pods start again once it is admitted. A Workload deleted (or otherwise no longer
 admitted) while the attempt's Pods run stops them the same way, as Kueue's jobframework stops a running
@@ -40,7 +42,7 @@ from typing import Any, ClassVar, Final
 
 from taskset.api.constants import ReplicaPhase
 from taskset.api.spec import Role
-from taskset.api.status import AttemptResult, clip
+from taskset.api.status import QUOTED_MAX, AttemptResult, clip
 from taskset.integrations.base import (
     Admission,
     Admits,
@@ -48,6 +50,7 @@ from taskset.integrations.base import (
     Attempt,
     FinishesAttempts,
     OwnsObjects,
+    Preemption,
     ReadsObjects,
     RoleAdmission,
 )
@@ -94,6 +97,14 @@ RESOURCE_FLAVORS: Final = ObjectKind(
 )
 ADMITTED: Final = "Admitted"
 EVICTED: Final = "Evicted"
+# Kueue v0.17's word for an eviction to make room for another workload: the Evicted condition's reason
+# ``Preempted`` (WorkloadEvictedByPreemption), set in the same write as the ``Preempted`` condition
+# (WorkloadPreempted), whose reason says where (InClusterQueue, InCohortReclamation, InCohortFairSharing,
+# InCohortReclaimWhileBorrowing) and whose message names the preemptor's Workload UID. Every other
+# eviction reason (PodsReadyTimeout, AdmissionCheck, ClusterQueueStopped, LocalQueueStopped,
+# Deactivated, NodeFailures, ...) is no preemption and counts nothing, as before.
+PREEMPTED: Final = "Preempted"
+EVICTED_BY_PREEMPTION: Final = "Preempted"
 FINISHED: Final = "Finished"
 FINISHED_MESSAGE_MAX: Final = 1024  # the outcome's words, as the TaskSet's status bounds them
 NAME_FORMAT: Final = "taskset-{taskset}-{attempt}"
@@ -326,6 +337,7 @@ class KueueWorkload(OwnsObjects, ReadsObjects, Admits, FinishesAttempts):
                 waiting=f"waiting for Kueue to admit Workload {name} (queue {queue})",
                 suspended=suspended,
                 stale=() if evicted is None else ((WORKLOADS, evicted),),
+                preempted=self._preempted(attempt, observed),
             )
         roles: dict[str, RoleAdmission] = {}
         refused = None
@@ -389,6 +401,29 @@ class KueueWorkload(OwnsObjects, ReadsObjects, Admits, FinishesAttempts):
             and EVICTED not in seen.true_conditions
         )
         return seen if admitted else None
+
+    def _preempted(self, attempt: Attempt, observed: Observed) -> Preemption | None:
+        """The attempt's Workload evicted by a preemption, as Kueue says it (the Evicted condition's
+        reason ``Preempted``, or its Preempted condition), keyed by the Workload's UID and the
+        eviction's time: the new Workload the attempt asks for next has another UID, so each eviction
+        is one preemption."""
+        seen = self._workload(attempt, observed)
+        if seen is None or not seen.uid or EVICTED not in seen.true_conditions:
+            return None
+        evicted_reason, evicted_said, since = seen.condition_words.get(EVICTED, ("", "", ""))
+        if evicted_reason != EVICTED_BY_PREEMPTION and PREEMPTED not in seen.true_conditions:
+            return None
+        reason, said, _ = seen.condition_words.get(PREEMPTED, ("", "", ""))
+        where = f" ({reason})" if reason else ""
+        words = f"Kueue preempted Workload {seen.name}{where}: {said or evicted_said or 'no message'}"
+        # Kueue may admit the same Workload again (its Evicted condition then turns False) and evict it
+        # once more: the eviction's time tells the two apart.
+        return Preemption(
+            key=f"{seen.uid}@{since}" if since else seen.uid,
+            subject=f"Workload {seen.name}",
+            reason=reason,
+            said=clip(words, QUOTED_MAX),
+        )
 
     def _evicted(self, attempt: Attempt, observed: Observed) -> str | None:
         seen = self._workload(attempt, observed)

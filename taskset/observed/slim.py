@@ -381,13 +381,9 @@ def slim_owned(
     if declared:
         slim[DECLARED_DIGESTS_FIELD] = declared_digests(obj, declared)
     conditions = get_path(obj, "status", "conditions")
-    if isinstance(conditions, list):  # which conditions hold, and nothing else (a Kueue Workload's)
-        kept_conditions = [
-            {key: clip(str(c.get(key, "")), _CONDITION_TEXT_MAX) for key in ("type", "status")}
-            for c in conditions[:OWNED_CONDITIONS_MAX]
-            if isinstance(c, dict)
-        ]
-        slim["status"] = {"conditions": kept_conditions}
+    if isinstance(conditions, list):  # which conditions hold, and the words of those that do
+        held = [_owned_condition(c) for c in conditions[:OWNED_CONDITIONS_MAX] if isinstance(c, dict)]
+        slim["status"] = {"conditions": held}
     for top, name in kept:
         value = get_path(obj, top, name)
         if value is not None and len(json.dumps(value, separators=(",", ":"))) <= KEPT_FIELD_MAX:
@@ -399,6 +395,26 @@ def slim_owned(
 # Evicted), bounded like the rest of a stranger's object.
 OWNED_CONDITIONS_MAX = 16
 _CONDITION_TEXT_MAX = 316  # a condition type's longest legal form
+# Of a condition that holds, its reason, message and time too: Kueue says there why it evicted a
+# Workload (``Preempted``, and by whom), which decides whether the eviction counts as a preemption, and
+# the time tells one eviction of a Workload from the next. The message to a quoted text's bound, as the
+# status quotes it.
+_CONDITION_MESSAGE_MAX = QUOTED_MAX
+
+
+def _owned_condition(condition: dict[str, Any]) -> dict[str, str]:
+    kept = {key: clip(str(condition.get(key, "")), _CONDITION_TEXT_MAX) for key in ("type", "status")}
+    if kept["status"] == "True":
+        for key, limit in (
+            ("reason", _CONDITION_TEXT_MAX),
+            ("message", _CONDITION_MESSAGE_MAX),
+            ("lastTransitionTime", _CONDITION_TEXT_MAX),
+        ):
+            if isinstance(text := condition.get(key), str) and text:
+                kept[key] = clip(text, limit)
+    return kept
+
+
 # The largest field ``slim_owned`` keeps, in characters of compact JSON. A Workload's admission of 8
 # pod sets with a few flavors each, or its admission checks' pod set updates (8 per check, each bounded
 # by Kueue's CRD), take a few KB; a ResourceFlavor's 8 node labels and 8 tolerations under 4 KB. A field

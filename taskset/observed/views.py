@@ -307,6 +307,9 @@ class OwnedView:
     proof: str = ""  # the creation-proof annotation (taskset.observed.proof), "" if none
     # The types of its status.conditions that are "True" (a Kueue Workload's Admitted, Evicted).
     true_conditions: frozenset[str] = frozenset()
+    # The reason, message and lastTransitionTime of each condition that is "True", by type (why and
+    # when Kueue evicted a Workload).
+    condition_words: Mapping[str, tuple[str, str, str]] = field(default_factory=dict, compare=False)
     # The rest of its status as its cache keeps it (``ObjectKind.kept``: a Workload's admission).
     status: Mapping[str, Any] = field(default_factory=dict, compare=False)
     # The digest of each field the controller declares for its kind (``ObjectKind.declared``) that it
@@ -333,6 +336,15 @@ def owned_view(obj: Mapping[str, Any], declared: tuple[tuple[str, ...], ...] = (
             for c in as_items(get_path(obj, "status", "conditions"))
             if isinstance(c, dict) and c.get("status") == "True"
         ),
+        condition_words={
+            as_text(c.get("type")): (
+                as_text(c.get("reason")),
+                as_text(c.get("message")),
+                as_text(c.get("lastTransitionTime")),
+            )
+            for c in as_items(get_path(obj, "status", "conditions"))
+            if isinstance(c, dict) and c.get("status") == "True"
+        },
         status={k: v for k, v in status.items() if k != "conditions"}
         if isinstance(status := obj.get("status"), dict)
         else {},

@@ -126,6 +126,7 @@ def test_resource_identity() -> None:
                 "OwnedObjectChanged",
                 "NodeLost",
                 "NodeLostPodDeleted",
+                "TaskSetPreempted",
             ],
             id="event reasons (10.1), one space in TaskSet Succeeded and no TaskRole is waiting",
         ),

@@ -33,6 +33,7 @@ from taskset.api.constants import (
     FailureAction,
     ReplicaPhase,
 )
+from taskset.api.counted_eviction import COUNTED_EVICTION, COUNTED_EVICTION_BYTES, counted_eviction_key
 from taskset.api.history import HISTORY_BYTES, HISTORY_MAX_ATTEMPTS, AttemptHistory, AttemptRecord
 from taskset.api.node_loss import (
     NODE_RECOVERIES_BYTES,
@@ -135,6 +136,13 @@ def worst_recoveries() -> NodeRecoveries:
     return NodeRecoveries(records, dropped=2**31)
 
 
+def test_the_counted_eviction_at_its_widest_stays_within_its_bound() -> None:
+    for uid in ("\u6c34" * 100, "\U0001f600" * 100, "x" * 100, f"{UID}@{T0}"):
+        field = json_bytes({COUNTED_EVICTION: counted_eviction_key(uid)})
+        assert field - 2 + 1 <= COUNTED_EVICTION_BYTES  # less the braces, plus a comma
+    assert counted_eviction_key(f"{UID}@{T0}") == f"{UID}@{T0}", "a real key is kept whole"
+
+
 def test_the_node_recoveries_at_their_widest_stay_within_their_bound() -> None:
     assert json_bytes({"nodeRecoveries": worst_recoveries().to_json()}) <= NODE_RECOVERIES_BYTES
 
@@ -166,6 +174,7 @@ def worst_status() -> TaskSetStatus:
         attempt_start_at=T0,
         attempt_history=worst_history(),
         node_recoveries=worst_recoveries(),
+        counted_eviction="\u6c34" * 100,  # a stranger's Workload UID, at its widest once clipped
     )
     for kind in ConditionType:
         status.set_condition(kind, ConditionStatus.UNKNOWN, "R" * 1024, worst_text(bounds.MESSAGE_MAX, 4), T0)
@@ -174,7 +183,10 @@ def worst_status() -> TaskSetStatus:
 
 def test_the_largest_supported_taskset_at_its_widest_fits_in_the_budget() -> None:
     bound = worst_case_bytes(
-        bounds.MESSAGE_MAX, POD_NAME_MAX_LENGTH, 1024, HISTORY_BYTES + NODE_RECOVERIES_BYTES
+        bounds.MESSAGE_MAX,
+        POD_NAME_MAX_LENGTH,
+        1024,
+        HISTORY_BYTES + NODE_RECOVERIES_BYTES + COUNTED_EVICTION_BYTES,
     )
     status = worst_status()
     written = status.to_json()

@@ -196,7 +196,8 @@ def test_the_caches_keep_a_workloads_admission_and_a_flavors_node_labels_bounded
         },
     }
     slim = slim_owned(obj, WORKLOADS.kept)
-    assert slim["status"] == {"conditions": [{"type": "Admitted", "status": "True"}], "admission": admission}
+    admitted = {"type": "Admitted", "status": "True", "message": "m"}
+    assert slim["status"] == {"conditions": [admitted], "admission": admission}
     assert "spec" not in slim and slim["metadata"].get("labels") == {}
     assert owned_view(slim).status == {"admission": admission}, "an oversized field is dropped whole"
     assert slim_owned(slim, WORKLOADS.kept) == slim, "idempotent"

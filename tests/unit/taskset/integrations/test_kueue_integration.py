@@ -111,10 +111,10 @@ def test_the_roles_wait_for_admission(conditions: tuple[str, ...], held: bool) -
         assert reason == "waiting for Kueue to admit Workload taskset-job-0 (queue team)"
 
 
-def test_an_owned_objects_cache_keeps_only_which_conditions_hold_bounded() -> None:
+def test_an_owned_objects_cache_keeps_which_conditions_hold_and_why_bounded() -> None:
     conditions = [{"type": f"T{i}", "status": "True", "message": "x" * 10_000} for i in range(40)]
-    conditions[0] = {"type": "Admitted", "status": "True", "reason": "r", "lastTransitionTime": "t"}
-    conditions[1] = {"type": "Evicted", "status": "False"}
+    conditions[0] = {"type": "Admitted", "status": "True", "reason": "r", "lastTransitionTime": "t", "o": "x"}
+    conditions[1] = {"type": "Evicted", "status": "False", "reason": "QuotaReserved"}
     obj = {
         "metadata": {"name": "w", "uid": "u"},
         "status": {"conditions": conditions, "admission": {"big": 1}},
@@ -122,7 +122,15 @@ def test_an_owned_objects_cache_keeps_only_which_conditions_hold_bounded() -> No
     slim = slim_owned(obj)
     assert set(slim["status"]) == {"conditions"}
     assert len(slim["status"]["conditions"]) == OWNED_CONDITIONS_MAX
-    assert all(set(c) == {"type", "status"} for c in slim["status"]["conditions"])
+    # Of the conditions that hold, their reason, message (clipped) and time; of the others, nothing more.
+    assert slim["status"]["conditions"][0] == {
+        "type": "Admitted",
+        "status": "True",
+        "reason": "r",
+        "lastTransitionTime": "t",
+    }
+    assert slim["status"]["conditions"][1] == {"type": "Evicted", "status": "False"}
+    assert all(len(c["message"]) <= 512 for c in slim["status"]["conditions"][2:])
     view = owned_view(slim)
     assert "Admitted" in view.true_conditions and "Evicted" not in view.true_conditions
     assert slim_owned(slim) == slim, "idempotent"
