@@ -414,6 +414,8 @@ class TaskSetStatus:
     # The Pods force-deleted because their node was lost (taskset.api.node_loss); on the wire only once
     # there is one, so a status that never met a lost node is as before.
     node_recoveries: NodeRecoveries = field(default_factory=NodeRecoveries)
+    # What a failed attempt's failures changed in the next attempts' Pods (taskset.decide.gang_avoidance).
+    next_attempt: RetryEffect | None = None
 
     @property
     def attempt_id(self) -> int:
@@ -489,6 +491,7 @@ class TaskSetStatus:
             **({} if self.scale is None else {"scale": self.scale.to_json()}),
             **({} if self.membership is None else {"membership": self.membership.to_json()}),
             **({STATUS_FIELD: self.node_recoveries.to_json()} if self.node_recoveries else {}),
+            **({} if self.next_attempt is None else {"nextAttempt": self.next_attempt.to_json()}),
         }
 
     def copy(self) -> TaskSetStatus:
@@ -539,6 +542,7 @@ class TaskSetStatus:
             scale=ScaleStatus.from_json(raw.get("scale")),
             membership=MembershipStatus.from_json(raw.get("membership")),
             node_recoveries=NodeRecoveries.from_json(raw.get(STATUS_FIELD)),
+            next_attempt=RetryEffect.from_json(raw.get("nextAttempt")),
             conditions=[
                 c
                 for c in (Condition.from_json(as_mapping(r)) for r in as_items(raw.get("conditions")))
