@@ -9,11 +9,12 @@ The TaskSet's own fields are here; a role's status is ``hack.crd.role_status``, 
 
 from __future__ import annotations
 
-from hack.crd import history, node_loss, role_status, scale
+from hack.crd import failure_rules, history, node_loss, role_status, scale
 from hack.crd.fields import Schema, count, enum, string, time
 from taskset.api import constants as c
 from taskset.api.compact import BUCKETS
 from taskset.api.counted_eviction import COUNTED_EVICTION, COUNTED_EVICTION_KEY_BYTES
+from taskset.api.retry_effects import MAX_AVOIDED_NODES
 
 
 def schema() -> Schema:
@@ -32,6 +33,12 @@ def schema() -> Schema:
             **_retry_times(),
             "attemptHistory": history.schema(),
             **node_loss.status_properties(),
+            "nextAttempt": {
+                **failure_rules.next_attempt_status(),
+                "description": "What every Pod of the next attempts changes after a failed attempt "
+                "whose failures asked nextAttempt.avoidFailedNodes and a TaskSet retry followed: the "
+                f"last {MAX_AVOIDED_NODES} nodes avoided (avoidNodes), after which attempt, and why.",
+            },
             "conditions": {
                 "type": "array",
                 "items": _condition_schema(),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
+from taskset.api.compact import clip_bytes
 from taskset.api.readers import as_text
 
 Json = dict[str, Any]
@@ -33,6 +34,9 @@ HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 OOM_KILLED: Final = "OOMKilled"
 NODE_NAME_MAX: Final = 253
 EFFECT_REASON_MAX: Final = 256
+# The most ``status.nextAttempt`` (the whole gang's, which never grows memory) adds to a status: its keys,
+# an attempt of 7 digits, the nodes and the reason at their bounds in bytes (``to_json`` clips them so).
+GANG_EFFECT_BYTES: Final = MAX_AVOIDED_NODES * (NODE_NAME_MAX + 1) + EFFECT_REASON_MAX + 100
 QUANTITY_PATTERN: Final = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[kMGTPE]i?|m)?$"
 _QUANTITY: Final = re.compile(QUANTITY_PATTERN)
 _SUFFIXES: Final = {
@@ -117,9 +121,9 @@ class RetryEffect:
     def to_json(self) -> Json:
         return {
             "afterAttempt": self.after_attempt,
-            "avoidNodes": list(self.avoid_nodes),
+            "avoidNodes": [clip_bytes(node, NODE_NAME_MAX) for node in self.avoid_nodes],
             "memory": [m.to_json() for m in self.memory],
-            "reason": self.reason[:EFFECT_REASON_MAX],
+            "reason": clip_bytes(self.reason, EFFECT_REASON_MAX),
         }
 
     @classmethod

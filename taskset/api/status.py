@@ -417,6 +417,8 @@ class TaskSetStatus:
     node_recoveries: NodeRecoveries = field(default_factory=NodeRecoveries)
     # The last Kueue eviction by preemption ``preempt_count`` counts (taskset.api.counted_eviction).
     counted_eviction: str | None = None
+    # What a failed attempt's failures changed in the next attempts' Pods (taskset.decide.gang_avoidance).
+    next_attempt: RetryEffect | None = None
 
     @property
     def attempt_id(self) -> int:
@@ -493,6 +495,7 @@ class TaskSetStatus:
             **({} if self.membership is None else {"membership": self.membership.to_json()}),
             **({STATUS_FIELD: self.node_recoveries.to_json()} if self.node_recoveries else {}),
             **counted_eviction_json(self.counted_eviction),
+            **({} if self.next_attempt is None else {"nextAttempt": self.next_attempt.to_json()}),
         }
 
     def copy(self) -> TaskSetStatus:
@@ -544,6 +547,7 @@ class TaskSetStatus:
             membership=MembershipStatus.from_json(raw.get("membership")),
             node_recoveries=NodeRecoveries.from_json(raw.get(STATUS_FIELD)),
             counted_eviction=as_opt_text(raw.get(COUNTED_EVICTION)) or None,
+            next_attempt=RetryEffect.from_json(raw.get("nextAttempt")),
             conditions=[
                 c
                 for c in (Condition.from_json(as_mapping(r)) for r in as_items(raw.get("conditions")))

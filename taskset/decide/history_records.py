@@ -19,6 +19,7 @@ from typing import Final
 from taskset.api.constants import TaskSetPhase
 from taskset.api.history import AttemptRecord, with_attempt
 from taskset.api.status import ReplicaStatus, TaskSetStatus
+from taskset.decide.gang_avoidance import learn_gang
 
 # The rows that end an attempt, and the one of them after which a TaskSet retry follows.
 ENDING_ROWS: Final = frozenset({"T13-succeeded", "T13-retry", "T13", "T3-deadline"})
@@ -26,11 +27,14 @@ RETRY_ROW: Final = "T13-retry"
 
 
 def note_move(status: TaskSetStatus, target: TaskSetPhase, label: str, now: str) -> None:
-    """Keep an attempt's start when it begins and its record when it ends; called by every move of the
-    TaskSet machine before the move rewrites the phase and its message."""
+    """Keep an attempt's start when it begins and its record when it ends, and what the next attempts
+    learn from a failed one (``taskset.decide.gang_avoidance``, while its replicas are still listed);
+    called by every move of the TaskSet machine before the move rewrites the phase and its message."""
     if label in ENDING_ROWS:
         record = attempt_record(status, label, now)
         status.attempt_history = with_attempt(status.attempt_history, record)
+    if label == RETRY_ROW:
+        learn_gang(status)
     if target == TaskSetPhase.ATTEMPT_PENDING:
         status.attempt_start_at = now
 

@@ -7,7 +7,8 @@ request and limit (the last attempt's, else the template's) times the factor, ne
 ``in_place_decoration`` maps the ``RestartInPlace`` rules onto the Pod API's container restart rules.
 ``learn`` keeps the result in the replica's status, once per failed attempt, in the pass that records
 the failure; ``pod_decorations`` turns it into the decoration of each later Pod of the replica, after the
-integrations' own.
+integrations' own, with the nodes the whole gang avoids after a failed TaskSet attempt
+(``taskset.decide.gang_avoidance``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ from taskset.objects.pods import PodIdentity
 from taskset.observed.views import ContainerExit
 
 _RETRIED = (FailureAction.RETRY_COUNTED, FailureAction.RETRY_NOT_COUNTED, FailureAction.RESTART_IN_PLACE)
+# No retry of the replica follows these, but a TaskSet retry may: the node is kept for the whole gang
+# (taskset.decide.gang_avoidance); a memory grown for a replica that gets no next Pod would say a lie.
+_ENDS_ROLE = (FailureAction.RESTART_TASKSET, FailureAction.FAIL_ROLE)
 
 
 def _grown(amount: Decimal | None, growth: MemoryGrowth) -> str | None:
@@ -109,10 +113,12 @@ def learn(
     node: str,
     action: FailureAction,
 ) -> str:
-    """Keep what the replica's next attempt changes, once per failed attempt that a retry follows;
-    the words saying it, or "" when nothing changed."""
+    """Keep what the replica's next attempt changes, once per failed attempt that a retry follows (of
+    the replica, or of the TaskSet for the nodes); the words saying it, or "" when nothing changed."""
     current = replica.next_attempt
-    if rule is None or action not in _RETRIED:
+    if rule is not None and action in _ENDS_ROLE:
+        rule = NextAttempt(avoid_failed_nodes=rule.avoid_failed_nodes)
+    elif rule is None or action not in _RETRIED:
         return ""
     if current is not None and current.after_attempt == replica.total_retried_count:
         return ""  # this failure was answered (a pass run again over the same status)
@@ -130,9 +136,12 @@ def learn(
     return effect.reason
 
 
-def effect_decoration(effect: RetryEffect) -> PodDecoration:
-    memory = tuple((m.container, m.request, m.limit) for m in effect.memory)
-    return PodDecoration(avoid_nodes=effect.avoid_nodes, container_memory=memory)
+def effect_decoration(effect: RetryEffect | None, gang: RetryEffect | None = None) -> PodDecoration:
+    """The replica's own ``effect`` as a decoration, avoiding also the nodes the whole ``gang`` avoids
+    after a failed TaskSet attempt (``status.nextAttempt``): one expression, each node once."""
+    memory = () if effect is None else tuple((m.container, m.request, m.limit) for m in effect.memory)
+    nodes = (*(gang.avoid_nodes if gang is not None else ()), *(effect.avoid_nodes if effect else ()))
+    return PodDecoration(avoid_nodes=tuple(dict.fromkeys(nodes)), container_memory=memory)
 
 
 def in_place_decoration(rules: Sequence[FailureRule]) -> tuple[PodDecoration, ...]:
@@ -149,11 +158,13 @@ def pod_decorations(
     ctx: PassContext, role: Role, replica: ReplicaStatus, identity: PodIdentity
 ) -> tuple[PodDecoration, ...]:
     """What the integrations add to this replica's Pod (``Framework.pod_decorations``), then what its
-    failures taught (its ``nextAttempt``)."""
+    failures taught (its ``nextAttempt``) and the failed TaskSet attempts before (``status.nextAttempt``)."""
     attempt = attempt_of(ctx)
     spec_rules = ctx.plan.spec.failure_rules if ctx.plan.spec is not None else ()
     own = in_place_decoration((*role.failure_rules, *spec_rules))
-    own += () if replica.next_attempt is None else (effect_decoration(replica.next_attempt),)
+    gang = ctx.status.next_attempt
+    if replica.next_attempt is not None or gang is not None:
+        own += (effect_decoration(replica.next_attempt, gang),)
     if attempt is None:
         return own
     admission = admission_of(ctx, attempt)

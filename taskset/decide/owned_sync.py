@@ -186,7 +186,10 @@ def keep_declared(ctx: PassContext, wanted: OwnedObject, seen: OwnedView) -> Non
         fields = tuple((path, declared_value(wanted.body, path)) for path in paths)
         update = UpdateOwned(wanted.name, seen.uid, fields, wanted.kind, wanted.integration, row=OWNED_DATA)
         ctx.plan.intents.append(update)
-        if not wanted.updates:  # a follower's changes are the controller's own
+        followed = wanted.kind.followed  # of a follower: the fields it changes itself (empty: all)
+        strangers = [path_label(p) for p in paths if wanted.updates and followed and p not in followed]
+        if not wanted.updates or strangers:  # a follower's changes are the controller's own
+            names = ", ".join(strangers) or names
             text = f"{label}: {names} changed by someone else, restored as declared ({wanted.integration})"
             ctx.plan.events.append(Event(EventReason.OWNED_OBJECT_RESTORED, clip(text, WAIT_MESSAGE_MAX)))
         return

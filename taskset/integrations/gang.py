@@ -29,20 +29,30 @@ from taskset.objects.pods import PodIdentity
 COSCHEDULING: Final = "coscheduling"
 VOLCANO: Final = "volcano"
 SCHEDULERS: Final = (COSCHEDULING, VOLCANO)
+# How many of the attempt's Pods were replaced so far (its replicas' retries), on its PodGroup. A gang
+# scheduler turns away a Pod whose siblings are not all there yet, and coscheduling looks at the Pods it
+# turned away again only when a Pod or a PodGroup is added or a PodGroup changes: replacements created
+# together (the Pods of a lost node) are each turned away while the others are still being created, and
+# then slept on until the scheduler's periodic flush (35 s and more). Written at the end of the pass that
+# created them, after them, the change wakes them together, all there.
+REPLACEMENTS_ANNOTATION: Final = "octopus.openi.pcl.cn/gang-replacements"
+_REPLACEMENTS: Final = ("metadata", "annotations", REPLACEMENTS_ANNOTATION)
 # A PodGroup's gang (``minMember``) and its scheduler's own field, both mutable: patched back on drift.
 COSCHEDULING_PODGROUPS: Final = ObjectKind(
     group="scheduling.x-k8s.io",
     version="v1alpha1",
     plural="podgroups",
     kind="PodGroup",
-    declared=(("spec", "minMember"), ("spec", "scheduleTimeoutSeconds")),
+    declared=(("spec", "minMember"), ("spec", "scheduleTimeoutSeconds"), _REPLACEMENTS),
+    followed=(_REPLACEMENTS,),
 )
 VOLCANO_PODGROUPS: Final = ObjectKind(
     group="scheduling.volcano.sh",
     version="v1beta1",
     plural="podgroups",
     kind="PodGroup",
-    declared=(("spec", "minMember"), ("spec", "queue")),
+    declared=(("spec", "minMember"), ("spec", "queue"), _REPLACEMENTS),
+    followed=(_REPLACEMENTS,),
 )
 COSCHEDULING_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION: Final = "scheduling.k8s.io/group-name"
@@ -117,11 +127,20 @@ COSCHEDULING_FLAVOR: Final = Flavor(
 VOLCANO_FLAVOR: Final = Flavor(VOLCANO, VOLCANO_PODGROUPS, "queue", ("annotations", VOLCANO_ANNOTATION))
 
 
+def replacements(attempt: Attempt) -> int:
+    """How many of the attempt's Pods were replaced so far: its replicas' retries, as the pass left them."""
+    status = attempt.status
+    roles = status.roles if status is not None else ()
+    return sum(replica.total_retried_count for role in roles for replica in role.replicas)
+
+
 class _Gang(ChecksSpec, OwnsObjects, DecoratesPods):
-    """What both gang schedulers share: the check, a PodGroup per attempt of an opted-in TaskSet, and
-    the mark that makes each of its Pods a member."""
+    """What both gang schedulers share: the check, a PodGroup per attempt of an opted-in TaskSet (which
+    follows the attempt's replacements, ``REPLACEMENTS_ANNOTATION``), and the mark that makes each of its
+    Pods a member."""
 
     flavor: ClassVar[Flavor]
+    updates_owned: ClassVar[bool] = True
 
     def __init__(self, enabled: Sequence[str] = SCHEDULERS) -> None:
         self.enabled = tuple(enabled)
@@ -142,7 +161,9 @@ class _Gang(ChecksSpec, OwnsObjects, DecoratesPods):
         if value not in (None, "") and not isinstance(value, bool):
             spec[self.flavor.extra] = value
         name = podgroup_name(attempt.taskset, attempt.attempt)
-        return (OwnedObject(self.flavor.kind, name, Scope.ATTEMPT, {"spec": spec}, self.name),)
+        meta = {"annotations": {REPLACEMENTS_ANNOTATION: str(replacements(attempt))}}
+        body = {"metadata": meta, "spec": spec}
+        return (OwnedObject(self.flavor.kind, name, Scope.ATTEMPT, body, self.name, updates=True),)
 
     def decorate_pod(self, attempt: Attempt, role: Role, identity: PodIdentity) -> PodDecoration | None:
         if self._gang(attempt) is None:

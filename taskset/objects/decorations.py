@@ -12,7 +12,7 @@ the template name the same thing, the rule is written once here:
 * tolerations and scheduling gates: appended;
 * hostname, subdomain, schedulerName: set when the template leaves them empty;
 * avoided nodes: a required node anti-affinity (``kubernetes.io/hostname`` NotIn) added to every term
-  of the template's required node affinity, or a term of its own;
+  of the template's required node affinity that matches some node, or a term of its own;
 * restart rules: appended to the named container's ``restartPolicyRules`` (or every regular
   container's), which then gets a container ``restartPolicy``, the Pod's, if it has none;
 * container memory: the one decoration that replaces what the template says, a retry's grown memory
@@ -101,17 +101,28 @@ def container_mounts(decorations: Sequence[PodDecoration]) -> list[dict[str, Any
 
 
 def _avoiding(affinity: dict[str, Any], nodes: Sequence[str]) -> dict[str, Any]:
-    """``affinity`` (a copy is made) whose required node affinity also keeps the Pod off ``nodes``: the
-    expression joins every term (terms are ORed, expressions ANDed), or makes the only term."""
+    """``affinity`` (a copy is made) whose required node affinity also keeps the Pod off ``nodes``.
+
+    Kubernetes ORs the terms and ANDs what one term requires (its ``matchExpressions`` and
+    ``matchFields``), so (A or B) and not-X is (A and not-X) or (B and not-X): the expression joins
+    every term. A term that requires nothing matches no node at all and is left so (joining it would
+    let the Pod onto every other node); with no terms, the expression makes the only one."""
     avoid = {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": list(nodes)}
     node_affinity = dict(_dict(affinity.get("nodeAffinity")))
     required = dict(_dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")))
-    terms = [dict(t) for t in _list(required.get("nodeSelectorTerms")) if isinstance(t, dict)] or [{}]
-    for term in terms:
-        term["matchExpressions"] = [*_list(term.get("matchExpressions")), avoid]
-    required["nodeSelectorTerms"] = terms
+    terms = [_term_avoiding(term, avoid) for term in _list(required.get("nodeSelectorTerms"))]
+    required["nodeSelectorTerms"] = terms or [{"matchExpressions": [avoid]}]
     node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
     return {**affinity, "nodeAffinity": node_affinity}
+
+
+def _term_avoiding(term: object, avoid: dict[str, Any]) -> object:
+    if not isinstance(term, dict):
+        return term  # no term at all: the API server's to refuse, unchanged
+    expressions = _list(term.get("matchExpressions"))
+    if not expressions and not _list(term.get("matchFields")):
+        return term  # requires nothing, so matches no node: kept so
+    return {**term, "matchExpressions": [*expressions, avoid]}
 
 
 def container_memory(decorations: Sequence[PodDecoration]) -> dict[str, tuple[str | None, str | None]]:

@@ -51,6 +51,9 @@ class ObjectKind:
     # writing it is forbidden or unsafe, end the attempt naming the object (False). docs/design.md,
     # "Owned objects are kept as declared", says why for each kind.
     restorable: bool = True
+    # Of those, the ones an object that follows the TaskSet (``OwnedObject.updates``) changes as the
+    # TaskSet moves, written over without a word; empty: all of them (the live membership's data).
+    followed: tuple[tuple[str, ...], ...] = ()
 
     @property
     def api_version(self) -> str:

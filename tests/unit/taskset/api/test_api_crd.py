@@ -225,7 +225,7 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
         "phase", "phaseMessage", "transitionTime", "state", "stateMessage", "controlUnitUID", "createdAt",
         "startAt", "finishAt", "totalRetriedCount", "preemptCount", "roleStatus", "observedGeneration",
         "conditions", "summary", "attemptResult", "attemptSpecDigest", "nextRetryAt", "scale", "membership",
-        "attemptStartAt", "attemptHistory", "nodeRecoveries", "countedEviction",
+        "attemptStartAt", "attemptHistory", "nodeRecoveries", "countedEviction", "nextAttempt",
     }  # fmt: skip
     assert status["properties"]["phase"]["enum"] == [str(p) for p in c.TaskSetPhase]
     role = status["properties"]["roleStatus"]["items"]
@@ -243,6 +243,8 @@ def test_status_schema_declares_every_field_of_spec_2_5(root: dict[str, Any]) ->
         ".controlUnitUID",
         ".createdAt",
         ".finishAt",
+        ".nextAttempt.memory[].limit",
+        ".nextAttempt.memory[].request",
         ".nextRetryAt",
         ".nodeRecoveries.recoveries[].lostAt",
         ".nodeRecoveries.recoveries[].recoveredAt",

@@ -42,6 +42,7 @@ from taskset.api.node_loss import (
     NodeRecoveries,
     NodeRecovery,
 )
+from taskset.api.retry_effects import GANG_EFFECT_BYTES, MAX_AVOIDED_NODES, RetryEffect
 from taskset.api.spec import ValidationFailure, parse_taskset
 from taskset.api.status import (
     AttemptResult,
@@ -147,6 +148,17 @@ def test_the_node_recoveries_at_their_widest_stay_within_their_bound() -> None:
     assert json_bytes({"nodeRecoveries": worst_recoveries().to_json()}) <= NODE_RECOVERIES_BYTES
 
 
+def worst_gang_effect() -> RetryEffect:
+    """The nodes every Pod of the next attempts avoids, at their bound, every text long and of six-byte
+    characters (what a hand-edited status could hold)."""
+    nodes = tuple(worst_text(999, n) for n in range(MAX_AVOIDED_NODES))
+    return RetryEffect(MAX_RETRY_COUNT + 1, nodes, (), worst_text(9999, 7))
+
+
+def test_the_gang_s_next_attempt_at_its_widest_stays_within_its_bound() -> None:
+    assert json_bytes({"nextAttempt": worst_gang_effect().to_json()}) <= GANG_EFFECT_BYTES
+
+
 def worst_status() -> TaskSetStatus:
     """The largest supported TaskSet (MAX_ROLES roles, MAX_TOTAL_REPLICAS replicas) at its widest."""
     per_role = MAX_TOTAL_REPLICAS // MAX_ROLES
@@ -175,6 +187,7 @@ def worst_status() -> TaskSetStatus:
         attempt_history=worst_history(),
         node_recoveries=worst_recoveries(),
         counted_eviction="\u6c34" * 100,  # a stranger's Workload UID, at its widest once clipped
+        next_attempt=worst_gang_effect(),
     )
     for kind in ConditionType:
         status.set_condition(kind, ConditionStatus.UNKNOWN, "R" * 1024, worst_text(bounds.MESSAGE_MAX, 4), T0)
@@ -186,7 +199,7 @@ def test_the_largest_supported_taskset_at_its_widest_fits_in_the_budget() -> Non
         bounds.MESSAGE_MAX,
         POD_NAME_MAX_LENGTH,
         1024,
-        HISTORY_BYTES + NODE_RECOVERIES_BYTES + COUNTED_EVICTION_BYTES,
+        HISTORY_BYTES + NODE_RECOVERIES_BYTES + COUNTED_EVICTION_BYTES + GANG_EFFECT_BYTES,
     )
     status = worst_status()
     written = status.to_json()

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from taskset.api.constants import ReplicaPhase, TaskSetPhase
-from taskset.decide import DeletePod, Settings, UpdateOwned
+from taskset.decide import CreatePod, DeletePod, Settings, UpdateOwned
 from taskset.integrations import BUILT_IN, Framework
-from taskset.integrations.gang import COSCHEDULING_PODGROUPS, Coscheduling
+from taskset.integrations.gang import COSCHEDULING_PODGROUPS, REPLACEMENTS_ANNOTATION, Coscheduling
 from taskset.integrations.kueue import QUEUE_LABEL, WORKLOADS, KueueWorkload
 from taskset.objects.network import SERVICES
 from tests.builders import TaskSetBuilder, pod_template
@@ -237,3 +237,22 @@ def test_a_workload_being_deleted_no_longer_admits_the_running_pods() -> None:
 
     assert sorted(i.name for i in plan.intents if isinstance(i, DeletePod)) == ["job-r-0", "job-r-1"]
     assert all(replica(world, "r", index).suspended for index in range(2)), "their end counts nothing"
+
+
+def test_a_gang_s_podgroup_changes_after_the_pods_that_replace_its_members_are_created() -> None:
+    """Replacements created together are each turned away by the gang scheduler while the others are
+    still being created; the PodGroup's change, written after all of them in the same pass, wakes them."""
+    world = running(gang=True)
+    assert world.owned[PODGROUP]["metadata"]["annotations"][REPLACEMENTS_ANNOTATION] == "0"
+    for index in range(2):  # the Pods of a lost node, gone together
+        world.exit(f"job-r-{index}", 1)
+    before = len(world.plans)
+    world.settle()
+    assert world.owned[PODGROUP]["metadata"]["annotations"][REPLACEMENTS_ANNOTATION] == "2"
+    intents = [
+        i for plan in world.plans[before:] for i in plan.intents if isinstance(i, CreatePod | UpdateOwned)
+    ]
+    created = [n for n, i in enumerate(intents) if isinstance(i, CreatePod)]
+    updated = [n for n, i in enumerate(intents) if isinstance(i, UpdateOwned) and i.name == PODGROUP[1]]
+    assert len(created) == 2 and updated and min(updated) > max(created), intents
+    assert not events(world, "OwnedObjectRestored"), "the controller's own change, not a restore"

@@ -13,6 +13,7 @@ from taskset.integrations.base import Attempt
 from taskset.integrations.gang import (
     COSCHEDULING_LABEL,
     COSCHEDULING_PODGROUPS,
+    REPLACEMENTS_ANNOTATION,
     VOLCANO_ANNOTATION,
     VOLCANO_PODGROUPS,
     Coscheduling,
@@ -98,7 +99,11 @@ def test_coscheduling_makes_a_podgroup_per_attempt_and_labels_every_pod() -> Non
         Scope.ATTEMPT,
         True,
     )
-    assert group.body == {"spec": {"minMember": 4, "scheduleTimeoutSeconds": 30}}
+    assert group.body == {
+        "metadata": {"annotations": {REPLACEMENTS_ANNOTATION: "0"}},
+        "spec": {"minMember": 4, "scheduleTimeoutSeconds": 30},
+    }
+    assert group.updates, "it follows the attempt's replacements"
     retried = attempt({"scheduler": "coscheduling"}, 3)
     decoration = hooks.decorate_pod(retried, retried.spec.roles[1], identity())
     assert decoration is not None and decoration.labels == {COSCHEDULING_LABEL: "taskset-job-3"}
@@ -109,7 +114,7 @@ def test_volcano_makes_its_podgroup_with_the_queue_and_annotates_every_pod() -> 
     hooks = VolcanoGang()
     chosen = attempt({"scheduler": "volcano", "minAvailable": 2, "queue": "research"})
     (group,) = hooks.owned_objects(chosen)
-    assert (group.kind, group.body) == (VOLCANO_PODGROUPS, {"spec": {"minMember": 2, "queue": "research"}})
+    assert (group.kind, group.body["spec"]) == (VOLCANO_PODGROUPS, {"minMember": 2, "queue": "research"})
     decoration = hooks.decorate_pod(chosen, chosen.spec.roles[0], identity())
     assert decoration is not None and decoration.annotations == {VOLCANO_ANNOTATION: "taskset-job-0"}
 
