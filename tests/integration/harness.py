@@ -97,6 +97,11 @@ class PodEntry:
     created: float
     gone: float | None = None
     deletion_seen: float | None = None
+    # The API server's own times, in whole seconds since the epoch: when it created the Pod, and when a
+    # deletion was asked of it (deletionTimestamp less the grace). Unlike the times above, which are when
+    # this watch saw it (late on a busy machine), they measure what the controller did.
+    created_at: float | None = None
+    deletion_asked_at: float | None = None
 
 
 class Recorder:
@@ -176,8 +181,12 @@ class Recorder:
                     now,
                 )
                 self.pods.append(entry)
+            if entry.created_at is None and meta.get("creationTimestamp"):
+                entry.created_at = timestamp(meta["creationTimestamp"])
             if meta.get("deletionTimestamp") and entry.deletion_seen is None:
                 entry.deletion_seen = now
+                grace = meta.get("deletionGracePeriodSeconds") or 0
+                entry.deletion_asked_at = timestamp(meta["deletionTimestamp"]) - float(grace)
             if kind == "DELETED":
                 entry.gone = now
         if kind != "DELETED" and self.script is not None and meta["uid"] not in self._driven:
