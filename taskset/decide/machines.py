@@ -139,8 +139,8 @@ REPLICA_MACHINE: Machine[ReplicaPhase, ReplicaFacts] = Machine(
             (ReplicaPhase.ATTEMPT_PENDING,),
             None,
             lambda f: not f.creates_allowed,
-            "the TaskSet is being deleted, or an integration holds the role (its objects are not there "
-            "yet, or its gate is closed): create nothing, and say why",
+            "the TaskSet is being deleted or past its activeDeadlineSeconds, or an integration holds the "
+            "role (its objects are not there yet, or its gate is closed): create nothing, and say why",
         ),
         Transition(
             "P1",

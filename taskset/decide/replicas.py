@@ -36,6 +36,7 @@ from taskset.decide.context import (
     transition_record,
     unhandled,
 )
+from taskset.decide.deadlines import deadline_exceeded
 from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
 from taskset.decide.next_attempt import pod_decorations
 from taskset.decide.owned_sync import gate, report_hold
@@ -148,9 +149,11 @@ def _earlier_attempt_alive(ctx: PassContext) -> bool:
 
 
 def _creates_allowed(ctx: PassContext, position: int, role: Role, replica: ReplicaStatus) -> bool:
-    """Whether the replica's Pod may be created: not while the TaskSet is being deleted, nor while an
-    integration holds the role (asked only of replicas about to create: a running role costs nothing)."""
-    if ctx.ref.deleting:
+    """Whether the replica's Pod may be created: not while the TaskSet is being deleted, not once its
+    ``activeDeadlineSeconds`` passed (the same pass ends the attempt: a retry that fell due then, as
+    when the controller was down, starts no Pod), nor while an integration holds the role (asked only
+    of replicas about to create: a running role costs nothing)."""
+    if ctx.ref.deleting or deadline_exceeded(ctx):
         return False
     return replica.phase != ReplicaPhase.ATTEMPT_PENDING or gate(ctx, position, role) is None
 
@@ -387,7 +390,7 @@ def _wait_for_earlier_pods(ctx: PassContext, at: ReplicaAt) -> None:
 def _hold(ctx: PassContext, at: ReplicaAt) -> None:
     """Create nothing: the TaskSet is being deleted, or say in the phaseMessage which integration holds
     the role and why (its watch events bring the pass that creates the Pod)."""
-    if not ctx.ref.deleting:
+    if not ctx.ref.deleting and not deadline_exceeded(ctx):
         at.replica.phase_message = report_hold(ctx, at.position, at.role, at.replica.phase_message)
 
 

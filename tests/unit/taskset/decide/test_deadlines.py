@@ -8,8 +8,9 @@ from datetime import timedelta
 
 import pytest
 
+from taskset.api.constants import ReplicaPhase as P
 from taskset.api.constants import TaskSetPhase as T
-from taskset.decide import DeleteOwned, DeleteTaskSet
+from taskset.decide import CreatePod, DeleteOwned, DeleteTaskSet
 from tests.builders import TaskSetBuilder
 from tests.unit.taskset.decide.scenes import running, the_status
 from tests.unit.taskset.world import World, decide_once
@@ -70,6 +71,30 @@ def test_a_deadline_passing_in_the_retry_delay_completes_the_taskset() -> None:
     status = the_status(world)
     assert (status.phase, status.total_retried_count) == (T.COMPLETED, 0)
     assert "activeDeadlineSeconds (60s)" in status.state_message
+
+
+def test_a_replica_retry_due_when_the_deadline_passed_starts_no_pod() -> None:
+    """The controller was down (or slow) past both the replica's retry delay and the deadline: the pass
+    that finds them both ends the attempt and creates nothing, not a Pod the deadline then deletes."""
+    retry = {"retry": True, "maxRetryCount": 5, "delay": 10}
+    world = running(
+        World(
+            TaskSetBuilder("job")
+            .spec_field("activeDeadlineSeconds", 60)
+            .role("r", 1, retryPolicy=retry)
+            .obj()
+        )
+    )
+    world.exit("job-r-0", 1)
+    world.settle()
+    assert the_status(world).roles[0].replicas[0].phase == P.ATTEMPT_RETRY_PENDING
+    world.now += timedelta(seconds=61)
+    plan = decide_once(world)
+    assert not [intent for intent in plan.intents if isinstance(intent, CreatePod)]
+    world.settle()
+    status = the_status(world)
+    assert status.phase == T.COMPLETED and "activeDeadlineSeconds (60s)" in status.state_message
+    assert world.pods == {}
 
 
 # ----- ttlSecondsAfterFinished ------------------------------------------------------------------------------
