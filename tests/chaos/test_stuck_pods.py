@@ -27,7 +27,7 @@ from devcluster import Cluster, sim
 from taskset.api import constants as c
 from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
-from tests.integration.conftest import start_controller
+from tests.integration.conftest import recorder, start_controller, ts
 from tests.integration.harness import (
     PodFacts,
     Recorder,
@@ -37,9 +37,8 @@ from tests.integration.harness import (
     never_overlapping,
     replica,
 )
-from tests.integration.scenarios.conftest import recorder, ts
 
-__all__ = ["recorder", "ts"]  # the scenarios' fixtures, used here by name
+__all__ = ["recorder", "ts"]  # the integration fixtures, used here by name
 
 # The controller's cache timeout in this module: short, so the waiting window below outlasts it several
 # times over and would see any timeout that wrongly applied to an observed Pod (spec 8.6 applies only to

@@ -24,6 +24,7 @@ from taskset.api import constants as c
 from taskset.integrations import BUILT_IN, Integration
 from taskset.runtime.controller import Controller, ControllerSettings
 from tests.integration import addon_session, image_session
+from tests.integration.harness import ObjectLog, Recorder, TaskSets, watching
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "manifests" / "crd" / f"{c.CRD_NAME}.yaml"
@@ -120,6 +121,27 @@ def controller(cluster: Cluster, namespace: str, crd_installed: None) -> Iterato
     running = start_controller(cluster, namespace, workers=4)
     yield running
     running.stop(5)
+
+
+@pytest.fixture
+def ts(cluster: Cluster, namespace: str, controller: Controller) -> TaskSets:
+    """This test's TaskSets, with its controller running."""
+    return TaskSets(cluster, namespace)
+
+
+@pytest.fixture
+def pods(cluster: Cluster, namespace: str) -> Iterator[ObjectLog]:
+    """Every version of every Pod the namespace shows, from a watch of its own."""
+    with watching(cluster, namespace, "pods") as log:
+        yield log
+
+
+@pytest.fixture
+def recorder(cluster: Cluster, namespace: str) -> Iterator[Recorder]:
+    recorder = Recorder(cluster, namespace)
+    recorder.start()
+    yield recorder
+    recorder.stop()
 
 
 @pytest.fixture(scope="module")

@@ -43,11 +43,6 @@ def controller(cluster: Cluster, namespace: str, crd_installed: None) -> Iterato
     running.stop(5)
 
 
-@pytest.fixture
-def ts(cluster: Cluster, namespace: str, controller: Controller) -> TaskSets:
-    return TaskSets(cluster, namespace)
-
-
 def patch_replicas(ts: TaskSets, name: str, replicas: int) -> None:
     """Write the role's count as ``kubectl edit`` would: read, change, replace (resourceVersion held)."""
     obj = ts.get(name)

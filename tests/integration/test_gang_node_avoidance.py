@@ -10,17 +10,14 @@ both nodes, make X a node the next attempt would otherwise use.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from devcluster import Cluster
 from taskset.api import constants as c
-from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder, pod_template
 from tests.integration import harness as h
-from tests.integration.harness import ObjectLog, PodFacts, Recorder, TaskSets, watching
+from tests.integration.harness import ObjectLog, PodFacts, Recorder, TaskSets
 
 pytestmark = pytest.mark.integration
 
@@ -28,25 +25,6 @@ ALLOWED = ("kwok-node-0", "kwok-node-1")
 HOST = "kubernetes.io/hostname"
 RUNNING = "TaskRoleReplicaAttemptRunning"
 BAD_NODE_EXIT = 74
-
-
-@pytest.fixture
-def ts(cluster: Cluster, namespace: str, controller: Controller) -> TaskSets:
-    return TaskSets(cluster, namespace)
-
-
-@pytest.fixture
-def pods(cluster: Cluster, namespace: str) -> Iterator[ObjectLog]:
-    with watching(cluster, namespace, "pods") as log:
-        yield log
-
-
-@pytest.fixture
-def recorder(cluster: Cluster, namespace: str) -> Iterator[Recorder]:
-    recorder = Recorder(cluster, namespace)
-    recorder.start()
-    yield recorder
-    recorder.stop()
 
 
 def term(node: str) -> dict[str, Any]:

@@ -5,43 +5,24 @@ queues and runs again, past it the TaskSet fails with the preemption as its reas
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from devcluster import Cluster
-from devcluster.kueue import Kueue
-from taskset.integrations import BUILT_IN
-from taskset.integrations.kueue import WORKLOADS, KueueWorkload
 from taskset.runtime.controller import Controller
-from tests.integration.conftest import start_controller
 from tests.integration.harness import TaskSets, eventually, never_overlapping, recording, replica
-from tests.integration.test_kueue_admission import make_queue, queued, running, workload_of
+from tests.integration.test_kueue_admission import (
+    kueue_controller,
+    preempting_queue_for_one,
+    queued,
+    running,
+    workload_of,
+)
+
+__all__ = ["kueue_controller", "preempting_queue_for_one"]  # the admission tests' fixtures, used by name
 
 pytestmark = pytest.mark.integration
-
-GROUP, VERSION = WORKLOADS.group, WORKLOADS.version
-
-
-@pytest.fixture
-def kueue_controller(
-    cluster: Cluster, namespace: str, crd_installed: None, kueue: Kueue
-) -> Iterator[Controller]:
-    controller = start_controller(cluster, namespace, (*BUILT_IN, KueueWorkload()), workers=2)
-    yield controller
-    controller.stop(5)
-
-
-@pytest.fixture
-def preempting_queue(cluster: Cluster, namespace: str, kueue: Kueue) -> Iterator[str]:
-    """Quota for one one-CPU TaskSet; a higher priority preempts a lower within the queue."""
-    make_queue(cluster, namespace, "1", preemption={"withinClusterQueue": "LowerPriority"})
-    yield "team"
-    client.CustomObjectsApi(cluster.api_client()).delete_cluster_custom_object(
-        GROUP, VERSION, "clusterqueues", namespace
-    )
 
 
 def preempted(status: dict[str, Any]) -> dict[str, Any] | None:
@@ -49,17 +30,17 @@ def preempted(status: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def test_a_taskset_preempted_past_max_preemptions_fails_with_the_preemption_as_its_reason(
-    cluster: Cluster, namespace: str, kueue_controller: Controller, preempting_queue: str
+    cluster: Cluster, namespace: str, kueue_controller: Controller, preempting_queue_for_one: str
 ) -> None:
     ts = TaskSets(cluster, namespace)
-    low = queued("low", preempting_queue, priority=0)
+    low = queued("low", preempting_queue_for_one, priority=0)
     low["spec"]["retryPolicy"] = {"maxPreemptions": 1}
     with recording(cluster, namespace) as recorder:
         ts.create(low)
         eventually(lambda: running(ts, "low"), 90, "the low-priority TaskSet running")
 
         # Preempted once, within its budget: counted, said, and it runs again once the quota is free.
-        ts.create(queued("high-1", preempting_queue, priority=100))
+        ts.create(queued("high-1", preempting_queue_for_one, priority=100))
         eventually(lambda: running(ts, "high-1"), 90, "the first higher priority admitted and running")
         status = eventually(
             lambda: (s := ts.status("low"))["preemptCount"] == 1 and s, 30, "the preemption counted"
@@ -77,7 +58,7 @@ def test_a_taskset_preempted_past_max_preemptions_fails_with_the_preemption_as_i
         assert (status["state"], status["preemptCount"]) == ("Running", 1)
 
         # Preempted a second time, past maxPreemptions 1: it fails, naming the preemption.
-        ts.create(queued("high-2", preempting_queue, priority=100))
+        ts.create(queued("high-2", preempting_queue_for_one, priority=100))
         final = ts.final("low")
         eventually(lambda: running(ts, "high-2"), 90, "the second higher priority admitted and running")
         log = recorder.pod_log("low-r-0")

@@ -53,11 +53,6 @@ def controller(cluster: Cluster, namespace: str, crd_installed: None) -> Iterato
     running.stop(5)
 
 
-@pytest.fixture
-def ts(cluster: Cluster, namespace: str, controller: Controller) -> TaskSets:
-    return TaskSets(cluster, namespace)
-
-
 def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
     found = [cond for cond in status.get("conditions") or [] if cond["type"] == kind]
     return found[0] if found else {}

@@ -10,31 +10,10 @@ from typing import Any
 import pytest
 
 from devcluster import Cluster
-from taskset.runtime.controller import Controller
 from tests.builders import TaskSetBuilder
 from tests.integration.daemon import Daemon
-from tests.integration.harness import FINAL_TIMEOUT, ObjectLog, Recorder, Script, TaskSets, watching
+from tests.integration.harness import FINAL_TIMEOUT, Recorder, Script, TaskSets
 from tests.integration.scenarios.steps import Run
-
-
-@pytest.fixture
-def ts(cluster: Cluster, namespace: str, controller: Controller) -> TaskSets:
-    return TaskSets(cluster, namespace)
-
-
-@pytest.fixture
-def pods(cluster: Cluster, namespace: str) -> Iterator[ObjectLog]:
-    """Every version of every Pod the namespace shows, from a watch of its own."""
-    with watching(cluster, namespace, "pods") as log:
-        yield log
-
-
-@pytest.fixture
-def recorder(cluster: Cluster, namespace: str) -> Iterator[Recorder]:
-    recorder = Recorder(cluster, namespace)
-    recorder.start()
-    yield recorder
-    recorder.stop()
 
 
 @pytest.fixture
