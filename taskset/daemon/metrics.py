@@ -45,7 +45,8 @@ Every metric lives in an injected ``CollectorRegistry``; nothing is registered a
    by ``name``: exactly one replica should report 1).
 9. ``created``, ``patched`` (a repeat raised an Event's count), ``coalesced`` (folded into another write
    of its batch), ``filtered`` (held back by the per-TaskSet spam filter), ``dropped`` (buffer full, or
-   left at shutdown) or ``error`` (``taskset.runtime.events.EventResult``).
+   left at shutdown), ``fenced`` (a sharded replica's tenure of the TaskSet's bucket ended before it went
+   out) or ``error`` (``taskset.runtime.events.EventResult``).
 
 The reconcile duration is ``controller_runtime_reconcile_time_seconds``; there is no ``taskset_``
 duplicate. As in controller-runtime, a controller's reconcile series exist from the start with value 0

@@ -182,7 +182,13 @@ class Controller:
         if request_observer is not None:
             client_kwargs["observer"] = request_observer
         self._client = KubeClient(api_client, **client_kwargs)
-        self.recorder = EventRecorder(self._client, logger=logger, clock=self._clock, metrics=event_metrics)
+        self.recorder = EventRecorder(
+            self._client,
+            logger=logger,
+            clock=self._clock,
+            metrics=event_metrics,
+            fence=shards.owns if shards is not None else None,
+        )
         self.reconciler = Reconciler(
             client=self._client,
             tasksets=self.tasksets.store,

@@ -12,6 +12,13 @@ what is left then is counted as dropped.
 
 One sender, as client-go has: the correlator's caches are its alone (no lock on a worker's path), and
 under load the queue grows, so each batch is larger and its repeats fold into fewer requests.
+
+**The fence** (a sharded replica). An Event is news about a TaskSet told by the replica that acts for it;
+sent after that replica's tenure of the TaskSet's bucket ended, it would tell, beside the new holder's
+own Events, of a state the new holder may already have moved past. So ``fence(namespace)``, the same
+question the reconciler asks before each write, is asked again as each write goes out (the tenure may
+end between ``record`` and the send), and a write it refuses is not sent (``fenced``). The new holder
+relists and reports what it then sees itself.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import queue
 import threading
 import time
 from enum import StrEnum
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from clock import Clock, RealClock
@@ -51,6 +59,7 @@ class EventResult(StrEnum):
     COALESCED = "coalesced"  # folded into another write of its batch (same Event)
     FILTERED = "filtered"  # a write held back by the per-TaskSet spam filter (its count goes with the next)
     DROPPED = "dropped"  # the buffer was full, or the process stopped before it went out
+    FENCED = "fenced"  # a sharded replica's tenure of the TaskSet's bucket ended before it went out
     ERROR = "error"  # the API server refused the write, or did not answer
 
 
@@ -73,8 +82,10 @@ class EventRecorder:
         metrics: EventMetrics | None = None,
         correlator: Correlator | None = None,
         buffer: int = BUFFER,
+        fence: Callable[[str], bool] | None = None,
     ) -> None:
         self._client = client
+        self._fence = fence
         self._log = logger
         self._clock = clock or RealClock()
         self._metrics: EventMetrics = metrics or _NoMetrics()
@@ -149,6 +160,8 @@ class EventRecorder:
             count += item is not None
 
     def _send(self, write: Write) -> EventResult:
+        if self._fence is not None and not self._fence(write.target.namespace):
+            return EventResult.FENCED
         path = core_path(write.target.namespace, "events")
         try:
             if not write.create:

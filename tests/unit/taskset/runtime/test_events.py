@@ -191,3 +191,47 @@ def test_a_refused_event_is_counted_as_an_error() -> None:
     events.record(target("a"), "TaskSet is running", "TaskSet:a", warning=False)
     events.stop()
     assert metrics.results == {EventResult.ERROR: 1}
+
+
+class Tenure:
+    """A sharded replica's tenure of the namespace ``ns``: held until ``end`` is called."""
+
+    def __init__(self) -> None:
+        self.held = True
+        self.asked: list[str] = []
+
+    def __call__(self, namespace: str) -> bool:
+        self.asked.append(namespace)
+        return self.held
+
+    def end(self) -> None:
+        self.held = False
+
+
+def test_an_event_recorded_in_the_tenure_is_not_sent_after_it_ended() -> None:
+    """The tenure ends between ``record`` and the send (the bucket went to another replica): the Event
+    queued behind a slow request is not sent, and is counted ``fenced``; the one already sent stays."""
+    client = SendingClient()
+    metrics = CountingMetrics()
+    tenure = Tenure()
+    events = EventRecorder(
+        client, logger=structlog.get_logger("test"), clock=FakeClock(), metrics=metrics, fence=tenure
+    )
+    client.blocked.set()
+    events.record(target("a"), "TaskSet State Transition", "Pre:1,Next:2", warning=False)
+    client.entered.wait(10)  # the first is on its way; the second waits in the queue
+    events.record(target("a"), "TaskSet State Transition", "Pre:2,Next:3", warning=False)
+    tenure.end()
+    client.blocked.clear()
+    events.stop()
+    assert client.sent == [("create", "a", "Pre:1,Next:2", 1)]
+    assert metrics.results == {EventResult.CREATED: 1, EventResult.FENCED: 1}
+    assert set(tenure.asked) == {"ns"}
+
+
+def test_without_a_fence_every_event_goes_out() -> None:
+    client = SendingClient()
+    events = recorder(client)
+    events.record(target("a"), "TaskSet State Transition", "Pre:1,Next:2", warning=False)
+    events.stop()
+    assert client.sent == [("create", "a", "Pre:1,Next:2", 1)]
