@@ -4,10 +4,11 @@ one replica only, and each replica receives about a quarter of the events, by it
 
 Run twice, on a control plane of its own each: with ``ShardedListAndWatch`` on (kube-apiserver filters
 by ``shardSelector``) and off (everything arrives; the client-side filter drops three quarters, and the
-counters show it). Sized for a busy 2-core machine: 32 namespaces, one in each of the 32 buckets (names
-chosen by their hash, so a balanced ring gives every replica exactly eight), 4 TaskSets of one 1 s Pod
-each (128 TaskSets), Lease timings shorter than the defaults (lease 10 s, renew deadline 7 s, retry 1 s):
-a round renews eight Leases one after another, which on a loaded machine takes seconds.
+counters show it). 200 TaskSets of one 1 s Pod each over 40 namespaces, names chosen by their hash so
+that every bucket holds six or seven TaskSets (``LAYOUT``): a balanced ring gives every replica eight
+buckets, so 48 to 56 TaskSets whichever eight it gets, a quarter within the tolerance. Lease timings
+shorter than the defaults (lease 10 s, renew deadline 7 s, retry 1 s): a round renews eight Leases one
+after another, which on a loaded machine takes seconds.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from tests.integration.harness import TaskSets, eventually
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 REPLICAS = 4
-PER_NAMESPACE = 4
+NAMESPACES = 40
+TASKSETS = 200
 BUCKETS = Buckets()
 RING = "taskset-shards"
 LEASE_NAMESPACE = "taskset-system"
@@ -40,14 +42,35 @@ GATE = "--feature-gates=ShardedListAndWatch=true"
 SHARE_TOLERANCE = 0.30  # each replica's share of the events: a quarter, within 30 %
 
 
-def one_namespace_per_bucket() -> list[str]:
-    names: dict[int, str] = {}
+def namespaces_by_bucket(wanted: int) -> list[list[str]]:
+    """``wanted`` namespace names, by bucket: one in every bucket, and the rest one more in every fourth
+    bucket (so the extra ones fall to replicas alike, whichever buckets each holds)."""
+    assert BUCKETS.count <= wanted <= BUCKETS.count * 2
+    doubled = set(range(0, BUCKETS.count, BUCKETS.count // (wanted - BUCKETS.count)))
+    found: list[list[str]] = [[] for _ in range(BUCKETS.count)]
     for i in range(100_000):
         name = f"shard-{i}"
-        names.setdefault(BUCKETS.of_namespace(name), name)
-        if len(names) == BUCKETS.count:
-            break
-    return [names[bucket] for bucket in range(BUCKETS.count)]
+        bucket = BUCKETS.of_namespace(name)
+        if len(found[bucket]) < 1 + (bucket in doubled):
+            found[bucket].append(name)
+        if sum(map(len, found)) == wanted:
+            return found
+    raise AssertionError("no names found for every bucket")
+
+
+def layout() -> dict[str, int]:
+    """TaskSets per namespace: ``TASKSETS`` spread over the buckets as evenly as integers allow (each
+    bucket six or seven), a bucket's share split between its namespaces."""
+    per_bucket, extra = divmod(TASKSETS, BUCKETS.count)
+    counts: dict[str, int] = {}
+    for bucket, names in enumerate(namespaces_by_bucket(NAMESPACES)):
+        share = per_bucket + (bucket % (BUCKETS.count // extra) == 0 if extra else 0)
+        for index, name in enumerate(names):
+            counts[name] = share // len(names) + (index < share % len(names))
+    return counts
+
+
+LAYOUT = layout()
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["gate-on", "gate-off"])
@@ -56,7 +79,7 @@ def sharded_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[Cluster, b
     settings = Settings(nodes=2, extra_apiserver_args=(GATE,) if gate else ())
     with Cluster(settings) as running:
         install_crd(running, CRD_FILE.read_text(), c.CRD_NAME, c.PLURAL)
-        for name in [LEASE_NAMESPACE, *one_namespace_per_bucket()]:
+        for name in [LEASE_NAMESPACE, *LAYOUT]:
             running.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
         yield running, gate
 
@@ -74,19 +97,19 @@ def shard_args() -> list[str]:
     ]
 
 
-def keys(namespaces: list[str]) -> list[tuple[str, int]]:
-    return [(namespace, i) for namespace in namespaces for i in range(PER_NAMESPACE)]
+def keys() -> list[tuple[str, int]]:
+    return [(namespace, i) for namespace, count in LAYOUT.items() for i in range(count)]
 
 
-def unfinished(cluster: Cluster, namespaces: list[str]) -> dict[str, object]:
+def unfinished(cluster: Cluster) -> dict[str, object]:
     """The TaskSets not completed yet, with their phase (one list per namespace)."""
     found: dict[str, object] = {}
-    for namespace in namespaces:
+    for namespace, count in LAYOUT.items():
         listed = cluster.request("GET", f"/apis/{c.GROUP}/{c.VERSION}/namespaces/{namespace}/{c.PLURAL}")
         phases = {
             item["metadata"]["name"]: (item.get("status") or {}).get("phase") for item in listed["items"]
         }
-        for i in range(PER_NAMESPACE):
+        for i in range(count):
             if phases.get(f"job-{i}") != c.TaskSetPhase.COMPLETED:
                 found[f"{namespace}/job-{i}"] = phases.get(f"job-{i}")
     return found
@@ -135,20 +158,18 @@ def test_four_replicas_split_the_namespaces_and_each_taskset_has_one_writer(
             60,
             "every replica holds eight buckets",
         )
-        namespaces = one_namespace_per_bucket()
         template = pod_template(annotations=sim.outcome(duration=1))
-        for namespace in namespaces:
-            api = TaskSets(cluster, namespace)
-            for i in range(PER_NAMESPACE):
-                api.create(TaskSetBuilder(f"job-{i}").role("worker", 1, template=template).obj())
-        eventually(lambda: not unfinished(cluster, namespaces), 300, "every TaskSet completed", poll=2)
-        states = {
-            (ns, i): TaskSets(cluster, ns).status(f"job-{i}").get("state") for ns, i in keys(namespaces)
-        }
+        for namespace, i in keys():
+            TaskSets(cluster, namespace).create(
+                TaskSetBuilder(f"job-{i}").role("worker", 1, template=template).obj()
+            )
+        eventually(lambda: not unfinished(cluster), 300, "every TaskSet completed", poll=2)
+        states = {(ns, i): TaskSets(cluster, ns).status(f"job-{i}").get("state") for ns, i in keys()}
+        assert len(states) == TASKSETS
         assert set(states.values()) == {"Succeeded"}, states
 
         writers = collections.Counter(key for d in daemons for key in reconciled_keys(d))
-        assert len(writers) == len(namespaces) * PER_NAMESPACE
+        assert len(writers) == TASKSETS
         shared = {key: count for key, count in writers.items() if count > 1}
         assert not shared, f"TaskSets reconciled by more than one replica: {shared}"
 
