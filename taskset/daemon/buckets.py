@@ -14,6 +14,13 @@ Each replica, every retry period:
    no from that moment), *renew* one it keeps, *acquire* one the plan gives it whose Lease is free
    (released, expired or absent). A bucket still held, validly, by another replica is waited for: it
    moves only when released or expired, never on a guess.
+   A member that holds nothing is given buckets only once it has *settled*: renewed its member Lease for
+   a whole lease duration (its own renewTime that far past its own acquireTime: one clock, no skew). A
+   replica that has just (re)started has seen each Lease for less than that, so it cannot yet tell a
+   dead holder's Lease from a live one; planned as the next holder of a dead replica's buckets, it would
+   leave them unowned for its own start-up on top of the lease duration. The settled members take them
+   as soon as they expire, and the newcomer gets its share from them by release once it has settled.
+   (While no member has settled, in a fresh ring, all are counted.)
 4. **Hands the held set to the informers** (``informers.sharding.ShardView.hold``), which relist.
 
 **The fence.** ``owns(namespace)`` is what a worker asks before it reconciles a key and before every
@@ -54,6 +61,7 @@ from taskset.daemon.leader import (
     lease_path,
     lease_spec,
     lease_valid,
+    micro_time,
     observe,
     record_from_lease,
     release_record,
@@ -70,6 +78,7 @@ __all__ = [
     "bucket_of_lease",
     "member_lease_name",
     "plan_round",
+    "settled",
 ]
 
 LABEL_RING: Final = f"{GROUP}/shard-ring"
@@ -132,7 +141,7 @@ def plan_round(
     }
     for bucket in held:  # our own account wins over a stale read of our own Lease
         current.setdefault(bucket, identity)
-    plan = assign(bucket_count, current, live_members)
+    plan = assign(bucket_count, current, planned_members(live_members, current, members))
     mine = frozenset(bucket for bucket, holder in plan.items() if holder == identity)
     # Free: no live holder, or the Lease names us though we dropped it (a renewal came too late): taking
     # it back is a PUT on the version we read, so it fails if anyone else wrote it since.
@@ -147,6 +156,30 @@ def plan_round(
         release=held - mine,
         plan=plan,
     )
+
+
+def settled(member: Observation | None) -> bool:
+    """Whether a member has renewed its member Lease for a whole lease duration (module docstring, 3.):
+    both times are the member's own writes, so no two clocks are compared."""
+    if member is None:
+        return False
+    record = member.record
+    acquired, renewed = micro_time(record.acquire_time), micro_time(record.renew_time)
+    if acquired is None or renewed is None:
+        return False
+    return (renewed - acquired).total_seconds() >= record.lease_duration_seconds
+
+
+def planned_members(
+    live: set[str], current: Mapping[int, str], members: Mapping[str, Observation]
+) -> set[str]:
+    """The members the plan shares the buckets between: the settled ones and those already holding some
+    (taking a member's buckets away because it has not settled would only move them twice). All of them
+    while none has settled (a fresh ring: none can tell a dead holder's Lease better than the others)."""
+    settled_members = {member for member in live if settled(members.get(member))}
+    if not settled_members:
+        return live
+    return settled_members | (live & set(current.values()))
 
 
 # ----- the loop ------------------------------------------------------------------------------------------

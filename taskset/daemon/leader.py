@@ -38,7 +38,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -100,6 +100,18 @@ class LeaseRecord:
 def format_micro_time(moment: datetime) -> str:
     """``metav1.MicroTime``: RFC 3339 in UTC with microseconds, e.g. ``2026-01-01T00:00:00.000000Z``."""
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def micro_time(text: object) -> datetime | None:
+    """A Lease's MicroTime as written by ``format_micro_time`` (or any RFC 3339 time); None if absent or
+    unreadable (a Lease is another writer's object)."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:

@@ -27,8 +27,8 @@ import contextlib
 import queue
 import threading
 import time
-from enum import StrEnum
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from clock import Clock, RealClock

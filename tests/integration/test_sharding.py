@@ -97,6 +97,24 @@ def shard_args() -> list[str]:
     ]
 
 
+def start_replicas(cluster: Cluster, tmp_path: Path, daemons: list[Daemon]) -> None:
+    """Start ``REPLICAS`` sharded daemons, each logging in a folder of its own under ``tmp_path``, and wait
+    until each holds its share of a balanced ring. They go into the caller's ``daemons`` as they start,
+    so the caller's clean-up stops them even when a later one fails to start."""
+    for n in range(REPLICAS):
+        log_dir = tmp_path / f"replica-{n}"
+        log_dir.mkdir()
+        daemons.append(Daemon(cluster, None, log_dir, *shard_args()).start(wait_ready=False))
+    for daemon in daemons:
+        daemon.wait_ready()
+    share = float(BUCKETS.count // REPLICAS)
+    eventually(
+        lambda: [metric(d, "taskset_shard_buckets_held") for d in daemons] == [share] * REPLICAS,
+        60,
+        "every replica holds its share of the buckets",
+    )
+
+
 def keys() -> list[tuple[str, int]]:
     return [(namespace, i) for namespace, count in LAYOUT.items() for i in range(count)]
 
@@ -145,19 +163,9 @@ def test_four_replicas_split_the_namespaces_and_each_taskset_has_one_writer(
     sharded_cluster: tuple[Cluster, bool], tmp_path: Path
 ) -> None:
     cluster, gate = sharded_cluster
-    daemons = []
+    daemons: list[Daemon] = []
     try:
-        for n in range(REPLICAS):
-            log_dir = tmp_path / f"replica-{n}"
-            log_dir.mkdir()
-            daemons.append(Daemon(cluster, None, log_dir, *shard_args()).start(wait_ready=False))
-        for daemon in daemons:
-            daemon.wait_ready()
-        eventually(
-            lambda: [metric(d, "taskset_shard_buckets_held") for d in daemons] == [8.0] * REPLICAS,
-            60,
-            "every replica holds eight buckets",
-        )
+        start_replicas(cluster, tmp_path, daemons)
         template = pod_template(annotations=sim.outcome(duration=1))
         for namespace, i in keys():
             TaskSets(cluster, namespace).create(

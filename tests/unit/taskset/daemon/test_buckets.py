@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import functools
 import threading
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import unquote
 
@@ -15,8 +16,8 @@ import pytest
 from clock import FakeClock
 from informers.sharding import ShardView
 from informers.shards import Buckets
-from taskset.daemon.buckets import BucketElector, bucket_lease_name, plan_round
-from taskset.daemon.leader import LeaseRecord, Observation, Timings
+from taskset.daemon.buckets import BucketElector, bucket_lease_name, plan_round, settled
+from taskset.daemon.leader import LeaseRecord, Observation, Timings, format_micro_time
 from taskset.runtime.kube import KubeError, Response
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
@@ -27,6 +28,18 @@ RING = "ring"
 
 def seen(holder: str, at: float = 0.0, duration: int = 15) -> Observation:
     return Observation(LeaseRecord(holder=holder, lease_duration_seconds=duration), at)
+
+
+def member(holder: str, renewed_for: float, at: float = 0.0, duration: int = 15) -> Observation:
+    """A member Lease its holder has renewed for ``renewed_for`` seconds since it acquired it."""
+    acquired = datetime(2026, 1, 1, tzinfo=UTC)
+    record = LeaseRecord(
+        holder=holder,
+        lease_duration_seconds=duration,
+        acquire_time=format_micro_time(acquired),
+        renew_time=format_micro_time(acquired + timedelta(seconds=renewed_for)),
+    )
+    return Observation(record, at)
 
 
 @pytest.mark.parametrize(
@@ -74,6 +87,38 @@ def seen(holder: str, at: float = 0.0, duration: int = 15) -> Observation:
             1.0,
             ({1}, {0}, set()),
             id="a bucket dropped after a late renewal, whose Lease still names us, is taken back at once",
+        ),
+        pytest.param(
+            {0, 1},
+            {0: seen(B), 1: seen(B), 2: seen(A), 3: seen(A)},
+            {A: member(A, 60.0), B: member(B, 60.0), C: member(C, 2.0, at=14.0)},
+            16.0,
+            ({2, 3}, {0, 1}, set()),
+            id="a dead holder's buckets go to the settled members, not to a newcomer that cannot judge them",
+        ),
+        pytest.param(
+            set(),
+            {0: seen(A), 1: seen(A), 2: seen(""), 3: seen("")},
+            {A: member(A, 60.0), B: member(B, 2.0)},
+            1.0,
+            (set(), set(), set()),
+            id="a newcomer takes nothing, not even a released bucket, before it has settled",
+        ),
+        pytest.param(
+            set(),
+            {0: seen(A), 1: seen(A), 2: seen(A), 3: seen(A)},
+            {A: member(A, 60.0), B: member(B, 15.0)},
+            1.0,
+            (set(), set(), set()),
+            id="settled: the holder releases its half for it, it takes nothing still held",
+        ),
+        pytest.param(
+            {0, 1},
+            {0: seen(B), 1: seen(B), 2: seen(A), 3: seen(A)},
+            {A: member(A, 60.0), B: member(B, 2.0)},
+            1.0,
+            (set(), {0, 1}, set()),
+            id="a newcomer already holding buckets keeps them while it settles",
         ),
     ],
 )
@@ -255,3 +300,49 @@ def test_subscribers_hear_of_every_gain_and_loss() -> None:
     rounds([a, b], clock, 3)  # b joins: a releases half of them
     assert frozenset().union(*(lost for _, lost in heard[1:])) == frozenset(range(8)) - a.elector.held()
     assert all(not gained for gained, _ in heard[1:])
+
+
+def test_a_dead_replicas_buckets_do_not_wait_for_the_replica_restarted_in_its_place() -> None:
+    """The killed replica comes back as a new member seconds later (its process restarts under a new
+    identity). It has seen the dead Leases for less than a lease duration, so the settled replica takes
+    them when they expire; the newcomer gets its share from it by release once it has settled."""
+    api, clock = FakeLeaseApi(), FakeClock()
+    a, b = Replica(api, A, clock), Replica(api, B, clock)
+    rounds([a, b], clock, 10)  # 20 s: both settled (lease 15 s)
+    lost = a.elector.held()
+    assert len(lost) == 4
+    rounds([b], clock, 3)  # a is SIGKILLed; its process takes 6 s to start again
+    c = Replica(api, C, clock)
+    waited = 6.0
+    while not lost <= b.elector.held() | c.elector.held():
+        rounds([b, c], clock, 1)
+        waited += 2.0
+        assert waited <= Timings().lease_duration + 2 * 2.0, f"{sorted(lost)} unowned for {waited} s"
+    assert lost <= b.elector.held()
+    for _ in range(20):
+        rounds([b, c], clock, 1)
+        if len(c.elector.held()) == 4:
+            break
+    assert len(b.elector.held()) == len(c.elector.held()) == 4
+
+
+START = "2026-01-01T00:00:00.000000Z"
+
+
+@pytest.mark.parametrize(
+    ("acquire", "renew", "expected"),
+    [
+        pytest.param(
+            "2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:15.000000Z", True, id="a lease duration"
+        ),
+        pytest.param("2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:14.999999Z", False, id="just short"),
+        pytest.param(None, "2026-01-01T00:00:15.000000Z", False, id="no acquire time"),
+        pytest.param("yesterday", "2026-01-01T00:00:15.000000Z", False, id="an unreadable time"),
+        pytest.param(42, "2026-01-01T00:00:15.000000Z", False, id="not a string"),
+    ],
+)
+def test_a_member_has_settled_after_renewing_for_a_lease_duration(
+    acquire: Any, renew: str, expected: bool
+) -> None:
+    record = LeaseRecord(holder=A, lease_duration_seconds=15, acquire_time=acquire, renew_time=renew)
+    assert settled(Observation(record, 0.0)) is expected
