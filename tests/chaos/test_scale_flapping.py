@@ -83,6 +83,19 @@ def settled(api: TaskSets, name: str, count: int) -> bool:
     )
 
 
+def where_it_stands(api: TaskSets, name: str) -> dict[str, Any]:
+    """What ``settled`` reads, for the failure message: the spec's counts, the status, the live Pods and
+    the membership document."""
+    obj = api.get(name) or {"spec": {"roles": [{}]}}
+    cm = api.configmap(f"{name}-membership") or {}
+    return {
+        "spec": {"replicas": obj["spec"]["roles"][0].get("replicas"), "scale": obj["spec"].get("scale")},
+        "status": api.status(name),
+        "pods": sorted(pod["metadata"]["name"] for pod in api.live_pods(name)),
+        "membership": json.loads(cm.get("data", {}).get("membership.json") or "{}"),
+    }
+
+
 def test_flapping_scales_never_move_the_membership_generation_back(
     cluster: Cluster, namespace: str, history: History, daemon: Daemon
 ) -> None:
@@ -105,7 +118,10 @@ def test_flapping_scales_never_move_the_membership_generation_back(
         writer.join()
     for name in names:
         settle = functools.partial(settled, api, name, plans[name][-1])
-        eventually(settle, SETTLE_TIMEOUT, f"{name} settled at {plans[name][-1]}")
+        try:
+            eventually(settle, SETTLE_TIMEOUT, f"{name} settled at {plans[name][-1]}")
+        except AssertionError as failed:
+            raise AssertionError(f"{failed}: {where_it_stands(api, name)}") from None
     for name in names:
         for pod in api.live_pods(name):
             api.end_pod(pod["metadata"]["name"], 0)
