@@ -41,7 +41,7 @@ from typing import Any, Final, Protocol, cast
 from informers.sharding import ShardView
 from informers.shards import Buckets
 from taskset.api.constants import CRD_NAME
-from taskset.daemon.buckets import BucketElector
+from taskset.daemon.buckets import LEASE_WRITES_IN_FLIGHT, BucketElector
 from taskset.daemon.config import PROG, Config, ConfigError, HelpRequested, load_config
 from taskset.daemon.crd import CRDRegistrationError, ensure_crd
 from taskset.daemon.http import ObservabilityServer, parse_bind_address
@@ -67,10 +67,11 @@ EXIT_LEADERSHIP_LOST: Final = 3  # the lease was lost: stop at once and let the 
 
 CRD_MANIFEST: Final = Path(__file__).resolve().parents[2] / "manifests" / "crd" / f"{CRD_NAME}.yaml"
 # Connections beyond one per worker and one per pod-action thread (``config.pod_action_threads``):
-# three informer watches, the event senders, the leader elector and two spares. Fewer
+# three informer watches, the event senders, the leader elector, the bucket Lease writes of a sharded
+# replica (sent together: ``taskset.daemon.buckets``) and two spares. Fewer
 # than the threads using the client and urllib3 discards connections and opens new ones (a TLS handshake
 # each): with one per worker plus 8 a burst logged "Connection pool is full".
-EXTRA_CONNECTIONS: Final = 3 + events.SENDERS + 1 + 2
+EXTRA_CONNECTIONS: Final = 3 + events.SENDERS + 1 + LEASE_WRITES_IN_FLIGHT + 2
 # Seconds beyond the grace period that the controller's stop() may take before we give up on it.
 STOP_SLACK: Final = 5.0
 # Seconds between checks of the stop flag in the main thread; signals wake it sooner anyway.

@@ -7,16 +7,23 @@ from __future__ import annotations
 import copy
 import functools
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import unquote
 
 import pytest
 
-from clock import FakeClock
+from clock import FakeClock, RealClock
 from informers.sharding import ShardView
 from informers.shards import Buckets
-from taskset.daemon.buckets import BucketElector, bucket_lease_name, plan_round, settled
+from taskset.daemon.buckets import (
+    LEASE_WRITES_IN_FLIGHT,
+    BucketElector,
+    bucket_lease_name,
+    plan_round,
+    settled,
+)
 from taskset.daemon.leader import LeaseRecord, Observation, Timings, format_micro_time
 from taskset.runtime.kube import KubeError, Response
 
@@ -324,6 +331,60 @@ def test_a_dead_replicas_buckets_do_not_wait_for_the_replica_restarted_in_its_pl
         if len(c.elector.held()) == 4:
             break
     assert len(b.elector.held()) == len(c.elector.held()) == 4
+
+
+class SlowLeaseApi(FakeLeaseApi):
+    """Every write takes ``delay`` seconds, as on a loaded API server; counts the writes in flight."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.count_lock = threading.Lock()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Response:
+        if method == "GET":
+            return super().request(method, path, **kwargs)
+        with self.count_lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            time.sleep(self.delay)
+            return super().request(method, path, **kwargs)
+        finally:
+            with self.count_lock:
+                self.in_flight -= 1
+
+
+def test_a_round_sends_its_lease_writes_together() -> None:
+    """32 buckets whose writes take 0.2 s each: one after another the round would take 6.4 s, and the
+    first renewals would be older than the 3 s renew deadline when it ends (dropped, relisted, every
+    round). Sent together they all stay held round after round."""
+    api = SlowLeaseApi(delay=0.2)
+    view = ShardView(Buckets(32))
+    view._register(0, "all")
+    elector = BucketElector(
+        client=api,
+        namespace="ns",
+        ring=RING,
+        identity=A,
+        view=view,
+        logger=QuietLogger(),
+        timings=Timings(lease_duration=4.0, renew_deadline=3.0, retry_period=0.5),
+        clock=RealClock(),
+    )
+    stop = threading.Event()
+    stop.set()  # run() makes one round, then releases everything and shuts its writers down
+    try:
+        for _ in range(3):
+            elector.round()
+            assert elector.held() == frozenset(range(32))
+        assert 1 < api.most_in_flight <= LEASE_WRITES_IN_FLIGHT
+    finally:
+        elector.run(stop)
+    assert elector.held() == frozenset()
+    assert set(api.holders().values()) <= {""}
 
 
 START = "2026-01-01T00:00:00.000000Z"
