@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from bench.controller import Controller, Samples, cpu_by_process, cpu_seconds, memory_kib, total
 from bench.kube import Api
@@ -128,6 +128,25 @@ def received(samples: Samples) -> tuple[float, float]:
     )
 
 
+LAPSED: Final = "bucket lease not renewed in time; dropped"  # taskset.daemon.buckets
+CHANGED: Final = "shard buckets changed"
+
+
+def tenure_troubles(log: Path) -> tuple[int, int]:
+    """From a replica's log: its bucket Leases that lapsed (not renewed within the renew deadline) and the
+    changes of its held set (each one a relist of its informers). A replica that keeps its share from
+    start to end has no lapse and one change, the first acquisition."""
+    counts = {LAPSED: 0, CHANGED: 0}
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            msg = json.loads(line).get("msg")
+        except (ValueError, AttributeError):
+            continue
+        if msg in counts:
+            counts[msg] += 1
+    return counts[LAPSED], counts[CHANGED]
+
+
 def running_pods(api: Api, namespaces: list[str]) -> int:
     selector = "fieldSelector=status.phase%3DRunning"
     return sum(
@@ -170,6 +189,7 @@ def measure(cluster: Cluster, api: Api, config: Config, pods: int, run: int) -> 
             memory = memory_kib(controller.pid)
             cpu_then, (got_then, dropped_then) = before[controller.pid]
             got, dropped = received(samples)
+            lapsed, changed = tenure_troubles(controller.log_path)
             rows.append(
                 {
                     "replica": index,
@@ -182,6 +202,8 @@ def measure(cluster: Cluster, api: Api, config: Config, pods: int, run: int) -> 
                     if config.sharded
                     else None,
                     "reconciles": int(total(samples, "controller_runtime_reconcile_total")),
+                    "leases_lapsed": lapsed if config.sharded else None,
+                    "held_set_changes": changed if config.sharded else None,
                 }
             )
         for namespace in namespaces:
@@ -208,8 +230,9 @@ def table(results: list[dict[str, Any]]) -> list[str]:
     """One row per configuration (medians over its rounds, per replica means within a round)."""
     lines = [
         "| configuration | RSS MiB per replica | peak RSS MiB per replica | CPU s per replica | objects "
-        "received per replica | dropped | TaskSets held per replica | Pods/s | kube-apiserver CPU s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "received per replica | dropped | TaskSets held per replica | Leases lapsed | held-set changes "
+        "| Pods/s | kube-apiserver CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     by_config: dict[str, list[dict[str, Any]]] = {}
     for result in results:
@@ -225,7 +248,10 @@ def table(results: list[dict[str, Any]]) -> list[str]:
         rate = statistics.median(run["pods_per_second"] for run in runs)
         server = statistics.median(run["kube_apiserver_cpu_s"] for run in runs)
         cells = [per_replica(runs, key) for key in ("rss_mib", "peak_rss_mib", "cpu_s", "objects_received")]
-        cells += [per_replica(runs, "objects_dropped"), per_replica(runs, "tasksets_held")]
+        cells += [
+            per_replica(runs, key)
+            for key in ("objects_dropped", "tasksets_held", "leases_lapsed", "held_set_changes")
+        ]
         lines.append(f"| {label} | {' | '.join(cells)} | {rate:g} | {server:g} |")
     return lines
 

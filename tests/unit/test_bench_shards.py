@@ -3,11 +3,20 @@ accepts, and the table it prints from its results."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.shards import Config, namespace_per_bucket, parse_args, pods_per_taskset, table
+from bench.shards import (
+    Config,
+    namespace_per_bucket,
+    parse_args,
+    pods_per_taskset,
+    table,
+    tenure_troubles,
+)
 from informers.shards import Buckets
 
 pytestmark = pytest.mark.unit
@@ -45,6 +54,8 @@ def replica(rss: float, cpu: float, got: int | None) -> dict[str, Any]:
         "objects_received": got,
         "objects_dropped": None if got is None else 0,
         "tasksets_held": None if got is None else 16,
+        "leases_lapsed": None if got is None else 0,
+        "held_set_changes": None if got is None else 1,
     }
 
 
@@ -56,8 +67,23 @@ def test_the_table_gives_medians_per_replica_with_their_range() -> None:
          "per_replica": [replica(60.0, 11.0, 5000), replica(62.0, 9.0, 5200)]},
     ]  # fmt: skip
     lines = table(results)
-    assert lines[2] == "| 1 unsharded | 100 (100-100) | 101 (101-101) | 20 (20-20) | - | - | - | 90 | 40 |"
+    assert (
+        lines[2]
+        == "| 1 unsharded | 100 (100-100) | 101 (101-101) | 20 (20-20) | - | - | - | - | - | 90 | 40 |"
+    )
     assert lines[3] == (
         "| 2 sharded | 61 (60-62) | 62 (61-63) | 10 (9-11) | 5100 (5000-5200) | 0 (0-0) | 16 (16-16) "
-        "| 80 | 42 |"
+        "| 0 (0-0) | 1 (1-1) | 80 | 42 |"
     )
+
+
+def test_tenure_troubles_are_read_from_the_replica_s_log(tmp_path: Path) -> None:
+    log = tmp_path / "replica.log"
+    records = [
+        {"msg": "shard buckets changed", "held": [0, 1]},
+        {"msg": "bucket lease not renewed in time; dropped", "bucket": 1},
+        {"msg": "shard buckets changed", "held": [0]},
+        {"msg": "reconciled"},
+    ]
+    log.write_text("\n".join(json.dumps(r) for r in records) + "\nnot json\n[1]\n")
+    assert tenure_troubles(log) == (1, 2)
