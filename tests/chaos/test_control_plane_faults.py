@@ -43,6 +43,7 @@ from typing import Any, Final
 import pytest
 
 from devcluster import Cluster, Settings
+from informers import BackoffSettings
 from taskset.api import constants as c
 from tests.chaos import run
 from tests.chaos.history import History
@@ -63,9 +64,13 @@ ETCD_DOWNTIME = 5.0
 PARTITIONS = 2  # times the controller is cut off from the API server in the watch expiry test
 PARTITION = 8.0  # seconds: more than two 2 s compaction rounds, so its resource versions are compacted
 COMPACTION_INTERVAL = "2s"
-# Seconds for every informer to meet its 410 after a cut-off: the reflectors' shared backoff grew during the
-# cut-off (0.8 s doubling, jittered, to 30 s), and it also spaces a relist from the watch that failed.
-EXPIRY_TIMEOUT = 120.0
+# Seconds for every informer to meet its 410 after a cut-off and relist. Each reflector's backoff grew
+# during the cut-offs to its cap (0.8 s doubling to 30 s; the second cut-off comes within the two quiet
+# minutes that would reset it), and jitter makes one wait up to cap x (1 + jitter) = 60 s. After the heal
+# a reflector may finish a wait that began just before it, meet its 410, and wait once more before its
+# relist (client-go's reflector does the same): two of the longest waits, plus 30 s for the requests and
+# the list on a loaded machine. At 120 s a clean-clone run failed with two informers still waiting.
+EXPIRY_TIMEOUT = 2 * BackoffSettings().cap * (1 + BackoffSettings().jitter) + 30.0
 INFORMERS = 3  # TaskSets, Pods, ControlUnit ConfigMaps
 RECOVERY_TIMEOUT = 60.0  # seconds for the controller to show it met a fault once the fault is over
 
@@ -297,20 +302,23 @@ class Relay:
                 continue
             except OSError:
                 return
-            with self._lock:
-                cut = self._cut
-            if cut:
-                self.refused += 1
-                client.close()
-                continue
             try:
                 upstream = socket.create_connection(self._target, timeout=5)
             except OSError:
                 client.close()
                 continue
             upstream.settimeout(None)
+            # Decided and registered under one lock: a connection accepted while ``cut`` ran would
+            # otherwise miss its sweep and carry a watch through the cut-off, never to meet its 410.
             with self._lock:
-                self._sockets |= {client, upstream}
+                cut = self._cut
+                if not cut:
+                    self._sockets |= {client, upstream}
+            if cut:
+                self.refused += 1
+                client.close()
+                upstream.close()
+                continue
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
 
