@@ -188,20 +188,23 @@ def settle_scale(ctx: PassContext) -> None:
 
 
 def remove_scaled_down_pods(ctx: PassContext) -> None:
-    """Delete this attempt's Pods at indices a scaled role no longer lists. A scaled-down replica leaves
-    the list once completed, which it is at once when no Pod was recorded for it; a Pod its create made
-    just before a controller died, unrecorded (W-1), would then run on with no replica to look at it.
+    """Delete this attempt's Pods at indices a role no longer lists. A scaled-down replica leaves the list
+    once completed, which it is at once when no Pod was recorded for it; a Pod its create made just before
+    a controller died, unrecorded (W-1), would then run on with no replica to look at it. The same Pod is
+    left by a scale-up whose status write was lost after its create went out (a scale written again in
+    between makes the write conflict): the status the next pass reads never took the scale, and if the
+    count is back where it was, nothing else would ever look at that Pod. So every role is checked, scaled
+    or not, against the larger of its count and its list.
     Only a Pod the current ControlUnit controls with a valid creation proof is ours to delete."""
     unit, spec = ctx.status.control_unit_uid, ctx.plan.spec
     if unit is None or spec is None or ctx.status.phase not in _SCALING_PHASES:
         return
     for position, (role, status) in enumerate(zip(spec.roles, ctx.status.roles, strict=True)):
-        if status.target_replicas is None:
-            continue
+        listed = max(role.replicas, len(status.replicas))
         prefix = f"{ctx.ref.name}-{role.name}-"
         for pod in ctx.observed.pods.values():
             index = pod.name.removeprefix(prefix)
-            if index == pod.name or not index.isdigit() or int(index) < len(status.replicas):
+            if index == pod.name or not index.isdigit() or int(index) < listed:
                 continue
             if _ours_to_delete(ctx, pod, unit):
                 ctx.deleted.add(pod.uid)
