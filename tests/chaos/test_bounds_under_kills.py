@@ -30,14 +30,20 @@ from tests.chaos.workload import (
     ttl,
 )
 from tests.integration.daemon import Daemon
-from tests.integration.harness import TaskSets
+from tests.integration.harness import TaskSets, eventually
 
 SEED = 25
-UP = 4.0  # seconds the controller runs the workload before the kill
-DOWN = 8.0  # seconds it stays down
-DEADLINE = 7  # activeDeadlineSeconds: counted from createdAt, so it passes UP + 2..4 s after the create
-TTL = 4  # ttlSecondsAfterFinished: the TaskSet finishes within UP, so the TTL passes while down
-LONG_WAIT = 12  # a TaskSet retry delay that starts before the kill and ends after the restart
+UP = 4.0  # seconds the controller runs the timed shapes before the kill
+DOWN = 12.0  # seconds it stays down
+DEADLINE = 7  # activeDeadlineSeconds: counted from createdAt, so it passes 3 s after the kill, while down
+# The TaskSets that must have moved before the kill run first, and the kill waits for them (ARMED): the
+# TTL TaskSet has finished, the long wait has begun. Their clocks start there, so they do not depend on
+# how fast a loaded machine runs a Pod (at 4 s after the creates, a clean-clone run under load had not
+# finished the TTL TaskSet yet).
+ARMED = ("ttl", "long-wait")
+ARM_TIMEOUT = 120.0
+TTL = 10  # ttlSecondsAfterFinished: passes UP + 6 s after the finish was seen, less the creates: while down
+LONG_WAIT = 30  # a TaskSet retry delay that starts before the kill and ends after the restart
 
 history = run.history  # the shared fixtures, bound by name
 daemon = run.daemon
@@ -72,13 +78,30 @@ def bounded(rng: random.Random) -> list[Planned]:
     return planned
 
 
+def has_finished(api: TaskSets, name: str) -> bool:
+    return bool(api.status(name).get("finishAt"))
+
+
+def waiting(api: TaskSets, name: str) -> bool:
+    """In a TaskSet retry wait: the attempt ended and the next one is due later."""
+    return bool(api.status(name).get("nextRetryAt"))
+
+
 def test_deadlines_ttl_and_backoff_that_pass_while_the_controller_is_down(
     cluster: Cluster, namespace: str, history: History, daemon: Daemon
 ) -> None:
     api, planned = TaskSets(cluster, namespace), bounded(random.Random(SEED))
     daemon.start()
-    for plan in planned:
+    armed = [plan for plan in planned if plan.obj["metadata"]["name"] in ARMED]
+    assert len(armed) == len(ARMED)
+    for plan in armed:
         api.create(plan.obj)
+    eventually(
+        lambda: has_finished(api, "ttl") and waiting(api, "long-wait"), ARM_TIMEOUT, "ttl and long-wait armed"
+    )
+    for plan in planned:
+        if plan not in armed:
+            api.create(plan.obj)
     time.sleep(UP)
     killed = time.time()
     daemon.kill()
