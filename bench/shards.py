@@ -39,7 +39,7 @@ from informers.shards import Buckets
 GATE = "--feature-gates=ShardedListAndWatch=true"
 LEASE_NAMESPACE = "taskset-system"
 SETTLE = 5.0  # seconds after the last Pod runs: the replicas' last passes and writes
-TIMEOUT = 900.0  # seconds for every Pod to run, and for every Pod to be gone again
+TIMEOUT = 1800.0  # seconds for every Pod to run, and for every Pod to be gone again (a loaded 2-core machine)
 WORKERS = 10
 
 
