@@ -135,7 +135,12 @@ def test_flapping_scales_never_move_the_membership_generation_back(
     summary = run.finish(api, history, planned, run.FINAL_TIMEOUT)
     published = history.published()
     moved = [len(versions) for versions in published.values()]
-    assert len(moved) == TASKSETS and min(moved) > 2, f"the membership followed the scales: {moved}"
+    # The flapping reached the controller: the memberships moved, on average at least twice each. Not each
+    # one twice: a TaskSet whose writes all land between two of its passes is seen only at its last count
+    # (a run under load had one membership move once while the others moved 4, 9 and 16 times).
+    assert len(moved) == TASKSETS and sum(m - 1 for m in moved) >= 2 * TASKSETS, (
+        f"the membership followed the scales: {moved}"
+    )
     for record in history.tasksets().values():
         shown = {version.generation for version in published[record.uid]}
         announced = {generation for status in record.statuses for generation in announced_by(status)}
