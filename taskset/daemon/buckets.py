@@ -51,7 +51,7 @@ from prometheus_client.registry import Collector
 
 from clock import Clock, RealClock
 from informers.sharding import ShardView
-from informers.shards import assign
+from informers.shards import DEFAULT_BUCKET_COUNT, assign
 from taskset.api.constants import GROUP
 from taskset.daemon.leader import (
     LeaseRecord,
@@ -92,11 +92,13 @@ RESOURCE: Final = "leases"
 # Twelve hex digits of sha256 name a member's Lease: identities are ``<hostname>_<uuid>``, longer than
 # a Lease name may safely grow, and 48 bits make a collision between a fleet's replicas unthinkable.
 MEMBER_DIGEST_CHARS: Final = 12
-# Bucket Lease writes in flight at once in a round. One after another, a replica holding all 32 buckets
-# on a loaded API server (a PUT taking 0.3 s) spent longer than the renew deadline renewing them, and
-# the last ones lapsed every round: each lapse closed the fence and relisted the informers (the bench
-# with 10,000 Pods counted 361 lapses in 11 minutes). Eight keep a round of 32 within four request times.
-LEASE_WRITES_IN_FLIGHT: Final = 8
+# Bucket Lease writes in flight at once in a round: every bucket's, so a round takes one request's time
+# however many buckets the replica holds (as Knative's bucket electors, one loop per bucket). One after
+# another, a replica holding all 32 buckets on a loaded API server spent longer than the renew deadline
+# renewing them, and the last ones lapsed every round: each lapse closed the fence and relisted the
+# informers (the bench with 10,000 Pods counted 361 lapses in 11 minutes); eight at a time, the first
+# eight still lapsed when a round's four request times passed the renew deadline (8 in 5 minutes).
+LEASE_WRITES_IN_FLIGHT: Final = DEFAULT_BUCKET_COUNT
 
 
 def bucket_lease_name(ring: str, bucket: int) -> str:
