@@ -15,14 +15,19 @@ from tests.chaos import run
 from tests.chaos.history import History
 from tests.chaos.workload import workload
 from tests.integration.daemon import Daemon
-from tests.integration.harness import TaskSets
+from tests.integration.harness import TaskSets, eventually
 
 TASKSETS = 24
 ROUNDS = 8
 SEED = 24
+START_TIMEOUT = 120.0  # seconds for a third of the TaskSets to run before the first suspension
 
 history = run.history  # the shared fixtures, bound by name
 daemon = run.daemon
+
+
+def running(api: TaskSets, names: list[str]) -> int:
+    return sum(api.status(name).get("phase") == c.TaskSetPhase.ATTEMPT_RUNNING for name in names)
 
 
 def set_suspend(api: TaskSets, name: str, value: bool) -> None:
@@ -40,6 +45,9 @@ def test_suspend_and_resume_under_sigkill_count_nothing_and_duplicate_nothing(
         plan.obj["spec"]["suspend"] = index % 3 == 0  # a third start suspended
         api.create(plan.obj)
     names = [plan.name for plan in planned]
+    # The rounds begin once a third of the TaskSets run, so that suspensions meet running attempts however
+    # slowly a loaded machine starts Pods (a clean-clone run under load reached only 6 of the 8 asked).
+    eventually(lambda: running(api, names) >= TASKSETS // 3, START_TIMEOUT, "a third of the TaskSets running")
     for _ in range(ROUNDS):
         paused = rng.sample(names, TASKSETS // 4)
         for name in paused:
