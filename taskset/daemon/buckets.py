@@ -259,11 +259,16 @@ class BucketElector:
         return fresh and self.view.listed_generation() >= generation > 0
 
     def pending(self, namespace: str) -> bool:
-        """Held, but the informers have not relisted since it was gained: soon ``owns``."""
+        """Held by this replica, whether or not its fence is open at this moment: a worker refused by
+        ``owns`` must come back to a key it may soon act for again (the informers are relisting a gained
+        bucket, or a round is renewing late, within the renew deadline). Only a bucket that left the held
+        set is another replica's; its keys come back with the gain that brings it back (``subscribe``).
+        Asked after ``owns``, it must not depend on the moment: a renewal landing between the two calls
+        made the key look like another replica's, and a TaskSet of a held bucket was never looked at again
+        (a bench replica left one at 35 of its 312 Pods)."""
         bucket = self.view.buckets.of_namespace(namespace)
         with self._lock:
-            held = self._held.get(bucket)
-        return held is not None and not self.owns(namespace)
+            return bucket in self._held
 
     def held(self) -> frozenset[int]:
         with self._lock:

@@ -434,7 +434,7 @@ class Controller:
         namespace, _, name = key.partition("/")
         if self._shards is not None and not self._shards.owns(namespace):
             self.queue.forget(key)
-            if self._shards.pending(namespace):  # just gained: act once the caches relisted it
+            if self._shards.pending(namespace):  # held: act once the caches relisted or it is renewed
                 self.queue.add_after(key, SHARD_PENDING_RETRY)
             else:  # another replica's: its events come back if the bucket ever is ours again
                 self.reconciler.forget(key)

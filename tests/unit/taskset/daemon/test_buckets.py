@@ -297,6 +297,22 @@ def test_a_gained_bucket_is_not_acted_for_until_the_informers_relisted() -> None
     assert elector.owns(namespace_in(0))
 
 
+def test_a_held_bucket_stays_pending_whatever_the_moment_its_fence_is_asked() -> None:
+    """A worker asks ``owns``, then ``pending``. Its renewal late (fence closed) at the first question and
+    landed by the second, the key must still be taken for this replica's, or it is dropped for good."""
+    api, clock = FakeLeaseApi(), FakeClock()
+    a = Replica(api, A, clock)
+    rounds([a], clock, 1)
+    namespace = namespace_in(0)
+    clock.step(Timings().renew_deadline)  # the round renewing it runs late
+    assert not a.elector.owns(namespace)
+    a.round()  # and lands now
+    assert a.elector.owns(namespace)
+    assert a.elector.pending(namespace)
+    a.elector.release_all()
+    assert not a.elector.pending(namespace)  # gone to another replica: its keys are forgotten
+
+
 def test_subscribers_hear_of_every_gain_and_loss() -> None:
     api, clock = FakeLeaseApi(), FakeClock()
     a, b = Replica(api, A, clock), Replica(api, B, clock)
