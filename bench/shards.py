@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from bench.controller import Controller, Samples, cpu_by_process, cpu_seconds, memory_kib, total
 from bench.kube import Api
@@ -35,6 +35,7 @@ from bench.run import DEFAULT_BURST, install_crd
 from bench.scenarios import long_running
 from devcluster import Cluster, Settings
 from informers.shards import Buckets
+from taskset.daemon.buckets import MSG_HELD_CHANGED, MSG_LAPSED
 
 GATE = "--feature-gates=ShardedListAndWatch=true"
 LEASE_NAMESPACE = "taskset-system"
@@ -128,15 +129,11 @@ def received(samples: Samples) -> tuple[float, float]:
     )
 
 
-LAPSED: Final = "bucket lease not renewed in time; dropped"  # taskset.daemon.buckets
-CHANGED: Final = "shard buckets changed"
-
-
 def tenure_troubles(log: Path) -> tuple[int, int]:
     """From a replica's log: its bucket Leases that lapsed (not renewed within the renew deadline) and the
     changes of its held set (each one a relist of its informers). A replica that keeps its share from
     start to end has no lapse and one change, the first acquisition."""
-    counts = {LAPSED: 0, CHANGED: 0}
+    counts = {MSG_LAPSED: 0, MSG_HELD_CHANGED: 0}
     for line in log.read_text(errors="replace").splitlines():
         try:
             msg = json.loads(line).get("msg")
@@ -144,7 +141,7 @@ def tenure_troubles(log: Path) -> tuple[int, int]:
             continue
         if msg in counts:
             counts[msg] += 1
-    return counts[LAPSED], counts[CHANGED]
+    return counts[MSG_LAPSED], counts[MSG_HELD_CHANGED]
 
 
 def running_pods(api: Api, namespaces: list[str]) -> int:

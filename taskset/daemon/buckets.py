@@ -74,6 +74,8 @@ __all__ = [
     "LABEL_RING",
     "LABEL_RING_ROLE",
     "LEASE_WRITES_IN_FLIGHT",
+    "MSG_HELD_CHANGED",
+    "MSG_LAPSED",
     "BucketElector",
     "RoundPlan",
     "ShardCollector",
@@ -99,6 +101,9 @@ MEMBER_DIGEST_CHARS: Final = 12
 # informers (the bench with 10,000 Pods counted 361 lapses in 11 minutes); eight at a time, the first
 # eight still lapsed when a round's four request times passed the renew deadline (8 in 5 minutes).
 LEASE_WRITES_IN_FLIGHT: Final = DEFAULT_BUCKET_COUNT
+# The log messages of a lapse and of a change of the held set (each one a relist): the bench counts them.
+MSG_LAPSED: Final = "bucket lease not renewed in time; dropped"
+MSG_HELD_CHANGED: Final = "shard buckets changed"
 
 
 def bucket_lease_name(ring: str, bucket: int) -> str:
@@ -376,7 +381,7 @@ class BucketElector:
                 self._held[bucket].generation = generation
         if after != before:
             self._log.info(
-                "shard buckets changed",
+                MSG_HELD_CHANGED,
                 held=sorted(after),
                 gained=sorted(after - before),
                 lost=sorted(before - after),
@@ -391,7 +396,7 @@ class BucketElector:
             for bucket in lapsed:
                 del self._held[bucket]
         for bucket in lapsed:
-            self._log.error("bucket lease not renewed in time; dropped", bucket=bucket)
+            self._log.error(MSG_LAPSED, bucket=bucket)
 
     def _release(self, bucket: int) -> None:
         with self._lock:
