@@ -269,8 +269,8 @@ class BucketElector:
         bucket, or a round is renewing late, within the renew deadline). Only a bucket that left the held
         set is another replica's; its keys come back with the gain that brings it back (``subscribe``).
         Asked after ``owns``, it must not depend on the moment: a renewal landing between the two calls
-        made the key look like another replica's, and a TaskSet of a held bucket was never looked at again
-        (a bench replica left one at 35 of its 312 Pods)."""
+        would make the key look like another replica's, and a TaskSet of a held bucket would never be
+        looked at again."""
         bucket = self.view.buckets.of_namespace(namespace)
         with self._lock:
             return bucket in self._held
