@@ -201,6 +201,9 @@ def measure(cluster: Cluster, api: Api, config: Config, pods: int, run: int) -> 
                     "reconciles": int(total(samples, "controller_runtime_reconcile_total")),
                     "leases_lapsed": lapsed if config.sharded else None,
                     "held_set_changes": changed if config.sharded else None,
+                    "follows_refused": int(total(samples, "taskset_shard_follows_refused_total"))
+                    if config.sharded
+                    else None,
                 }
             )
         for namespace in namespaces:
@@ -228,8 +231,8 @@ def table(results: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| configuration | RSS MiB per replica | peak RSS MiB per replica | CPU s per replica | objects "
         "received per replica | dropped | TaskSets held per replica | Leases lapsed | held-set changes "
-        "| Pods/s | kube-apiserver CPU s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| full relists after a refused follow | Pods/s | kube-apiserver CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     by_config: dict[str, list[dict[str, Any]]] = {}
     for result in results:
@@ -247,7 +250,13 @@ def table(results: list[dict[str, Any]]) -> list[str]:
         cells = [per_replica(runs, key) for key in ("rss_mib", "peak_rss_mib", "cpu_s", "objects_received")]
         cells += [
             per_replica(runs, key)
-            for key in ("objects_dropped", "tasksets_held", "leases_lapsed", "held_set_changes")
+            for key in (
+                "objects_dropped",
+                "tasksets_held",
+                "leases_lapsed",
+                "held_set_changes",
+                "follows_refused",
+            )
         ]
         lines.append(f"| {label} | {' | '.join(cells)} | {rate:g} | {server:g} |")
     return lines

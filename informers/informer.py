@@ -325,6 +325,9 @@ class _StoreWriter:
     def replace(self, items: list[RawObject], resource_version: str) -> None:
         self._informer._replace(items, resource_version)
 
+    def list(self) -> list[RawObject]:
+        return self._informer.store.list()
+
 
 def wait_for_cache_sync(
     checks: Iterable[Callable[[], bool]], *, timeout: float | None = None, clock: Clock | None = None

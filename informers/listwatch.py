@@ -27,6 +27,7 @@ __all__ = [
     "RawStatusCause",
     "RawStatusDetails",
     "Resource",
+    "SelectionChange",
     "SelectionChangedError",
     "TransportError",
     "WatchEvent",
@@ -42,6 +43,7 @@ CAUSE_RESOURCE_VERSION_TOO_LARGE: Final = "ResourceVersionTooLarge"
 # Message of servers older than 1.18.6, which flagged the same condition only in text.
 TOO_LARGE_RESOURCE_VERSION_MESSAGE: Final = "Too large resource version"
 RESOURCE_VERSION_MATCH_NOT_OLDER_THAN: Final = "NotOlderThan"
+RESOURCE_VERSION_MATCH_EXACT: Final = "Exact"
 
 
 class RawOwnerReference(TypedDict, total=False):
@@ -171,11 +173,33 @@ class TransportError(Exception):
     """No ``Status`` came back: connection refused or reset, a read timeout, a broken or garbled stream."""
 
 
+@dataclass(frozen=True)
+class SelectionChange:
+    """How a collection's selection moved since its last complete list, so that the reflector can follow it
+    without listing again what its store already holds.
+
+    The store holds the old selection at some resource version ``rv``. After the change it must hold the
+    new one at ``rv``: the objects ``keeps`` accepts stay, those it refuses leave (they left the selection,
+    not the server), and ``list_added`` lists only what entered the selection, at exactly ``rv`` (the
+    caller passes the options). ``commit`` tells the collection the store now holds the new selection, so
+    its watch may open. A collection that cannot say (it never listed) raises no change: all is listed.
+    """
+
+    keeps: Callable[[RawObject], bool]
+    list_added: Callable[[ListOptions], ListResult]
+    commit: Callable[[], None]
+
+
 class SelectionChangedError(Exception):
     """Raised by a ``ListerWatcher`` whose own selection changed since its last list (a sharded collection
-    whose held buckets moved): the cache must be listed again with the new selection. Not a failure of
-    the server or the network, so the reflector relists at once, without backing off: the selection
-    changes only when its owner decides (a few times per Lease round at most), never in a loop."""
+    whose held buckets moved): the cache must follow the new selection. Not a failure of the server or the
+    network, so the reflector follows at once, without backing off: the selection changes only when its
+    owner decides (a few times per Lease round at most), never in a loop. ``change`` (when given) lets it
+    list only what entered the selection instead of everything."""
+
+    def __init__(self, message: str, change: SelectionChange | None = None) -> None:
+        super().__init__(message)
+        self.change: Final = change
 
 
 @dataclass(frozen=True, kw_only=True)

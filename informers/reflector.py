@@ -17,6 +17,11 @@ It copies client-go's ``reflector.go`` rules, which encode years of production l
   quiet minutes), but for a relist the lister-watcher asked for (``SelectionChangedError``: its selection
   changed, e.g. the held shard buckets): that one comes at once, or a replica that gains a bucket a few
   times in a row would wait half a minute to act for it.
+* When the lister-watcher says how its selection moved (a ``SelectionChange``), the store follows it at
+  its own resource version: what left the selection is forgotten locally, and only what entered it is
+  listed, at exactly that RV, in pages; the watch then continues from that RV. A sharded replica gaining
+  one bucket of 32 so receives and decodes one bucket's objects, not all it holds in one response. Any
+  failure of that list (history compacted, a server that cannot serve it) falls back to a full relist.
 
 Anything unexpected escaping the loop (a bug, a store error) is logged with its traceback and the loop
 starts over, with backoff, from a LIST: the reflector never dies silently.
@@ -35,6 +40,7 @@ from clock import Clock, RealClock
 from .backoff import BackoffSettings, ExponentialBackoff
 from .keys import object_meta, resource_version
 from .listwatch import (
+    RESOURCE_VERSION_MATCH_EXACT,
     RESOURCE_VERSION_MATCH_NOT_OLDER_THAN,
     ApiError,
     EventType,
@@ -42,6 +48,7 @@ from .listwatch import (
     ListOptions,
     RawObject,
     RawStatus,
+    SelectionChange,
     SelectionChangedError,
     TransportError,
     WatchStream,
@@ -65,6 +72,8 @@ class ReflectorStore(Protocol):
     def delete(self, obj: RawObject) -> object: ...
 
     def replace(self, items: list[RawObject], resource_version: str) -> object: ...
+
+    def list(self) -> list[RawObject]: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,14 +183,19 @@ class Reflector:
         """LIST+WATCH until ``stop`` (blocks). Every round that ends, however it ends, is then backed off."""
         self._log.debug("reflector started")
         try:
+            change: SelectionChange | None = None
             while True:
                 try:
-                    self._list_and_watch()
+                    followed, change = change, None
+                    if followed is None or not self._follow(followed):
+                        self._list()
+                    self._watch_until_relist()
                 except _StoppedError:
                     raise
                 except SelectionChangedError as why:
-                    self._log.info("relisting: the selection changed", reason=str(why))
+                    self._log.info("following a change of the selection", reason=str(why))
                     self._metrics.watch_restarted(self.name, "relist_requested")
+                    change = why.change
                     continue
                 except (ApiError, TransportError) as err:
                     self._log.warning("list and watch failed", error=str(err), error_type=type(err).__name__)
@@ -204,10 +218,6 @@ class Reflector:
             return self._last_sync_rv
 
     # ----- one round: list, then watch until a relist is needed ------------------------------------------
-
-    def _list_and_watch(self) -> None:
-        self._list()
-        self._watch_until_relist()
 
     def _list(self) -> None:
         started = self._clock.now()
@@ -237,6 +247,38 @@ class Reflector:
         self._metrics.listed(self.name, len(well_formed), self._clock.now() - started)
         self._metrics.resource_version(self.name, list_rv)
         self._log.debug("listed", items=len(well_formed), rv=list_rv, requested_rv=rv)
+
+    def _follow(self, change: SelectionChange) -> bool:
+        """Make the store hold the new selection at its own RV, listing only what entered it (module
+        docstring). False when that cannot be done; the caller then lists everything."""
+        with self._cond:
+            rv = "" if self._last_sync_rv_unavailable else self._last_sync_rv
+        if rv in ("", "0"):
+            return False
+        started = self._clock.now()
+        options = ListOptions(
+            resource_version=rv, resource_version_match=RESOURCE_VERSION_MATCH_EXACT, limit=DEFAULT_PAGE_SIZE
+        )
+        added: list[RawObject] = []
+        try:
+            while True:
+                self._check_stopped()
+                page = change.list_added(options)
+                added.extend(page.items)
+                if not page.continue_token:
+                    break
+                options = ListOptions(limit=DEFAULT_PAGE_SIZE, continue_token=page.continue_token)
+        except (ApiError, TransportError) as err:
+            self._log.info("cannot list what entered the selection; listing all", rv=rv, error=str(err))
+            return False
+        self._check_stopped()
+        kept = [obj for obj in self._store.list() if change.keeps(obj)]
+        well_formed = list(self._well_formed(added))
+        self._store.replace(kept + well_formed, rv)
+        change.commit()
+        self._metrics.listed(self.name, len(well_formed), self._clock.now() - started)
+        self._log.debug("followed the selection", kept=len(kept), added=len(well_formed), rv=rv)
+        return True
 
     def _list_pages(self, rv: str) -> tuple[list[RawObject], str, bool]:
         """All items at ``rv``, following continue tokens; returns (items, list RV, whether it was paged)."""

@@ -12,6 +12,7 @@ dicts with the informer under test.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import queue
 import threading
@@ -26,6 +27,7 @@ from clock import Clock, RealClock
 
 from .keys import ObjectKey, meta_namespace_key
 from .listwatch import (
+    RESOURCE_VERSION_MATCH_EXACT,
     ApiError,
     EventType,
     ListOptions,
@@ -52,6 +54,8 @@ T = TypeVar("T")
 # Real seconds a test waits for another thread to get somewhere before giving up.
 EVENTUALLY_TIMEOUT: Final = 5.0
 EVENTUALLY_POLL: Final = 0.005
+# Marks a continue token of a list at an exact resource version, whose pages come from that snapshot.
+EXACT_TOKEN_SUFFIX: Final = "@exact"
 
 
 def eventually(predicate: Callable[[], T], *, timeout: float = EVENTUALLY_TIMEOUT) -> T:
@@ -196,6 +200,7 @@ class FakeSource:
         self._objects: dict[ObjectKey, bytes] = {}  # key -> encoded object; guarded by _lock
         self._history: list[tuple[int, bytes]] = []  # (rv, encoded event), ascending rv; guarded by _lock
         self._compacted_rv = 0  # watches from an RV below this get 410; guarded by _lock
+        self._compacted_objects: dict[ObjectKey, bytes] = {}  # the objects at _compacted_rv; guarded by _lock
         self._watches: list[FakeWatch] = []  # open watches receiving live events; guarded by _lock
         self._paused = False  # writes are not sent to open watches; guarded by _lock
         self._list_failures: list[Exception] = []  # guarded by _lock
@@ -242,6 +247,7 @@ class FakeSource:
         """Forget history up to now: a watch from an older RV than the current one gets 410 Expired."""
         with self._lock:
             self._compacted_rv = self._rv
+            self._compacted_objects = dict(self._objects)
             self._history.clear()
 
     @contextlib.contextmanager
@@ -301,10 +307,16 @@ class FakeSource:
             self.list_calls.append(options)
             if self._list_failures:
                 raise self._list_failures.pop(0)
+            exact = options.resource_version_match == RESOURCE_VERSION_MATCH_EXACT
             if options.continue_token:
                 offset_text, _, rv_text = options.continue_token.partition(":")
-                offset, list_rv = int(offset_text), rv_text
-                snapshot = sorted(self._objects.items())
+                exact = rv_text.endswith(EXACT_TOKEN_SUFFIX)
+                list_rv = rv_text.removesuffix(EXACT_TOKEN_SUFFIX)
+                offset = int(offset_text)
+                snapshot = sorted(self._objects_at_locked(int(list_rv)) if exact else self._objects.items())
+            elif exact:
+                offset, list_rv = 0, options.resource_version
+                snapshot = sorted(self._objects_at_locked(int(list_rv)))
             else:
                 offset, list_rv = 0, str(self._rv)
                 snapshot = sorted(self._objects.items())
@@ -313,7 +325,8 @@ class FakeSource:
                 limit = 0
         page = snapshot[offset : offset + limit] if limit else snapshot[offset:]
         next_offset = offset + len(page)
-        token = f"{next_offset}:{list_rv}" if limit and next_offset < len(snapshot) else ""
+        suffix = EXACT_TOKEN_SUFFIX if exact else ""
+        token = f"{next_offset}:{list_rv}{suffix}" if limit and next_offset < len(snapshot) else ""
         return ListResult(
             items=[_decode(data) for _, data in page], resource_version=list_rv, continue_token=token
         )
@@ -370,6 +383,25 @@ class FakeSource:
         for watch in watches:
             watch.send(_decode_event(event))
         return stored
+
+    def _objects_at_locked(self, rv: int) -> builtins.list[tuple[ObjectKey, bytes]]:
+        """The collection as it was at ``rv`` (a LIST with ``resourceVersionMatch=Exact``), replayed from the
+        last compaction; 410 Expired before it, as the server answers once etcd compacted the revision."""
+        if rv < self._compacted_rv:
+            raise ApiError(code=410, reason="Expired", message=f"resource version {rv} is compacted")
+        if rv > self._rv:
+            raise ApiError(code=504, reason="Timeout", message=f"Too large resource version: {rv}")
+        objects = dict(self._compacted_objects)
+        for event_rv, data in self._history:
+            if event_rv > rv:
+                break
+            event = _decode_event(data)
+            key = meta_namespace_key(event["object"])
+            if event["type"] == EventType.DELETED:
+                objects.pop(key, None)
+            else:
+                objects[key] = orjson.dumps(event["object"])
+        return list(objects.items())
 
     def _forget(self, watch: FakeWatch) -> None:
         with self._lock:

@@ -336,8 +336,7 @@ class BucketElector:
         )
         with self._lock:
             self._last_plan = plan.plan
-        for bucket in sorted(plan.release):
-            self._release(bucket)
+        self._release(plan.release)
         self._each(
             [functools.partial(self._renew, bucket) for bucket in sorted(plan.renew)]
             + [
@@ -351,8 +350,7 @@ class BucketElector:
     def release_all(self) -> None:
         """On a clean shutdown, after the workers stopped: free every bucket and leave the ring."""
         before = self.held()
-        for bucket in sorted(before):
-            self._release(bucket)
+        self._release(before)
         self._publish(before)
         if self._member is not None:
             record = release_record(record_from_lease(self._member), self._clock.wall())
@@ -398,12 +396,18 @@ class BucketElector:
         for bucket in lapsed:
             self._log.error(MSG_LAPSED, bucket=bucket)
 
-    def _release(self, bucket: int) -> None:
+    def _release(self, buckets: Iterable[int]) -> None:
+        """Give buckets up: the fence closes and the informers forget them (one change of the held set for
+        all of them) before their Leases are freed, together."""
         with self._lock:
-            held = self._held.pop(bucket, None)
-        if held is None:
+            popped = [(bucket, self._held.pop(bucket, None)) for bucket in sorted(buckets)]
+        freed = [(bucket, held) for bucket, held in popped if held is not None]
+        if not freed:
             return
-        self.view.hold(self.held())  # the fence closes and the informers forget it before the Lease frees
+        self.view.hold(self.held())
+        self._each([functools.partial(self._free, bucket, held) for bucket, held in freed])
+
+    def _free(self, bucket: int, held: _Held) -> None:
         try:
             self._put(held.lease, release_record(held.record, self._clock.wall()))
         except KubeError as err:  # it expires by itself
@@ -541,10 +545,20 @@ class ShardCollector(Collector):
             "1 when the API server echoed the shard selector on the last list (shardInfo), else 0.",
             labels=["collection"],
         )
+        follows = CounterMetricFamily(
+            "taskset_shard_follows",
+            "Changes of the held buckets followed by listing only the gained buckets, per collection.",
+            labels=["collection"],
+        )
+        refused = CounterMetricFamily(
+            "taskset_shard_follows_refused",
+            "Lists of gained buckets the API server refused, each followed by a full relist.",
+            labels=["collection"],
+        )
         for name, count in sorted(counts.items()):
             received.add_metric([name], count.received)
             dropped.add_metric([name], count.dropped)
             filtered.add_metric([name], 1 if count.server_filtered else 0)
-        yield received
-        yield dropped
-        yield filtered
+            follows.add_metric([name], count.follows)
+            refused.add_metric([name], count.follows_refused)
+        yield from (received, dropped, filtered, follows, refused)

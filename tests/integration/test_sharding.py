@@ -201,6 +201,15 @@ def test_four_replicas_split_the_namespaces_and_each_taskset_has_one_writer(
         server = [metric(d, "taskset_shard_server_filtered", pods) for d in daemons]
         assert server == ([1.0] * REPLICAS if gate else [0.0] * REPLICAS)
 
+        # Each replica gained its buckets after its caches first listed (holding none), and followed each
+        # change by listing only the gained buckets at the cache's exact resourceVersion: the server
+        # served every such list, with or without the gate (a refused one would have cost a full relist).
+        follows = [metric(d, "taskset_shard_follows_total", collection) for d in daemons]
+        assert all(count >= 1 for count in follows), follows
+        for name in (collection, pods):
+            refused = [metric(d, "taskset_shard_follows_refused_total", name) for d in daemons]
+            assert refused == [0.0] * REPLICAS, (name, refused)
+
         # `kubectl taskset owner` names, for every namespace, the replica that reconciled its TaskSets.
         shown = {
             daemon_index: {owner_shown(cluster, key.split("/")[0]) for key in reconciled_keys(d)}

@@ -56,6 +56,7 @@ def replica(rss: float, cpu: float, got: int | None) -> dict[str, Any]:
         "tasksets_held": None if got is None else 16,
         "leases_lapsed": None if got is None else 0,
         "held_set_changes": None if got is None else 1,
+        "follows_refused": None if got is None else 0,
     }
 
 
@@ -69,11 +70,11 @@ def test_the_table_gives_medians_per_replica_with_their_range() -> None:
     lines = table(results)
     assert (
         lines[2]
-        == "| 1 unsharded | 100 (100-100) | 101 (101-101) | 20 (20-20) | - | - | - | - | - | 90 | 40 |"
+        == "| 1 unsharded | 100 (100-100) | 101 (101-101) | 20 (20-20) | - | - | - | - | - | - | 90 | 40 |"
     )
     assert lines[3] == (
         "| 2 sharded | 61 (60-62) | 62 (61-63) | 10 (9-11) | 5100 (5000-5200) | 0 (0-0) | 16 (16-16) "
-        "| 0 (0-0) | 1 (1-1) | 80 | 42 |"
+        "| 0 (0-0) | 1 (1-1) | 0 (0-0) | 80 | 42 |"
     )
 
 

@@ -383,7 +383,7 @@ def test_a_relist_the_lister_watcher_asks_for_comes_at_once_every_time(
     assert source.list_calls == [FIRST_LIST, relist_at("101"), relist_at("101"), relist_at("101")]
     assert {c.at for c in source.watch_calls} == {START}
     assert not logger.named(RELIST)
-    assert [r.level for r in logger.named("relisting: the selection changed")] == ["info"] * 3
+    assert [r.level for r in logger.named("following a change of the selection")] == ["info"] * 3
 
 
 @pytest.mark.parametrize(

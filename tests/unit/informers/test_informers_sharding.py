@@ -98,17 +98,19 @@ def test_only_the_held_buckets_reach_the_cache_and_a_change_relists(
     assert not counts.server_filtered
 
 
-def test_each_change_of_the_held_buckets_relists_at_once_without_backing_off() -> None:
-    """The fake clock is never stepped: a backoff between the relists would hold the cache back."""
+def test_each_change_of_the_held_buckets_is_followed_at_once_listing_only_the_gained_buckets() -> None:
+    """The fake clock is never stepped: a backoff between the changes would hold the cache back. A gained
+    bucket is listed alone, at exactly the cache's resource version; a lost one costs no request."""
     clock = FakeClock()
     fake = FakeSource(clock=clock)
     for namespace in ("alpha", "beta"):
         fake.create(pod(namespace, "a"))
     view = ShardView(TWO)
     view.hold(frozenset({0}))
+    recording = Recording(fake)
     informer = SharedInformer(
         name="pods",
-        lister_watcher=sharded_factory(Recording(fake), view, shard=lambda _: True)(PODS),
+        lister_watcher=sharded_factory(recording, view, shard=lambda _: True)(PODS),
         settings=InformerSettings(reflector=ReflectorSettings()),
         clock=clock,
     )
@@ -118,9 +120,51 @@ def test_each_change_of_the_held_buckets_relists_at_once_without_backing_off() -
         for held, expected in [({1}, ["alpha/a"]), ({0, 1}, ["alpha/a", "beta/a"]), ({0}, ["beta/a"])]:
             generation = view.hold(frozenset(held))
             eventually(lambda: keys(informer) == expected and view.listed_generation() >= generation)  # noqa: B023
-        assert len(fake.list_calls) == 4
+        first, *follows = fake.list_calls
+        assert first.resource_version == "0"
+        assert [(c.resource_version, c.resource_version_match) for c in follows] == [("102", "Exact")] * 2
+        listed_for = [t.shard_selector for t in recording.targets if t.shard_selector]
+        assert selector_for(TWO, [1]) in listed_for  # bucket 1 gained alone, then bucket 0 alone
+        assert listed_for.count(selector_for(TWO, [0])) >= 2
     finally:
         informer.stop()
+
+
+def test_writes_while_a_bucket_moves_are_neither_lost_nor_doubled(
+    source: FakeSource, informer_on: Any
+) -> None:
+    """The gained bucket is listed at the cache's RV and the watch goes on from there: a write made after
+    that RV arrives by the watch, once, whatever bucket it is in."""
+    view = ShardView(TWO)
+    view.hold(frozenset({0}))
+    informer = informer_on(sharded_factory(Recording(source), view, shard=lambda _: True)(PODS))
+    eventually(lambda: keys(informer) == ["beta/a", "beta/b"] and view.listed_generation() == view.generation)
+    with source.paused():  # the open watch hears none of these: the cache's RV stays behind them
+        source.create(pod("alpha", "c"))
+        source.delete(pod("alpha", "a"))
+        source.create(pod("beta", "c"))
+        generation = view.hold(frozenset({0, 1}))
+    eventually(lambda: view.listed_generation() >= generation)
+    eventually(lambda: keys(informer) == ["alpha/b", "alpha/c", "beta/a", "beta/b", "beta/c"])
+    exact = [c for c in source.list_calls if c.resource_version_match == "Exact"]
+    assert [c.resource_version for c in exact] == ["104"]  # the RV before the three writes
+
+
+def test_a_gained_bucket_whose_history_is_compacted_is_listed_with_everything(
+    source: FakeSource, informer_on: Any
+) -> None:
+    view = ShardView(TWO)
+    view.hold(frozenset({0}))
+    informer = informer_on(sharded_factory(Recording(source), view, shard=lambda _: True)(PODS))
+    eventually(lambda: keys(informer) == ["beta/a", "beta/b"] and view.listed_generation() == view.generation)
+    with source.paused():
+        source.create(pod("alpha", "c"))
+        source.compact()  # the cache's RV is gone from history: the exact list gets 410
+        generation = view.hold(frozenset({1}))
+    eventually(lambda: view.listed_generation() >= generation)
+    eventually(lambda: keys(informer) == ["alpha/a", "alpha/b", "alpha/c"])
+    matches = [c.resource_version_match for c in source.list_calls]
+    assert matches[-2:] == ["Exact", "NotOlderThan"]
 
 
 def test_holding_nothing_asks_for_one_hash_value_not_everything(source: FakeSource, informer_on: Any) -> None:

@@ -325,6 +325,29 @@ def test_subscribers_hear_of_every_gain_and_loss() -> None:
     assert all(not gained for gained, _ in heard[1:])
 
 
+def test_buckets_given_up_together_change_the_held_set_once() -> None:
+    """Each change of the held set makes every sharded informer follow it (a request and a new watch
+    each): a round that releases half the buckets for a newcomer, or a shutdown releasing all, is one."""
+    api, clock = FakeLeaseApi(), FakeClock()
+    a, b = Replica(api, A, clock), Replica(api, B, clock)
+    rounds([a], clock, 1)
+    generations: list[int] = []
+    a.elector.subscribe(lambda gained, lost: generations.append(a.view.generation))
+    before = a.view.generation
+    while len(a.elector.held()) == 8:
+        rounds([a, b], clock, 1)
+    assert len(a.elector.held()) == 4
+    assert a.view.generation == before + 1, "four buckets released, one change of the held set"
+    assert generations == [before + 1]
+    a.elector.release_all()
+    assert a.elector.held() == frozenset()
+    assert a.view.generation == before + 2
+    assert all(
+        api.leases[bucket_lease_name(RING, bucket)]["spec"].get("holderIdentity") in (None, "", B)
+        for bucket in range(8)
+    )
+
+
 def test_a_dead_replicas_buckets_do_not_wait_for_the_replica_restarted_in_its_place() -> None:
     """The killed replica comes back as a new member seconds later (its process restarts under a new
     identity). It has seen the dead Leases for less than a lease duration, so the settled replica takes
