@@ -71,7 +71,10 @@ COMPACTION_INTERVAL = "2s"
 # relist (client-go's reflector does the same): two of the longest waits, plus 30 s for the requests and
 # the list on a loaded machine. At 120 s a clean-clone run failed with two informers still waiting.
 EXPIRY_TIMEOUT = 2 * BackoffSettings().cap * (1 + BackoffSettings().jitter) + 30.0
-INFORMERS = 3  # TaskSets, Pods, ControlUnit ConfigMaps
+# The collections a namespaced controller watches, by the start of their reflectors' names: its own
+# three, the Services it owns for networking, and the cluster's Nodes (lost nodes).
+INFORMERS = ("tasksets.", "pods.", "configmaps.", "services.", "nodes.")
+STARTED: Final = "reflector started"  # debug level
 RECOVERY_TIMEOUT = 60.0  # seconds for the controller to show it met a fault once the fault is over
 
 BACKOFF: Final = "backing off before rewatching"  # a reflector could not reach the API server
@@ -136,12 +139,24 @@ def relisted_after_410(daemon: Daemon, mark: int) -> set[str]:
 
 
 def every_informer_relisted_after_410(daemon: Daemon, mark: int) -> set[str]:
-    def relisted() -> set[str]:
-        found = relisted_after_410(daemon, mark)
-        return found if len(found) == INFORMERS else set()
+    """Wait until every reflector the controller started has met its 410 and listed again since ``mark``.
+    Each is named: counting them would take any three for the three it means, or never meet the count
+    once more of them relisted between two reads of the log."""
+    started = {str(r.get("reflector")) for r in daemon.records() if r.get("msg") == STARTED}
+    named = all(any(name.startswith(prefix) for name in started) for prefix in INFORMERS)
+    assert named and len(started) == len(INFORMERS), f"the controller started {sorted(started)}"
+    left = started
 
-    found: set[str] = eventually(relisted, EXPIRY_TIMEOUT, "every informer relisted after 410 Gone")
-    return found
+    def all_relisted() -> bool:
+        nonlocal left
+        left = started - relisted_after_410(daemon, mark)
+        return not left
+
+    try:
+        eventually(all_relisted, EXPIRY_TIMEOUT, "every informer relisted after 410 Gone", poll=1.0)
+    except AssertionError as err:
+        raise AssertionError(f"{err}; still to relist: {sorted(left)}") from None
+    return started
 
 
 def troubled_requests(daemon: Daemon) -> int:
