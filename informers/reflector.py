@@ -276,8 +276,13 @@ class Reflector:
         well_formed = list(self._well_formed(added))
         self._store.replace(kept + well_formed, rv)
         change.commit()
-        self._metrics.listed(self.name, len(well_formed), self._clock.now() - started)
-        self._log.debug("followed the selection", kept=len(kept), added=len(well_formed), rv=rv)
+        self._log.debug(
+            "followed the selection",
+            kept=len(kept),
+            added=len(well_formed),
+            rv=rv,
+            seconds=round(self._clock.now() - started, 3),
+        )
         return True
 
     def _list_pages(self, rv: str) -> tuple[list[RawObject], str, bool]:
