@@ -169,6 +169,17 @@ class ShardedListerWatcher:
         with self._lock:
             state = self._paging if options.continue_token and self._paging else self._view.current()
         _generation, filter_, selector = state
+        result = self._list_filtered(options, filter_, selector)
+        with self._lock:
+            if result.continue_token:
+                self._paging = state
+            else:
+                self._paging = None
+                self._listed = state
+        return result
+
+    def _list_filtered(self, options: ListOptions, filter_: ShardFilter, selector: str) -> ListResult:
+        """One page asked with ``selector`` and filtered by ``filter_`` anyway, counted."""
         result = self._inner(replace(self._target, shard_selector=selector)).list(options)
         kept = [item for item in result.items if filter_.admits(_namespace(item))]
         with self._lock:
@@ -176,11 +187,6 @@ class ShardedListerWatcher:
             self._counts.dropped += len(result.items) - len(kept)
             self._counts.lists += 1
             self._counts.server_filtered = result.shard_selector == selector
-            if result.continue_token:
-                self._paging = state
-            else:
-                self._paging = None
-                self._listed = state
         return replace(result, items=kept)
 
     def watch(self, *, resource_version: str, timeout_seconds: int, allow_bookmarks: bool) -> WatchStream:
@@ -225,18 +231,11 @@ class ShardedListerWatcher:
             if not gained:  # only lost buckets: nothing to ask the server for
                 return ListResult(items=[], resource_version=options.resource_version, continue_token="")
             try:
-                result = self._inner(replace(self._target, shard_selector=gained_selector)).list(options)
+                return self._list_filtered(options, gained_filter, gained_selector)
             except (ApiError, TransportError):
                 with self._lock:
                     self._counts.follows_refused += 1
                 raise
-            kept = [item for item in result.items if gained_filter.admits(_namespace(item))]
-            with self._lock:
-                self._counts.received += len(result.items)
-                self._counts.dropped += len(result.items) - len(kept)
-                self._counts.lists += 1
-                self._counts.server_filtered = result.shard_selector == gained_selector
-            return replace(result, items=kept)
 
         def commit() -> None:
             with self._lock:
