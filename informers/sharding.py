@@ -216,16 +216,14 @@ class ShardedListerWatcher:
             listed = self._listed
         if listed is None:
             return None
-        old_filter = listed[1]
         state = self._view.current()
         new_filter = state[1]
-        gained = new_filter.held - old_filter.held
+        gained = new_filter.held - listed[1].held
         gained_filter = ShardFilter(self._view.buckets, gained)
         gained_selector = selector_for(self._view.buckets, gained)
 
-        def keeps(obj: RawObject) -> bool:
-            namespace = _namespace(obj)
-            return old_filter.admits(namespace) and new_filter.admits(namespace)
+        def keeps(obj: RawObject) -> bool:  # the store holds only the listed buckets' objects
+            return new_filter.admits(_namespace(obj))
 
         def list_added(options: ListOptions) -> ListResult:
             if not gained:  # only lost buckets: nothing to ask the server for
