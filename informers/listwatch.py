@@ -33,6 +33,7 @@ __all__ = [
     "WatchEvent",
     "WatchStream",
     "WatchTarget",
+    "comparable_resource_version",
 ]
 
 RawObject = dict[str, Any]
@@ -44,6 +45,16 @@ CAUSE_RESOURCE_VERSION_TOO_LARGE: Final = "ResourceVersionTooLarge"
 TOO_LARGE_RESOURCE_VERSION_MESSAGE: Final = "Too large resource version"
 RESOURCE_VERSION_MATCH_NOT_OLDER_THAN: Final = "NotOlderThan"
 RESOURCE_VERSION_MATCH_EXACT: Final = "Exact"
+
+
+def comparable_resource_version(rv: str) -> int | None:
+    """``rv`` as a number, or None when it is not one. Since Kubernetes 1.35 the resource versions of one
+    resource are positive decimal integers without leading zeros that grow with every write, and may be
+    compared (apimachinery's ``CompareResourceVersion``); anything else (an older or a foreign server)
+    compares with nothing, and the caller falls back to what does not need to compare."""
+    if not rv or rv[0] == "0" or not rv.isascii() or not rv.isdigit():
+        return None
+    return int(rv)
 
 
 class RawOwnerReference(TypedDict, total=False):
@@ -179,15 +190,24 @@ class SelectionChange:
     without listing again what its store already holds.
 
     The store holds the old selection at some resource version ``rv``. After the change it must hold the
-    new one at ``rv``: the objects ``keeps`` accepts stay, those it refuses leave (they left the selection,
-    not the server), and ``list_added`` lists only what entered the selection, at exactly ``rv`` (the
-    caller passes the options). ``commit`` tells the collection the store now holds the new selection, so
-    its watch may open. A collection that cannot say (it never listed) raises no change: all is listed.
+    new one: the objects ``keeps`` accepts stay (at ``rv``), those it refuses leave (they left the
+    selection, not the server), and ``list_added`` lists only what entered the selection, consistently,
+    as it is now (the caller passes the options): at some ``fresh`` RV no older than ``rv``. ``commit(fresh)``
+    tells the collection the store now holds the new selection, the added part as of ``fresh``: its watch
+    may open from ``rv``, and it passes on no event of the added part that is not newer than ``fresh``
+    (the store already holds that part as of ``fresh``; replaying older writes would take it back).
+    ``gains`` is False when nothing entered the selection (buckets were only given up): there is nothing
+    to list. A collection that cannot say (it never listed) raises no change: all is listed.
+
+    Listing the added part at ``rv`` instead would save the comparison, but ``rv`` can be minutes old
+    (a collection holding nothing hears nothing): whoever acts as soon as the store follows would then
+    see the added part as it was then, not as its previous owner last wrote it.
     """
 
     keeps: Callable[[RawObject], bool]
     list_added: Callable[[ListOptions], ListResult]
-    commit: Callable[[], None]
+    commit: Callable[[str], None]
+    gains: bool = True
 
 
 class SelectionChangedError(Exception):

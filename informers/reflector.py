@@ -17,11 +17,13 @@ It copies client-go's ``reflector.go`` rules, which encode years of production l
   quiet minutes), but for a relist the lister-watcher asked for (``SelectionChangedError``: its selection
   changed, e.g. the held shard buckets): that one comes at once, or a replica that gains a bucket a few
   times in a row would wait half a minute to act for it.
-* When the lister-watcher says how its selection moved (a ``SelectionChange``), the store follows it at
-  its own resource version: what left the selection is forgotten locally, and only what entered it is
-  listed, at exactly that RV, in pages; the watch then continues from that RV. A sharded replica gaining
-  one bucket of 32 so receives and decodes one bucket's objects, not all it holds in one response. Any
-  failure of that list (history compacted, a server that cannot serve it) falls back to a full relist.
+* When the lister-watcher says how its selection moved (a ``SelectionChange``), the store follows it:
+  what left the selection is forgotten locally, and only what entered it is listed, consistently (as it
+  is now, not as it was at the store's RV, which may be minutes old), in pages; the watch then continues
+  from the store's RV, and the lister-watcher passes on no event of the entered part that its list already
+  holds. A sharded replica gaining one bucket of 32 so receives and decodes one bucket's objects, not all
+  it holds in one response. A failure of that list, or resource versions that do not compare (a server
+  older than Kubernetes 1.35), falls back to a full relist.
 
 Anything unexpected escaping the loop (a bug, a store error) is logged with its traceback and the loop
 starts over, with backoff, from a LIST: the reflector never dies silently.
@@ -40,7 +42,6 @@ from clock import Clock, RealClock
 from .backoff import BackoffSettings, ExponentialBackoff
 from .keys import object_meta, resource_version
 from .listwatch import (
-    RESOURCE_VERSION_MATCH_EXACT,
     RESOURCE_VERSION_MATCH_NOT_OLDER_THAN,
     ApiError,
     EventType,
@@ -52,6 +53,7 @@ from .listwatch import (
     SelectionChangedError,
     TransportError,
     WatchStream,
+    comparable_resource_version,
 )
 from .logs import Logger, default_logger
 from .metrics import InformerMetrics, NoopInformerMetrics
@@ -249,38 +251,46 @@ class Reflector:
         self._log.debug("listed", items=len(well_formed), rv=list_rv, requested_rv=rv)
 
     def _follow(self, change: SelectionChange) -> bool:
-        """Make the store hold the new selection at its own RV, listing only what entered it (module
-        docstring). False when that cannot be done; the caller then lists everything."""
+        """Make the store hold the new selection: what stays at the store's own RV, what entered it as it
+        is now (module docstring). False when that cannot be done; the caller then lists everything."""
         with self._cond:
             rv = "" if self._last_sync_rv_unavailable else self._last_sync_rv
-        if rv in ("", "0"):
+        since = comparable_resource_version(rv)
+        if since is None:  # nothing listed yet, or a server whose RVs do not compare
             return False
         started = self._clock.now()
-        options = ListOptions(
-            resource_version=rv, resource_version_match=RESOURCE_VERSION_MATCH_EXACT, limit=DEFAULT_PAGE_SIZE
-        )
+        options = ListOptions(limit=DEFAULT_PAGE_SIZE)  # a consistent read: the added part as it is now
         added: list[RawObject] = []
+        fresh = ""
         try:
-            while True:
+            while change.gains:
                 self._check_stopped()
                 page = change.list_added(options)
                 added.extend(page.items)
+                fresh = fresh or page.resource_version  # every page of one list is at the first's RV
                 if not page.continue_token:
                     break
                 options = ListOptions(limit=DEFAULT_PAGE_SIZE, continue_token=page.continue_token)
         except (ApiError, TransportError) as err:
             self._log.info("cannot list what entered the selection; listing all", rv=rv, error=str(err))
             return False
+        through = comparable_resource_version(fresh) if change.gains else since
+        if through is None or through < since:  # the store's events up to ``rv`` would be missing from it
+            self._log.info(
+                "what entered the selection is older than the cache; listing all", rv=rv, fresh=fresh
+            )
+            return False
         self._check_stopped()
         kept = [obj for obj in self._store.list() if change.keeps(obj)]
         well_formed = list(self._well_formed(added))
         self._store.replace(kept + well_formed, rv)
-        change.commit()
+        change.commit(fresh or rv)
         self._log.debug(
             "followed the selection",
             kept=len(kept),
             added=len(well_formed),
             rv=rv,
+            fresh=fresh,
             seconds=round(self._clock.now() - started, 3),
         )
         return True

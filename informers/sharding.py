@@ -12,10 +12,14 @@ told to shard list and watch with the selector of the held buckets:
 * A change of the held buckets closes every open watch, which then ends with ``SelectionChangedError`` (as
   does a watch asked for after the change), carrying how the selection moved since the last complete
   list (a ``SelectionChange``). The reflector follows at once, without backing off: the objects of the
-  lost buckets leave the cache as deletes without a request, and only the gained buckets are listed, at
-  exactly the cache's resource version and in pages, arriving as adds; then one watch with the new
-  selector continues from there. (Listing everything again at each change cost a replica holding 10,000
-  Pods one unpaged response of all of them, decoded whole, per change.)
+  lost buckets leave the cache as deletes without a request, and only the gained buckets are listed, as
+  they are now and in pages, arriving as adds; then one watch with the new selector continues from the
+  cache's resource version, and passes on no event of a gained bucket that its list already held (resource
+  versions compare since Kubernetes 1.35). (Listing everything again at each change cost a replica
+  holding 10,000 Pods one unpaged response of all of them, decoded whole, per change. Listing the gained
+  buckets at the cache's own resource version instead showed them as they were when that replica last
+  heard an event, which for a replica that held nothing is when it started: a TaskSet whose Pods were
+  created since then looked as if its Pods had been deleted.)
 * A generation counts as *listed* once every sharded collection has been listed with it and its watch
   reopened (so the store already holds the list): ``ShardView.listed_generation``. The caller acts for a
   gained bucket only from then on: the new holder relists before acting.
@@ -45,6 +49,7 @@ from .listwatch import (
     WatchEvent,
     WatchStream,
     WatchTarget,
+    comparable_resource_version,
 )
 from .shards import NAMESPACE_FIELD, Buckets, ShardFilter, selector_for
 
@@ -65,8 +70,10 @@ class ShardCounts:
     server_filtered: bool = False
     follows: int = 0
     """Changes of the held buckets followed by listing only the gained ones."""
+    replays_dropped: int = 0
+    """Events of a gained bucket that its list already held, dropped from the watch resumed after it."""
     follows_refused: int = 0
-    """Lists of gained buckets the server refused (e.g. their RV compacted): each cost a full relist."""
+    """Lists of gained buckets the server refused: each cost a full relist."""
 
 
 class ShardView:
@@ -164,6 +171,9 @@ class ShardedListerWatcher:
         self._lock = threading.Lock()
         self._paging: tuple[int, ShardFilter, str] | None = None  # the generation a paged list started at
         self._listed: tuple[int, ShardFilter, str] | None = None  # that of the last complete list
+        # Gained buckets whose list the cache holds as of a resource version newer than the one its watch
+        # resumes from: bucket -> that version. Their events up to it are replays of what the list held.
+        self._fresh: dict[int, int] = {}
 
     def list(self, options: ListOptions) -> ListResult:
         with self._lock:
@@ -176,6 +186,7 @@ class ShardedListerWatcher:
             else:
                 self._paging = None
                 self._listed = state
+                self._fresh = {}  # a full list and the watch after it start at the same version
         return result
 
     def _list_filtered(self, options: ListOptions, filter_: ShardFilter, selector: str) -> ListResult:
@@ -195,13 +206,21 @@ class ShardedListerWatcher:
         if listed is None or listed[0] != self._view.generation:
             raise SelectionChangedError("the held shard buckets changed", self._change())
         generation, filter_, selector = listed
+        with self._lock:
+            fresh = dict(self._fresh)
         stream = self._inner(replace(self._target, shard_selector=selector)).watch(
             resource_version=resource_version,
             timeout_seconds=timeout_seconds,
             allow_bookmarks=allow_bookmarks,
         )
         filtered = _FilteredStream(
-            stream, filter_, self._counts, self._lock, on_end=self._view._closed, change=self._change
+            stream,
+            filter_,
+            self._counts,
+            self._lock,
+            on_end=self._view._closed,
+            change=self._change,
+            replayed=_Replayed(self._view.buckets, fresh, self._caught_up) if fresh else None,
         )
         if not self._view._open(filtered, generation):
             filtered.close()
@@ -226,8 +245,6 @@ class ShardedListerWatcher:
             return new_filter.admits(_namespace(obj))
 
         def list_added(options: ListOptions) -> ListResult:
-            if not gained:  # only lost buckets: nothing to ask the server for
-                return ListResult(items=[], resource_version=options.resource_version, continue_token="")
             try:
                 return self._list_filtered(options, gained_filter, gained_selector)
             except (ApiError, TransportError):
@@ -235,13 +252,51 @@ class ShardedListerWatcher:
                     self._counts.follows_refused += 1
                 raise
 
-        def commit() -> None:
+        def commit(fresh: str) -> None:
+            through = comparable_resource_version(fresh)
             with self._lock:
                 self._listed = state
                 self._paging = None
                 self._counts.follows += 1
+                self._fresh = {bucket: rv for bucket, rv in self._fresh.items() if bucket in new_filter.held}
+                if through is not None:  # the reflector follows only when it compares
+                    self._fresh.update(dict.fromkeys(gained, through))
 
-        return SelectionChange(keeps=keeps, list_added=list_added, commit=commit)
+        return SelectionChange(keeps=keeps, list_added=list_added, commit=commit, gains=bool(gained))
+
+    def _caught_up(self, rv: int) -> None:
+        """The watch passed ``rv``: a bucket listed as of ``rv`` or before has nothing left to replay."""
+        with self._lock:
+            self._fresh = {bucket: through for bucket, through in self._fresh.items() if through > rv}
+
+
+class _Replayed:
+    """Which events of a watch resumed from an older version replay what a gained bucket's list already
+    held: those of that bucket not newer than its list. Events come in version order, so once one is newer
+    than every such list, none is left to drop."""
+
+    def __init__(self, buckets: Buckets, fresh: dict[int, int], caught_up: Callable[[int], None]) -> None:
+        self._buckets = buckets
+        self._fresh = fresh
+        self._newest = max(fresh.values())
+        self._caught_up = caught_up
+        self.done = False
+
+    def drops(self, event: WatchEvent) -> bool:
+        obj = event["object"]
+        meta = obj.get("metadata")
+        text = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        rv = comparable_resource_version(text) if isinstance(text, str) else None
+        if rv is None:
+            return False
+        if rv > self._newest:
+            self.done = True
+            self._caught_up(rv)
+            return False
+        if event["type"] == EventType.BOOKMARK:
+            return False
+        through = self._fresh.get(self._buckets.of_namespace(_namespace(obj)))
+        return through is not None and rv <= through
 
 
 class _FilteredStream:
@@ -256,8 +311,10 @@ class _FilteredStream:
         *,
         on_end: Callable[[_FilteredStream], None],
         change: Callable[[], SelectionChange | None],
+        replayed: _Replayed | None = None,
     ) -> None:
         self._inner = inner
+        self._replayed = replayed
         self._filter = filter_
         self._counts = counts
         self._lock = lock
@@ -266,10 +323,19 @@ class _FilteredStream:
         self._superseded = threading.Event()
 
     def __iter__(self) -> Iterator[WatchEvent]:
+        replayed = self._replayed
         try:
             for event in self._inner:
                 if self._superseded.is_set():
                     break
+                if replayed is not None:
+                    if replayed.done:
+                        replayed = None
+                    elif replayed.drops(event):
+                        with self._lock:
+                            self._counts.received += 1
+                            self._counts.replays_dropped += 1
+                        continue
                 if event["type"] in (EventType.BOOKMARK, EventType.ERROR):
                     yield event
                     continue

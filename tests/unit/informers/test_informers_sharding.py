@@ -3,6 +3,7 @@ is asked of the server, and what a server without the feature sends is filtered 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -100,7 +101,7 @@ def test_only_the_held_buckets_reach_the_cache_and_a_change_relists(
 
 def test_each_change_of_the_held_buckets_is_followed_at_once_listing_only_the_gained_buckets() -> None:
     """The fake clock is never stepped: a backoff between the changes would hold the cache back. A gained
-    bucket is listed alone, at exactly the cache's resource version; a lost one costs no request."""
+    bucket is listed alone, as it is now (a consistent read); a lost one costs no request."""
     clock = FakeClock()
     fake = FakeSource(clock=clock)
     for namespace in ("alpha", "beta"):
@@ -122,7 +123,7 @@ def test_each_change_of_the_held_buckets_is_followed_at_once_listing_only_the_ga
             eventually(lambda: keys(informer) == expected and view.listed_generation() >= generation)  # noqa: B023
         first, *follows = fake.list_calls
         assert first.resource_version == "0"
-        assert [(c.resource_version, c.resource_version_match) for c in follows] == [("102", "Exact")] * 2
+        assert [(c.resource_version, c.resource_version_match) for c in follows] == [("", None)] * 2
         listed_for = [t.shard_selector for t in recording.targets if t.shard_selector]
         assert selector_for(TWO, [1]) in listed_for  # bucket 1 gained alone, then bucket 0 alone
         assert listed_for.count(selector_for(TWO, [0])) >= 2
@@ -133,8 +134,8 @@ def test_each_change_of_the_held_buckets_is_followed_at_once_listing_only_the_ga
 def test_writes_while_a_bucket_moves_are_neither_lost_nor_doubled(
     source: FakeSource, informer_on: Any
 ) -> None:
-    """The gained bucket is listed at the cache's RV and the watch goes on from there: a write made after
-    that RV arrives by the watch, once, whatever bucket it is in."""
+    """The gained bucket is listed as it is now and the watch goes on from the cache's RV: a write made after
+    that RV arrives once, by the list or by the watch, whatever bucket it is in."""
     view = ShardView(TWO)
     view.hold(frozenset({0}))
     informer = informer_on(sharded_factory(Recording(source), view, shard=lambda _: True)(PODS))
@@ -146,25 +147,28 @@ def test_writes_while_a_bucket_moves_are_neither_lost_nor_doubled(
         generation = view.hold(frozenset({0, 1}))
     eventually(lambda: view.listed_generation() >= generation)
     eventually(lambda: keys(informer) == ["alpha/b", "alpha/c", "beta/a", "beta/b", "beta/c"])
-    exact = [c for c in source.list_calls if c.resource_version_match == "Exact"]
-    assert [c.resource_version for c in exact] == ["104"]  # the RV before the three writes
+    assert [c.resource_version for c in source.list_calls[1:]] == [""]  # the gained bucket alone, as now
+    assert [c.resource_version for c in source.watch_calls[-1:]] == ["104"]  # the RV before the three writes
 
 
-def test_a_gained_bucket_whose_history_is_compacted_is_listed_with_everything(
+def test_a_cache_whose_history_is_compacted_when_a_bucket_moves_lists_everything(
     source: FakeSource, informer_on: Any
 ) -> None:
+    """The gained bucket's list is served as it is now, but the watch cannot resume from the cache's RV
+    once etcd compacted it: the reflector then lists everything again, and the cache ends as the server."""
     view = ShardView(TWO)
     view.hold(frozenset({0}))
     informer = informer_on(sharded_factory(Recording(source), view, shard=lambda _: True)(PODS))
     eventually(lambda: keys(informer) == ["beta/a", "beta/b"] and view.listed_generation() == view.generation)
     with source.paused():
         source.create(pod("alpha", "c"))
-        source.compact()  # the cache's RV is gone from history: the exact list gets 410
-        generation = view.hold(frozenset({1}))
+        source.delete(pod("beta", "b"))
+        source.compact()  # the cache's RV is gone from history: the resumed watch gets 410
+        generation = view.hold(frozenset({0, 1}))
     eventually(lambda: view.listed_generation() >= generation)
-    eventually(lambda: keys(informer) == ["alpha/a", "alpha/b", "alpha/c"])
-    matches = [c.resource_version_match for c in source.list_calls]
-    assert matches[-2:] == ["Exact", "NotOlderThan"]
+    eventually(lambda: len(source.list_calls) == 3, timeout=10)  # the first list, the gained bucket's, all
+    eventually(lambda: keys(informer) == ["alpha/a", "alpha/b", "alpha/c", "beta/a"])
+    assert [c.resource_version for c in source.watch_calls][:3] == ["104", "104", "106"]  # 410, then anew
 
 
 def test_holding_nothing_asks_for_one_hash_value_not_everything(source: FakeSource, informer_on: Any) -> None:
@@ -208,3 +212,76 @@ def test_an_echoed_selector_is_reported_as_filtered_by_the_server() -> None:
     counts = view.counts()[str(PODS)]
     assert counts.server_filtered
     assert counts.dropped == 0
+
+
+class HeldBackWatches:
+    """A ``ListerWatcherFactory`` over one fake server whose watches hand over nothing until ``release``:
+    what a watch replays reaches the cache as late as a busy server sends it."""
+
+    def __init__(self, source: FakeSource) -> None:
+        self.source = source
+        self.released = threading.Event()
+
+    def __call__(self, target: WatchTarget) -> ListerWatcher:
+        return self
+
+    def list(self, options: ListOptions) -> ListResult:
+        return self.source.list(options)
+
+    def watch(self, *, resource_version: str, timeout_seconds: int, allow_bookmarks: bool) -> WatchStream:
+        inner = self.source.watch(
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            allow_bookmarks=allow_bookmarks,
+        )
+        released = self.released
+
+        class Held:
+            def __iter__(self) -> Iterator[Any]:
+                while not released.wait(0.05):
+                    if inner.closed:
+                        return
+                yield from inner
+
+            def close(self) -> None:
+                inner.close()
+
+        return Held()
+
+
+def test_a_gained_bucket_is_cached_as_fresh_as_the_hand_over_before_the_watch_replays(
+    source: FakeSource, informer_on: Any
+) -> None:
+    """The replica acts for a gained bucket as soon as its generation counts as listed; its objects must
+    then be at least as new as the moment it gained the bucket (the previous holder's last writes), not as
+    old as the cache's own resource version, which the watch brings forward only later. Nor does the
+    watch's replay of older writes take the cache back."""
+    view = ShardView(TWO)
+    view.hold(frozenset({0}))
+    held_back = HeldBackWatches(source)
+    held_back.released.set()
+    informer = informer_on(sharded_factory(held_back, view, shard=lambda _: True)(PODS))
+    versions: dict[str, list[int]] = {}
+
+    def seen(obj: dict[str, Any]) -> None:
+        key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+        versions.setdefault(key, []).append(int(obj["metadata"]["resourceVersion"]))
+
+    informer.add_event_handler(on_add=seen, on_update=lambda _old, new: seen(new))
+    eventually(lambda: keys(informer) == ["beta/a", "beta/b"] and view.listed_generation() == view.generation)
+    held_back.released.clear()
+    with source.paused():  # written after the cache's RV, heard by no watch yet
+        source.create(pod("alpha", "c"))
+        source.update({**pod("alpha", "c"), "spec": {"nodeName": "n1"}})
+        source.delete(pod("alpha", "a"))
+        source.create(pod("beta", "c"))
+    generation = view.hold(frozenset({0, 1}))
+    eventually(lambda: view.listed_generation() >= generation)
+    assert [k for k in keys(informer) if k.startswith("alpha/")] == ["alpha/b", "alpha/c"]
+    assert informer.store.get_by_key("alpha/c")["spec"] == {"nodeName": "n1"}
+
+    held_back.released.set()  # the watch now replays everything since the cache's RV
+    eventually(lambda: keys(informer) == ["alpha/b", "alpha/c", "beta/a", "beta/b", "beta/c"])
+    source.update({**pod("alpha", "c"), "spec": {"nodeName": "n2"}})
+    eventually(lambda: (informer.store.get_by_key("alpha/c") or {}).get("spec") == {"nodeName": "n2"})
+    assert versions["alpha/c"] == sorted(set(versions["alpha/c"])), versions["alpha/c"]
