@@ -2,8 +2,10 @@
 its informers and clients), so nothing on the daemon's path imports the ``kubernetes`` package's
 generated models: their import alone is about 30 MiB of a process that needs none of them.
 
-It sends bytes and hands back urllib3 responses: callers decode the JSON into plain dicts and map the
-status codes to their own errors (``informers.kube`` for lists and watches, ``taskset.runtime.kube`` for
+It sends bytes and hands back urllib3 responses (lists and watches, read as they stream) or a status and
+the whole body (``call``: the writes, on ``informers.http1``'s lighter connections unless a proxy or
+custom retries ask for urllib3): callers decode the JSON into plain dicts and map the status codes to
+their own errors (``informers.kube`` for lists and watches, ``taskset.runtime.kube`` for
 the writes). Where to connect and who to be come from an ``Endpoint``, made from a kubeconfig or the
 Pod's service account by ``informers.kubeconfig``, or from a ``kubernetes`` client's ``Configuration``
 (``endpoint_of``). The bearer token and the client certificate are asked of it on every request, so a
@@ -22,6 +24,8 @@ from typing import Any, Final, cast
 from urllib.parse import urlencode, urlsplit
 
 import urllib3
+
+from .http1 import Connections, Target
 
 __all__ = [
     "DEFAULT_POOL_SIZE",
@@ -93,6 +97,13 @@ class Transport:
         self._lock: Final = threading.Lock()
         self._manager: urllib3.PoolManager | None = None  # guarded by _lock
         self._certificate: tuple[str | None, str | None] = (None, None)  # the manager's; guarded by _lock
+        self._connections: Connections | None = None  # the writes'; guarded by _lock
+        self._connections_certificate: tuple[str | None, str | None] = (None, None)
+        # The writes' lighter connections speak neither a proxy nor urllib3's custom retries, nor match the
+        # server's name against another than the one sent (``assert_hostname`` as a string).
+        self._light: Final = (
+            not endpoint.proxy and retries is None and not isinstance(endpoint.assert_hostname, str)
+        )
         self._stream_observer: StreamObserver | None = None
 
     def observe_streams(self, observer: StreamObserver) -> None:
@@ -126,6 +137,45 @@ class Transport:
         )
         return cast(urllib3.HTTPResponse, response)  # what a PoolManager's connections answer with
 
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        connect_timeout: float,
+        read_timeout: float,
+        deadline: float | None = None,
+    ) -> tuple[int, bytes]:
+        """Send one request and return its status and whole body. ``deadline`` (``time.monotonic()``)
+        bounds the whole request, retries included. Raises ``OSError`` (or urllib3's and ``http.client``'s
+        errors, behind a proxy) for a request that got no answer."""
+        if not self._light:
+            timeout = (
+                urllib3.Timeout(connect=connect_timeout, read=read_timeout)
+                if deadline is None
+                else urllib3.Timeout(total=max(deadline - time.monotonic(), 0.001))
+            )
+            response = self.request(method, path, body=body, content_type=content_type, timeout=timeout)
+            return response.status, response.data
+        identity = self.endpoint.identity()
+        headers = {"Accept": "application/json", "User-Agent": self._user_agent}
+        if content_type:
+            headers["Content-Type"] = content_type
+        if identity.authorization:
+            headers["Authorization"] = identity.authorization
+        answer = self._writes(identity).request(
+            method,
+            path,
+            headers,
+            body,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            deadline=deadline,
+        )
+        return answer.status, answer.data
+
     def stream(
         self, path: str, *, query: Sequence[tuple[str, str]], timeout: urllib3.Timeout
     ) -> urllib3.HTTPResponse:
@@ -148,8 +198,48 @@ class Transport:
         """Close the pool's idle connections; a stream still open closes its own when released."""
         with self._lock:
             manager, self._manager = self._manager, None
+            connections, self._connections = self._connections, None
         if manager is not None:
             manager.clear()
+        if connections is not None:
+            connections.close()
+
+    def _writes(self, identity: Identity) -> Connections:
+        certificate = (identity.cert_file, identity.key_file)
+        with self._lock:
+            connections = self._connections
+            if connections is not None and certificate == self._connections_certificate:
+                return connections
+            # As ``_pool``: a renewed client certificate is presented by new connections from now on.
+            fresh = Connections(
+                Target.of(self.host),
+                self._tls_context(identity),
+                server_hostname=self.endpoint.tls_server_name,
+                keep=self._pool_size,
+            )
+            self._connections, self._connections_certificate = fresh, certificate
+        if connections is not None:
+            connections.close()
+        return fresh
+
+    def _tls_context(self, identity: Identity) -> ssl.SSLContext | None:
+        """What urllib3 would check, made once per client certificate."""
+        if not Target.of(self.host).tls:
+            return None
+        endpoint = self.endpoint
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        if endpoint.verify:
+            if endpoint.ca_file or endpoint.ca_data:
+                context.load_verify_locations(cafile=endpoint.ca_file, cadata=endpoint.ca_data)
+            else:
+                context.load_default_certs()
+            context.check_hostname = endpoint.assert_hostname is not False
+        else:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if identity.cert_file:
+            context.load_cert_chain(identity.cert_file, identity.key_file)
+        return context
 
     def _pool(self, identity: Identity) -> urllib3.PoolManager:
         certificate = (identity.cert_file, identity.key_file)

@@ -38,7 +38,6 @@ __all__ = [
 
 CONNECT_TIMEOUT: Final = 10.0  # seconds to open a connection
 REQUEST_TIMEOUT: Final = 30.0  # seconds a write may take; the API server's own default is 60 s
-_TIMEOUT: Final = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=REQUEST_TIMEOUT)
 
 
 # Admission denials (403) that clear up without a change to the request, so a Pod create retries them:
@@ -196,16 +195,18 @@ class KubeClient:
     ) -> tuple[int, Any]:
         data = orjson.dumps(body) if body is not None else None
         try:
-            response = self._api.request(
+            code, payload = self._api.call(
                 method,
                 path,
                 body=data,
                 content_type=content_type,
-                timeout=_TIMEOUT if timeout is None else urllib3.Timeout(total=timeout),
+                connect_timeout=CONNECT_TIMEOUT,
+                read_timeout=REQUEST_TIMEOUT,
+                deadline=None if timeout is None else time.monotonic() + timeout,
             )
         except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as err:
             raise KubeError(0, "TransportError", str(err)) from err
-        return response.status, _decode(response.data)
+        return code, _decode(payload)
 
     # ----- objects ---------------------------------------------------------------------------------------
     def create(self, path: str, obj: Mapping[str, Any], *, resource: str) -> dict[str, Any]:
