@@ -10,7 +10,7 @@ in waves, one wave before each kill: 8 kills, about four minutes of them, so tha
 time budget; ``CHAOS_SCALE=long`` makes it 20 kills, about ten minutes. Lease timings: lease 10 s, renew
 deadline 7 s.
 
-How long a bucket goes without a live holder is measured from the bucket Leases themselves, polled
+How long a bucket goes without a live holder is measured from the bucket Leases themselves, watched
 throughout (``RingWatch``): for every hand-over, from the old holder's last renewal to the new holder's
 acquisition. A killed holder's bucket waits out its Lease; the new holder takes it in its first round
 after that, and a round slower than the renew deadline would drop its own buckets, so the bound is the
@@ -33,11 +33,12 @@ from typing import Any
 import pytest
 
 from devcluster import Cluster, Settings, sim
+from informers.listwatch import Resource
 from informers.shards import Buckets
 from taskset.api import constants as c
 from taskset.daemon.buckets import LABEL_RING, LABEL_RING_ROLE, ROLE_BUCKET
 from tests.builders import TaskSetBuilder, pod_template
-from tests.chaos.history import History
+from tests.chaos.history import History, _Watch
 from tests.integration.conftest import CRD_FILE, install_crd
 from tests.integration.daemon import Daemon
 from tests.integration.harness import TaskSets, eventually
@@ -63,36 +64,33 @@ def lease_time(text: object) -> datetime | None:
 
 @dataclass
 class RingWatch:
-    """Polls the bucket Leases and keeps, per bucket, each holder's last renewal and each hand-over's
-    gap: from the previous holder's last renewal seen to the new holder's acquisition."""
+    """Watches the bucket Leases and keeps, per bucket, each holder's last renewal and each hand-over's
+    gap: from the previous holder's last renewal to the new holder's acquisition. A watch, not polls: it
+    hears every renewal, so the last one before a kill is never missed (a missed one would count the
+    renewal interval into the gap)."""
 
     cluster: Cluster
-    period: float = 0.5
     gaps: list[tuple[int, str, str, float]] = field(default_factory=list)  # bucket, from, to, seconds
     _last: dict[int, tuple[str, datetime]] = field(default_factory=dict)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _watch: _Watch | None = None
 
     def start(self) -> RingWatch:
-        self._thread = threading.Thread(target=self._run, name="ring-watch", daemon=True)
-        self._thread.start()
+        leases = Resource(group="coordination.k8s.io", version="v1", plural="leases")
+        self._watch = _Watch(self.cluster, LEASE_NAMESPACE, leases, self._on_lease)
+        self._watch.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        if self._watch is not None:
+            self._watch.stop()
 
-    def _run(self) -> None:
-        selector = f"{LABEL_RING}={RING},{LABEL_RING_ROLE}={ROLE_BUCKET}"
-        path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases?labelSelector={selector}"
-        while not self._stop.wait(self.period):
-            try:
-                leases = self.cluster.request("GET", path)["items"]
-            except Exception:  # a busy API server: the next poll sees the same Leases
-                continue
-            for lease in leases:
-                self._observe(lease)
+    def _on_lease(self, event: str, lease: dict[str, Any], _revision: int, _exact: bool) -> None:
+        labels = (lease.get("metadata") or {}).get("labels") or {}
+        if event == "DELETED" or labels.get(LABEL_RING) != RING or labels.get(LABEL_RING_ROLE) != ROLE_BUCKET:
+            return
+        with self._lock:
+            self._observe(lease)
 
     def _observe(self, lease: dict[str, Any]) -> None:
         spec = lease.get("spec") or {}
