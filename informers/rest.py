@@ -126,11 +126,7 @@ class Transport:
         released, by the caller. Raises urllib3's, ``http.client``'s and ``OSError``'s errors for a
         request that got no answer, as urllib3 does."""
         identity = self.endpoint.identity()
-        headers = {"Accept": "application/json", "User-Agent": self._user_agent}
-        if content_type:
-            headers["Content-Type"] = content_type
-        if identity.authorization:
-            headers["Authorization"] = identity.authorization
+        headers = self._headers(identity, content_type)
         url = self.host + path + ("?" + urlencode(query) if query else "")
         response = self._pool(identity).request(
             method, url, body=body, headers=headers, timeout=timeout, preload_content=not stream
@@ -160,11 +156,7 @@ class Transport:
             response = self.request(method, path, body=body, content_type=content_type, timeout=timeout)
             return response.status, response.data
         identity = self.endpoint.identity()
-        headers = {"Accept": "application/json", "User-Agent": self._user_agent}
-        if content_type:
-            headers["Content-Type"] = content_type
-        if identity.authorization:
-            headers["Authorization"] = identity.authorization
+        headers = self._headers(identity, content_type)
         answer = self._writes(identity).request(
             method,
             path,
@@ -203,6 +195,14 @@ class Transport:
             manager.clear()
         if connections is not None:
             connections.close()
+
+    def _headers(self, identity: Identity, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": self._user_agent}
+        if content_type:
+            headers["Content-Type"] = content_type
+        if identity.authorization:
+            headers["Authorization"] = identity.authorization
+        return headers
 
     def _writes(self, identity: Identity) -> Connections:
         certificate = (identity.cert_file, identity.key_file)
