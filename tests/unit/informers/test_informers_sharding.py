@@ -168,6 +168,7 @@ def test_a_cache_whose_history_is_compacted_when_a_bucket_moves_lists_everything
     eventually(lambda: view.listed_generation() >= generation)
     eventually(lambda: len(source.list_calls) == 3, timeout=10)  # the first list, the gained bucket's, all
     eventually(lambda: keys(informer) == ["alpha/a", "alpha/b", "alpha/c", "beta/a"])
+    eventually(lambda: len(source.watch_calls) >= 3)  # the cache is replaced before the new watch opens
     assert [c.resource_version for c in source.watch_calls][:3] == ["104", "104", "106"]  # 410, then anew
 
 
