@@ -12,6 +12,7 @@ keeps that digest instead of the data; the text is fetched once per ControlUnit,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -32,6 +33,9 @@ SNAPSHOT_KEY: Final = CONTROL_UNIT_SNAPSHOT_KEY
 # ConfigMaps hold at most 1 MiB; a larger spec runs without a snapshot (the live spec is used instead),
 # as does one too deeply nested to encode.
 MAX_SNAPSHOT_BYTES: Final = 900 * 1024
+# Parsed snapshots remembered: one per running attempt in the common case, as many as the texts the
+# reconciler keeps (``taskset.runtime.snapshot_texts``); a text is held by that cache too.
+PARSED_SNAPSHOTS: Final = 4096
 
 
 def build_control_unit(taskset: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -83,7 +87,27 @@ def parse_snapshot(
     snapshot: str, name: str, namespace: str, uid: str, checks: Sequence[SpecCheck] = ()
 ) -> TaskSetSpec | None:
     """The attempt's spec from a ControlUnit, or None if the snapshot is unreadable or illegal (to the
-    integrations' ``checks`` too)."""
+    integrations' ``checks`` too).
+
+    Every pass of a running attempt reads the same snapshot, so the parse is remembered by its inputs
+    (the spec is frozen, so passes may share it); a check that cannot be hashed is parsed each time."""
+    checks = tuple(checks)
+    try:
+        return _parse_snapshot_remembered(snapshot, name, namespace, uid, checks)
+    except TypeError:  # an unhashable check
+        return _parse_snapshot(snapshot, name, namespace, uid, checks)
+
+
+@functools.lru_cache(maxsize=PARSED_SNAPSHOTS)
+def _parse_snapshot_remembered(
+    snapshot: str, name: str, namespace: str, uid: str, checks: tuple[SpecCheck, ...]
+) -> TaskSetSpec | None:
+    return _parse_snapshot(snapshot, name, namespace, uid, checks)
+
+
+def _parse_snapshot(
+    snapshot: str, name: str, namespace: str, uid: str, checks: Sequence[SpecCheck]
+) -> TaskSetSpec | None:
     try:
         spec = orjson.loads(snapshot)
     except orjson.JSONDecodeError:

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from taskset.api.spec import ParsedTaskSet, parse_taskset
+from taskset.api.spec import CheckFailure, ParsedTaskSet, parse_taskset
 from taskset.integrations.identity_env import identity_decoration
 from taskset.objects.controlunit import MAX_SNAPSHOT_BYTES, SNAPSHOT_KEY, build_control_unit, parse_snapshot
 from taskset.objects.pods import PodIdentity, build_pod
@@ -330,6 +330,40 @@ def test_the_control_unit_snapshots_the_spec_of_its_attempt() -> None:
     parsed = parse_taskset(obj)
     assert isinstance(parsed, ParsedTaskSet)
     assert spec == parsed.spec
+
+
+def test_a_snapshot_is_parsed_once_for_every_pass_that_reads_it() -> None:
+    """The passes of a running attempt share one parse of its snapshot (the spec is frozen); another
+    TaskSet's, an edited text or another integration check gets its own."""
+    text = build_control_unit(taskset(), "c-tensorflowdemo-0")["data"][SNAPSHOT_KEY]
+    first = parse_snapshot(text, "tensorflowdemo", "ns1", TS_UID)
+    assert first is not None
+    assert parse_snapshot("".join(text), "tensorflowdemo", "ns1", TS_UID) is first  # equal text, new object
+    assert parse_snapshot(text, "tensorflowdemo", "ns1", "another-uid") is not first
+    edited = text.replace('"replicas":1', '"replicas":3', 1)
+    assert edited != text
+    again = parse_snapshot(edited, "tensorflowdemo", "ns1", TS_UID)
+    assert again is not None and again != first
+
+    def refuse(_spec: Any) -> Any:
+        return CheckFailure(field="spec.roles", message="refused")
+
+    assert parse_snapshot(text, "tensorflowdemo", "ns1", TS_UID, [refuse]) is None
+
+
+class _Unhashable:
+    __hash__ = None  # type: ignore[assignment]
+
+    def __call__(self, _spec: Any) -> None:
+        return None
+
+
+def test_a_snapshot_checked_by_an_unhashable_check_is_parsed_each_time() -> None:
+    text = build_control_unit(taskset(), "c-tensorflowdemo-0")["data"][SNAPSHOT_KEY]
+    check = _Unhashable()
+    first = parse_snapshot(text, "tensorflowdemo", "ns1", TS_UID, [check])
+    assert first is not None and first == parse_snapshot(text, "tensorflowdemo", "ns1", TS_UID)
+    assert parse_snapshot(text, "tensorflowdemo", "ns1", TS_UID, [check]) is not first
 
 
 def test_an_oversized_spec_is_not_snapshotted() -> None:
