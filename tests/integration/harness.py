@@ -286,12 +286,21 @@ class TaskSets:
         )
 
     def set_replicas(self, name: str, replicas: int, role: int = 0) -> None:
-        """Scale a role as ``kubectl edit`` does: read, change the count, replace (the read's
-        resourceVersion held), again on a conflict with the controller's status writes."""
+        """Scale a role as ``kubectl edit`` does (``edit``)."""
+
+        def change(obj: dict[str, Any]) -> None:
+            obj["spec"]["roles"][role]["replicas"] = replicas
+
+        self.edit(name, change)
+
+    def edit(self, name: str, change: Callable[[dict[str, Any]], None]) -> None:
+        """Edit the TaskSet as ``kubectl edit`` does: read, ``change``, replace (the read's resourceVersion
+        held), again on a conflict with the controller's status writes (each bumps the resourceVersion,
+        and the API server answers a stale one with 409 before it validates the edit)."""
         for _ in range(10):
             obj = self.get(name)
             assert obj is not None, name
-            obj["spec"]["roles"][role]["replicas"] = replicas
+            change(obj)
             try:
                 self.custom.replace_namespaced_custom_object(
                     c.GROUP, c.VERSION, self.namespace, c.PLURAL, name, obj
@@ -300,7 +309,7 @@ class TaskSets:
             except client.ApiException as err:
                 if err.status != 409:
                     raise
-        raise AssertionError(f"{name}: the replicas could not be written for conflicts")
+        raise AssertionError(f"{name}: the edit could not be written for conflicts")
 
     def live_pods(self, taskset: str) -> list[dict[str, Any]]:
         """The TaskSet's Pods that are not going away."""

@@ -43,14 +43,6 @@ def controller(cluster: Cluster, namespace: str, crd_installed: None) -> Iterato
     running.stop(5)
 
 
-def patch_replicas(ts: TaskSets, name: str, replicas: int) -> None:
-    """Write the role's count as ``kubectl edit`` would: read, change, replace (resourceVersion held)."""
-    obj = ts.get(name)
-    assert obj is not None
-    obj["spec"]["roles"][0]["replicas"] = replicas
-    ts.custom.replace_namespaced_custom_object(c.GROUP, c.VERSION, ts.namespace, c.PLURAL, name, obj)
-
-
 def pod_names(ts: TaskSets, name: str) -> list[str]:
     return sorted(p["metadata"]["name"] for p in ts.live_pods(name))
 
@@ -68,12 +60,12 @@ def test_scale_up_and_down_while_running(ts: TaskSets) -> None:
     ts.create(workers("elastic", 2))
     eventually(lambda: running_pods(ts, "elastic", 2), SEEN, "two Pods running")
     uid = ts.status("elastic")["controlUnitUID"]
-    patch_replicas(ts, "elastic", 4)
+    ts.set_replicas("elastic", 4)
     eventually(lambda: running_pods(ts, "elastic", 4), SEEN, "four Pods running")
     role = role_status(ts.status("elastic"), "w")
     assert role["targetReplicas"] == 4 and (role["lastScale"]["from"], role["lastScale"]["to"]) == (2, 4)
     assert ts.status("elastic")["controlUnitUID"] == uid  # the same attempt
-    patch_replicas(ts, "elastic", 1)
+    ts.set_replicas("elastic", 1)
     eventually(lambda: pod_names(ts, "elastic") == ["elastic-w-0"], SEEN, "only index 0 left")
     status = eventually(
         lambda: (s := ts.status("elastic")) and len(role_status(s, "w")["replicaStatus"]) == 1 and s,
@@ -90,7 +82,7 @@ def test_scale_up_and_down_while_running(ts: TaskSets) -> None:
 def test_a_scale_outside_the_bounds_is_refused_by_the_api_server(ts: TaskSets, replicas: int) -> None:
     ts.create(workers("bounded", 2))
     with pytest.raises(client.ApiException) as refused:
-        patch_replicas(ts, "bounded", replicas)
+        ts.set_replicas("bounded", replicas)
     assert refused.value.status == 422
 
 
@@ -199,11 +191,11 @@ def test_a_scale_of_a_role_without_max_replicas_is_refused_naming_the_field(ts: 
 
 def test_a_scale_count_outside_the_bounds_is_refused_naming_the_field(ts: TaskSets) -> None:
     ts.create(scaled_workers("outside", 2))
-    obj = ts.get("outside")
-    assert obj is not None
-    obj["spec"]["scale"]["replicas"] = 5
-    replace = ts.custom.replace_namespaced_custom_object
-    body = refusal(lambda: replace(c.GROUP, c.VERSION, ts.namespace, c.PLURAL, "outside", obj))
+
+    def outside(obj: dict[str, Any]) -> None:
+        obj["spec"]["scale"]["replicas"] = 5
+
+    body = refusal(lambda: ts.edit("outside", outside))
     assert "spec.scale.replicas" in body and "maxReplicas" in body
 
 
@@ -211,7 +203,7 @@ def test_scaling_a_finished_taskset_is_refused(ts: TaskSets) -> None:
     template = pod_template(annotations=sim.outcome(0.5, 0))
     ts.create(TaskSetBuilder("done").role("w", 1, maxReplicas=3, template=template).obj())
     assert ts.final("done")["state"] == c.State.SUCCEEDED
-    body = refusal(lambda: patch_replicas(ts, "done", 2))
+    body = refusal(lambda: ts.set_replicas("done", 2))
     assert "finished TaskSet" in body
 
 
