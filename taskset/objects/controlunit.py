@@ -12,10 +12,11 @@ keeps that digest instead of the data; the text is fetched once per ControlUnit,
 
 from __future__ import annotations
 
-import functools
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import cachetools
 import orjson
 
 from taskset.api.constants import (
@@ -33,9 +34,10 @@ SNAPSHOT_KEY: Final = CONTROL_UNIT_SNAPSHOT_KEY
 # ConfigMaps hold at most 1 MiB; a larger spec runs without a snapshot (the live spec is used instead),
 # as does one too deeply nested to encode.
 MAX_SNAPSHOT_BYTES: Final = 900 * 1024
-# Parsed snapshots remembered: one per running attempt in the common case, as many as the texts the
-# reconciler keeps (``taskset.runtime.snapshot_texts``); a text is held by that cache too.
-PARSED_SNAPSHOTS: Final = 4096
+# Parsed snapshots remembered, bounded by the bytes of their texts (the key holds its text, and a parse
+# is a few times its text): one per running attempt in the common case; least recently used go first, so a
+# finished attempt's parse is dropped as others come, and only parsed again if it is read again.
+PARSED_SNAPSHOT_BYTES: Final = 16 * 1024 * 1024
 
 
 def build_control_unit(taskset: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -91,18 +93,25 @@ def parse_snapshot(
 
     Every pass of a running attempt reads the same snapshot, so the parse is remembered by its inputs
     (the spec is frozen, so passes may share it); a check that cannot be hashed is parsed each time."""
-    checks = tuple(checks)
+    key = (snapshot, name, namespace, uid, tuple(checks))
     try:
-        return _parse_snapshot_remembered(snapshot, name, namespace, uid, checks)
+        with _parsed_lock:
+            found = _parsed.get(key)
     except TypeError:  # an unhashable check
         return _parse_snapshot(snapshot, name, namespace, uid, checks)
+    if found is not None:
+        return found[1]
+    spec = _parse_snapshot(snapshot, name, namespace, uid, checks)
+    if len(snapshot) <= PARSED_SNAPSHOT_BYTES // 4:  # a huge one would push out every other
+        with _parsed_lock:
+            _parsed[key] = (len(snapshot), spec)
+    return spec
 
 
-@functools.lru_cache(maxsize=PARSED_SNAPSHOTS)
-def _parse_snapshot_remembered(
-    snapshot: str, name: str, namespace: str, uid: str, checks: tuple[SpecCheck, ...]
-) -> TaskSetSpec | None:
-    return _parse_snapshot(snapshot, name, namespace, uid, checks)
+_parsed_lock = threading.Lock()  # the workers parse side by side
+_parsed: cachetools.LRUCache[tuple[Any, ...], tuple[int, TaskSetSpec | None]] = cachetools.LRUCache(
+    PARSED_SNAPSHOT_BYTES, getsizeof=lambda entry: max(1, entry[0])
+)
 
 
 def _parse_snapshot(

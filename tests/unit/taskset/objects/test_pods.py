@@ -6,11 +6,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import cachetools
 import orjson
 import pytest
 
 from taskset.api.spec import CheckFailure, ParsedTaskSet, parse_taskset
 from taskset.integrations.identity_env import identity_decoration
+from taskset.objects import controlunit
 from taskset.objects.controlunit import MAX_SNAPSHOT_BYTES, SNAPSHOT_KEY, build_control_unit, parse_snapshot
 from taskset.objects.pods import PodIdentity, build_pod
 from tests.builders import TaskSetBuilder, pod_template
@@ -349,6 +351,22 @@ def test_a_snapshot_is_parsed_once_for_every_pass_that_reads_it() -> None:
         return CheckFailure(field="spec.roles", message="refused")
 
     assert parse_snapshot(text, "tensorflowdemo", "ns1", TS_UID, [refuse]) is None
+
+
+def test_the_remembered_parses_are_bounded_by_the_bytes_of_their_texts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Least recently used first: a finished attempt's parse goes as others come, parsed anew if read."""
+    bound: cachetools.LRUCache[Any, Any] = cachetools.LRUCache(450, getsizeof=lambda entry: max(1, entry[0]))
+    monkeypatch.setattr(controlunit, "_parsed", bound)
+    text = build_control_unit(taskset(), "c-tensorflowdemo-0")["data"][SNAPSHOT_KEY]
+    assert 150 < len(text) <= 225  # two fit in the bound, three do not
+    first = parse_snapshot(text, "tensorflowdemo", "ns1", "uid-0")
+    for index in (1, 2):
+        parse_snapshot(text, "tensorflowdemo", "ns1", f"uid-{index}")
+    assert bound.currsize <= 450 and len(bound) == 2
+    again = parse_snapshot(text, "tensorflowdemo", "ns1", "uid-0")
+    assert again == first and again is not first
 
 
 class _Unhashable:
