@@ -102,9 +102,8 @@ def parse_snapshot(
     if found is not None:
         return found[1]
     spec = _parse_snapshot(snapshot, name, namespace, uid, checks)
-    if len(snapshot) <= PARSED_SNAPSHOT_BYTES // 4:  # a huge one would push out every other
-        with _parsed_lock:
-            _parsed[key] = (len(snapshot), spec)
+    with _parsed_lock:  # a text is at most a ConfigMap's 1 MiB: never above the bound on its own
+        _parsed[key] = (len(snapshot), spec)
     return spec
 
 
