@@ -61,11 +61,12 @@ from .listwatch import (
 )
 from .logs import Logger
 from .metrics import InformerMetrics, NoopInformerMetrics
-from .reflector import Reflector, ReflectorSettings, ReflectorStore, VeryShortWatchError
+from .reflector import DEFAULT_PAGE_SIZE, Reflector, ReflectorSettings, ReflectorStore, VeryShortWatchError
 from .store import NAMESPACE_INDEX, Change, ChangeType, IndexConflictError, IndexFunc, Store, namespace_index
 from .transform import LAST_APPLIED_ANNOTATION, Transform, strip_managed_fields
 
 __all__ = [
+    "DEFAULT_PAGE_SIZE",
     "LAST_APPLIED_ANNOTATION",
     "NAMESPACE_INDEX",
     "ApiError",

@@ -123,6 +123,11 @@ class SharedInformer:
         self._resync_thread: threading.Thread | None = None
         self._handler_ids: Final = itertools.count(1)
 
+    @property
+    def settings(self) -> InformerSettings:
+        """What this informer was created with (its list paging, resync, handler bounds)."""
+        return self._settings
+
     # ----- handlers --------------------------------------------------------------------------------------
 
     def add_event_handler(

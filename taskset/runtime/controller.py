@@ -19,7 +19,10 @@ from typing import Any, Final, Protocol
 
 from clock import Clock, RealClock
 from informers import (
+    DEFAULT_PAGE_SIZE,
     DeletedFinalStateUnknown,
+    InformerSettings,
+    ReflectorSettings,
     Resource,
     SharedInformer,
     SharedInformerFactory,
@@ -61,6 +64,13 @@ TASKSETS: Final = Resource(group=GROUP, version=VERSION, plural=PLURAL)
 PODS: Final = Resource(group="", version="v1", plural="pods")
 CONFIGMAPS: Final = Resource(group="", version="v1", plural="configmaps")
 NODES: Final = Resource(group="", version="v1", plural="nodes")
+# Every list in pages, relists at a resource version too (client-go asks those unpaged, so that an older
+# API server answers them from its watch cache rather than etcd). Unpaged, the relist of thousands of
+# Pods is one response of megabytes that must be read within the API server's one-minute request
+# timeout; on a busy machine it was cut short again and again, leaving the cache blind for minutes.
+# Since Kubernetes 1.34 the watch cache serves a paged list at a resource version from its snapshots,
+# so paging costs etcd nothing there; on an older server it is one controller's paged read of etcd.
+CACHE_SETTINGS: Final = InformerSettings(reflector=ReflectorSettings(page_size=DEFAULT_PAGE_SIZE))
 # Seconds a change of a Pod or ControlUnit waits before its TaskSet is reconciled, so that a wave of
 # them (a pass's creates or deletes being answered; a role's Pods being scheduled, starting or exiting)
 # is handled in one pass and one status write instead of one each. The Kubernetes Job controller
@@ -143,7 +153,9 @@ class Controller:
             lister_watchers = sharded_factory(
                 lister_watchers, shards.view, shard=lambda target: target.resource not in whole
             )
-        self._factory = SharedInformerFactory(lister_watcher_for=lister_watchers, logger=logger)
+        self._factory = SharedInformerFactory(
+            lister_watcher_for=lister_watchers, settings=CACHE_SETTINGS, logger=logger
+        )
         namespace = settings.namespace or None
         self.tasksets: SharedInformer = self._factory.informer_for(
             TASKSETS, namespace=namespace, transform=slim_taskset
