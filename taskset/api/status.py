@@ -84,8 +84,10 @@ def seconds_since(value: str | None, now: datetime) -> float:
     return math.inf if moment is None else (now - moment).total_seconds()
 
 
-@dataclass
+@dataclass(frozen=True)
 class TerminatedInfo:
+    """How the replica's last Pod ended; never changed once made, so a pass's copy shares it."""
+
     exit_code: int
     exit_message: str = ""
     signal: int = 0
@@ -111,10 +113,11 @@ class TerminatedInfo:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class FailureRecord:
     """Which failure rule matched the replica's failed attempt, its action and why. Kept
-    until the replica's next attempt starts; the event of the same reason says it for good."""
+    until the replica's next attempt starts; the event of the same reason says it for good. Immutable,
+    as ``TerminatedInfo``."""
 
     rule: str
     action: FailureAction
@@ -165,10 +168,8 @@ class ReplicaStatus:
     next_attempt: RetryEffect | None = None
 
     def copy(self) -> ReplicaStatus:
-        fresh = _shallow(self)
-        fresh.terminated_info = None if self.terminated_info is None else _shallow(self.terminated_info)
-        fresh.failure = None if self.failure is None else _shallow(self.failure)
-        return fresh
+        """A private copy for a pass, sharing its records (immutable)."""
+        return _shallow(self)
 
     @property
     def counted_retries(self) -> int:

@@ -23,7 +23,6 @@ from taskset.api.names import control_unit_name, pod_name
 from taskset.api.spec import Role
 from taskset.api.status import ReplicaStatus, clip, seconds_since
 from taskset.decide.capture import capture_pod, pod_history
-from taskset.decide.cleanup import keeps_pods
 from taskset.decide.context import (
     FromResult,
     PassContext,
@@ -37,14 +36,15 @@ from taskset.decide.context import (
     unhandled,
 )
 from taskset.decide.deadlines import deadline_exceeded
-from taskset.decide.machines import REPLICA_MACHINE, ReplicaFacts
+from taskset.decide.machines import REPLICA_MACHINE
 from taskset.decide.next_attempt import pod_decorations
-from taskset.decide.owned_sync import gate, report_hold
+from taskset.decide.owned_sync import report_hold
 from taskset.decide.plan import ActionResult, CreatePod, DeletePod, Event, ResultKind, RowRef
-from taskset.decide.policies import replica_may_retry, replica_retry_decision, retry_due
+from taskset.decide.policies import replica_retry_decision
+from taskset.decide.replica_facts import LazyReplicaFacts
 from taskset.decide.retrying import count_retry, observe_end, replica_delay, schedule_retry
-from taskset.decide.start_deadline import requeue_for_start, start_deadline_passed, start_deadline_rows
-from taskset.decide.suspension import replica_rows, suspended
+from taskset.decide.start_deadline import requeue_for_start, start_deadline_rows
+from taskset.decide.suspension import replica_rows
 from taskset.decide.upkeep import STRAY_POD
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
@@ -95,7 +95,7 @@ def run_replica(ctx: PassContext, position: int, role: Role, replica: ReplicaSta
         ):
             capture_pod(ctx, replica, pod)
         observe_end(ctx, role, replica, pod if kind in _OURS else None)
-        facts = _replica_facts(ctx, position, role, replica, pod=pod, kind=kind)
+        facts = LazyReplicaFacts(ctx, (position, role, replica), pod, kind)
         transition = REPLICA_MACHINE.step(replica.phase, facts)
         if transition is None:
             return
@@ -132,59 +132,6 @@ def _classify(ctx: PassContext, replica: ReplicaStatus, pod: PodView | None) -> 
 def _replica_pod(ctx: PassContext, role: Role, replica: ReplicaStatus) -> tuple[PodView | None, PodClass]:
     pod = ctx.observed.pods.get(pod_name(ctx.ref.name, role.name, replica.index))
     return pod, _classify(ctx, replica, pod)
-
-
-def _earlier_attempt_alive(ctx: PassContext) -> bool:
-    """W-11: a Pod of this TaskSet that the current ControlUnit does not control belongs to an earlier
-    attempt, left behind when that attempt's ControlUnit was deleted externally with Background or Orphan
-    propagation (8.3). Row P0 deletes each replica's own; no replica starts the next attempt's Pod until
-    every one of them is gone, or the two attempts would overlap."""
-    unit = ctx.status.control_unit_uid
-    found = ctx.earlier_attempt_pods.get(unit)
-    if found is None:
-        pods = ctx.observed.pods.values()
-        found = any(pod.taskset_uid == ctx.ref.uid and pod.controller_uid != unit for pod in pods)
-        ctx.earlier_attempt_pods[unit] = found
-    return found
-
-
-def _creates_allowed(ctx: PassContext, position: int, role: Role, replica: ReplicaStatus) -> bool:
-    """Whether the replica's Pod may be created: not while the TaskSet is being deleted, not once its
-    ``activeDeadlineSeconds`` passed (the same pass ends the attempt: a retry that fell due then, as
-    when the controller was down, starts no Pod), nor while an integration holds the role (asked only
-    of replicas about to create: a running role costs nothing)."""
-    if ctx.ref.deleting or deadline_exceeded(ctx):
-        return False
-    return replica.phase != ReplicaPhase.ATTEMPT_PENDING or gate(ctx, position, role) is None
-
-
-def _replica_facts(
-    ctx: PassContext,
-    position: int,
-    role: Role,
-    replica: ReplicaStatus,
-    *,
-    pod: PodView | None,
-    kind: PodClass,
-) -> ReplicaFacts:
-    elapsed = seconds_since(replica.transition_time, ctx.now)
-    return ReplicaFacts(
-        pod=kind,
-        pod_deleting=pod is not None and pod.deleting,
-        pod_terminal=pod is not None and pod.terminal,
-        pod_running=pod is not None and pod.running,
-        pod_assigned=pod is not None and pod.assigned,
-        stopped=replica.stopped,
-        creates_allowed=_creates_allowed(ctx, position, role, replica),
-        creation_timed_out=elapsed > ctx.settings.cache_creation_timeout,
-        may_retry=replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting),
-        retry_due=retry_due(replica_delay(ctx, role, replica), elapsed),
-        earlier_attempt_alive=replica.phase == ReplicaPhase.ATTEMPT_PENDING and _earlier_attempt_alive(ctx),
-        suspended=suspended(ctx),
-        suspend_deleted=replica.suspended,
-        start_deadline_passed=start_deadline_passed(role, replica, pod if kind in _OURS else None, ctx.now),
-        keeps_finished=keeps_pods(ctx),
-    )
 
 
 def _delete_stray(ctx: PassContext, position: int, replica: ReplicaStatus, pod: PodView) -> None:

@@ -3,6 +3,7 @@ can never make the status too large for etcd (a 4 KiB termination message per re
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +181,9 @@ def test_400_replicas_with_maximal_termination_messages_are_well_under_the_etcd_
     status = big_status(400)
     for replica in status.roles[0].replicas:
         assert replica.terminated_info is not None
-        replica.terminated_info.exit_message = "x" * 4096  # the kubelet's maximum
+        replica.terminated_info = replace(
+            replica.terminated_info, exit_message="x" * 4096
+        )  # the kubelet's maximum
     size = len(orjson.dumps(status.to_json()))
     worst = worst_replica_bytes()
     print(f"400 replicas x 4 KiB termination messages: {size} bytes; worst replica entry: {worst} bytes")

@@ -5,7 +5,7 @@ and equals it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import fields, is_dataclass
+from dataclasses import FrozenInstanceError, fields, is_dataclass, replace
 
 import pytest
 
@@ -44,7 +44,8 @@ def rich_status() -> st.TaskSetStatus:
 
 
 def mutable_parts(node: object) -> Iterator[object]:
-    """Every list, dict and record reachable from ``node``, itself included."""
+    """Every list, dict and record reachable from ``node``, itself included; a frozen record is not
+    mutable itself (a copy may share it), its lists and dicts are."""
     if isinstance(node, list):
         yield node
         for item in node:
@@ -54,9 +55,19 @@ def mutable_parts(node: object) -> Iterator[object]:
         for value in node.values():
             yield from mutable_parts(value)
     elif is_dataclass(node) and not isinstance(node, type):
-        yield node
+        if not type(node).__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            yield node
         for field in fields(node):
             yield from mutable_parts(getattr(node, field.name))
+
+
+def test_the_records_a_copy_shares_cannot_change() -> None:
+    info = st.TerminatedInfo(exit_code=1)
+    with pytest.raises(FrozenInstanceError):
+        info.exit_code = 0  # type: ignore[misc]
+    failure = st.FailureRecord("rule-0", FailureAction.RETRY_NOT_COUNTED, "evicted")
+    with pytest.raises(FrozenInstanceError):
+        failure.message = ""  # type: ignore[misc]
 
 
 def test_a_copy_equals_the_original() -> None:
@@ -80,8 +91,9 @@ def test_changing_a_copy_leaves_the_original_as_it_was() -> None:
     before = original.full_json()
     changed = original.copy()
     changed.roles[0].replicas[0].phase_message = "changed"
-    assert changed.roles[0].replicas[0].terminated_info is not None
-    changed.roles[0].replicas[0].terminated_info.exit_code = 9
+    info = changed.roles[0].replicas[0].terminated_info
+    assert info is not None
+    changed.roles[0].replicas[0].terminated_info = replace(info, exit_code=9)
     changed.roles[0].replicas.append(st.ReplicaStatus(index=2, name="worker"))
     changed.conditions[0].message = "changed"
     assert original.full_json() == before

@@ -7,7 +7,7 @@ status budget's edge, measured to the byte."""
 from __future__ import annotations
 
 import random
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import orjson
 import pytest
@@ -50,9 +50,10 @@ def edit(rng: random.Random, r: ReplicaStatus, role: str) -> None:
     elif change == 6:
         ended = [TerminatedInfo(0, "", 0, "Completed"), TerminatedInfo(3, "<x>")]
         r.terminated_info = rng.choice([None, *ended])
-    elif change == 7 and r.terminated_info is not None:  # changed in place, as a record may be
-        r.terminated_info.exit_code = rng.choice([0, 1, True, False])
-        r.terminated_info.signal = rng.choice([0, 9, True])
+    elif change == 7 and r.terminated_info is not None:  # a record is replaced, never changed in place
+        r.terminated_info = replace(
+            r.terminated_info, exit_code=rng.choice([0, 1, True, False]), signal=rng.choice([0, 9, True])
+        )
     elif change == 8:
         action = rng.choice(list(FailureAction))
         r.failure = rng.choice([None, FailureRecord("oom", action, "OOMKilled & gone")])
@@ -151,3 +152,27 @@ def test_a_boolean_exit_code_read_from_a_hand_edit_is_written_as_it_reads() -> N
     edited = st.copy()
     edited.roles[0].replicas[0].terminated_info = TerminatedInfo(True)
     assert orjson.dumps(writer.to_json(edited)) == orjson.dumps(edited.to_json())
+
+
+def test_a_replica_changed_after_a_write_of_the_same_status_is_written_as_it_is_now() -> None:
+    """A pass that persists first writes its status, then goes on changing the same replicas and writes
+    again: the second write must not take the first's record for a replica that is now different."""
+    st = TaskSetStatus(roles=[RoleStatus("w", [ReplicaStatus(i, "w") for i in range(3)])])
+    writer = StatusWriter()
+    writer.to_json(st)
+    st.roles[0].replicas[1].phase_message = "changed after the first write"
+    st.roles[0].replicas[2].terminated_info = TerminatedInfo(0, reason="Completed")
+    assert orjson.dumps(writer.to_json(st)) == orjson.dumps(st.to_json())
+
+
+def test_an_equal_record_that_is_not_the_same_object_is_compared_by_content() -> None:
+    """Equal fields, but the exit code's record replaced by an equal one of another type: the record is
+    written as it reads now."""
+    st = TaskSetStatus(roles=[RoleStatus("w", [ReplicaStatus(0, "w", terminated_info=TerminatedInfo(0))])])
+    writer = StatusWriter()
+    writer.to_json(st)
+    again = st.copy()
+    again.roles[0].replicas[0].terminated_info = TerminatedInfo(False)
+    written = orjson.dumps(writer.to_json(again))
+    assert b'"exitCode":false' in written
+    assert written == orjson.dumps(again.to_json())
