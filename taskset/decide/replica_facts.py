@@ -5,7 +5,6 @@ whether a Pod may be created now)."""
 from __future__ import annotations
 
 from dataclasses import fields
-from functools import cached_property
 
 from taskset.api.constants import ReplicaPhase
 from taskset.api.spec import Role
@@ -49,14 +48,15 @@ def creates_allowed(ctx: PassContext, position: int, role: Role, replica: Replic
 
 
 class LazyReplicaFacts(ReplicaFacts):
-    """The replica's facts, each worked out when a guard of its phase first reads it.
+    """The replica's facts, each worked out when a guard of its phase reads it.
 
     A pass steps every replica of the TaskSet, and most of them settle in a row that reads a few cheap
     facts (a running Pod still runs; a completed replica has no row at all): working out every fact
     for each (the retry delay, the deadlines, the role's gates, the times parsed) cost a 2,000-replica
     pass most of its time. The guards only read facts, and all of them are read before the row's effect
     changes anything, so a fact worked out late has the value it would have had at the start. Values
-    as ``ReplicaFacts`` holds them, field by field those of the facts built whole."""
+    as ``ReplicaFacts`` holds them, field by field those of the facts built whole. Not remembered: a
+    step reads each at most a few times, and Python 3.11's ``cached_property`` takes a lock per read."""
 
     _in: tuple[PassContext, int, Role, ReplicaStatus, PodView | None, PodClass]
 
@@ -66,73 +66,73 @@ class LazyReplicaFacts(ReplicaFacts):
         position, role, replica = at
         object.__setattr__(self, "_in", (ctx, position, role, replica, pod, kind))
 
-    @cached_property
+    @property
     def pod(self) -> PodClass:
         return self._in[5]
 
-    @cached_property
+    @property
     def pod_deleting(self) -> bool:
         pod = self._in[4]
         return pod is not None and pod.deleting
 
-    @cached_property
+    @property
     def pod_terminal(self) -> bool:
         pod = self._in[4]
         return pod is not None and pod.terminal
 
-    @cached_property
+    @property
     def pod_running(self) -> bool:
         pod = self._in[4]
         return pod is not None and pod.running
 
-    @cached_property
+    @property
     def pod_assigned(self) -> bool:
         pod = self._in[4]
         return pod is not None and pod.assigned
 
-    @cached_property
+    @property
     def stopped(self) -> bool:
         return self._in[3].stopped
 
-    @cached_property
+    @property
     def creates_allowed(self) -> bool:
         ctx, position, role, replica, _, _ = self._in
         return creates_allowed(ctx, position, role, replica)
 
-    @cached_property
+    @property
     def creation_timed_out(self) -> bool:
         ctx, replica = self._in[0], self._in[3]
         return seconds_since(replica.transition_time, ctx.now) > ctx.settings.cache_creation_timeout
 
-    @cached_property
+    @property
     def may_retry(self) -> bool:
         ctx, _, role, replica, _, _ = self._in
         return replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting)
 
-    @cached_property
+    @property
     def retry_due(self) -> bool:
         ctx, _, role, replica, _, _ = self._in
         return retry_due(replica_delay(ctx, role, replica), seconds_since(replica.transition_time, ctx.now))
 
-    @cached_property
+    @property
     def earlier_attempt_alive(self) -> bool:
         ctx, replica = self._in[0], self._in[3]
         return replica.phase == ReplicaPhase.ATTEMPT_PENDING and earlier_attempt_alive(ctx)
 
-    @cached_property
+    @property
     def suspended(self) -> bool:
         return suspended(self._in[0])
 
-    @cached_property
+    @property
     def suspend_deleted(self) -> bool:
         return self._in[3].suspended
 
-    @cached_property
+    @property
     def start_deadline_passed(self) -> bool:
         ctx, _, role, replica, pod, kind = self._in
         return start_deadline_passed(role, replica, pod if kind in _OURS else None, ctx.now)
 
-    @cached_property
+    @property
     def keeps_finished(self) -> bool:
         return keeps_pods(self._in[0])
 
