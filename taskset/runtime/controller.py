@@ -77,18 +77,6 @@ CACHE_SETTINGS: Final = InformerSettings(reflector=ReflectorSettings(page_size=D
 # batches its Pods' adds, updates and deletes the same way (1 s there); a TaskSet's own changes are
 # not batched.
 POD_EVENT_BATCH: Final = 0.5
-# A large TaskSet waits longer: every pass visits all its replicas and checks its whole status, so its
-# passes cost in proportion to its size, and one every 0.5 s kept a core a fifth busy for a single
-# 2,000-replica TaskSet. Above 1,000 replicas the wait grows by half a millisecond a replica (1 s at
-# 2,000, the Job controller's), up to 2 s: a few more changes ride along in each pass, for at most
-# that much more delay before a Pod's change is reported.
-BATCH_PER_REPLICA: Final = 0.0005
-POD_EVENT_BATCH_MAX: Final = 2.0
-
-
-def batch_window(replicas: int) -> float:
-    """Seconds a change of one of its objects waits before a TaskSet of ``replicas`` is reconciled."""
-    return min(POD_EVENT_BATCH_MAX, max(POD_EVENT_BATCH, replicas * BATCH_PER_REPLICA))
 
 
 @dataclass(frozen=True)
@@ -328,7 +316,7 @@ class Controller:
         TaskSet is simply enqueued, batched like a Pod's change."""
         for taskset in self.tasksets.store.list():
             if str((taskset.get("status") or {}).get("state")) not in ("Succeeded", "Failed"):
-                self._enqueue_batched(meta_namespace_key(taskset))
+                self.queue.add_after(meta_namespace_key(taskset), POD_EVENT_BATCH)
 
     def _node_changed(self, node: Mapping[str, Any]) -> None:
         """A node's health changed (lost, back, tainted out of service): the TaskSets with Pods on it
@@ -345,7 +333,7 @@ class Controller:
     def _enqueue_on_node(self, node: str) -> None:
         for pod in self.pods.store.by_index(NODE_INDEX, node):
             for key in taskset_index(pod):
-                self._enqueue_batched(key)
+                self.queue.add_after(key, POD_EVENT_BATCH)
 
     def _created(self, obj: Mapping[str, Any]) -> None:
         self.reconciler.creation_observed(obj)
@@ -367,14 +355,10 @@ class Controller:
             self._log.exception("a deleted Pod's last state could not be read")
 
     def _enqueue_owner_batched(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
+        """In ``POD_EVENT_BATCH`` seconds: a key already waiting keeps its earlier deadline, so the first
+        change of a wave sets the time and the rest of the wave rides along."""
         for key in _owner_keys(obj):
-            self._enqueue_batched(key)
-
-    def _enqueue_batched(self, key: str) -> None:
-        """In the TaskSet's batching window (``batch_window`` of the replicas its last pass saw): a key
-        already waiting keeps its earlier deadline, so the first change of a wave sets the time and the
-        rest of the wave rides along."""
-        self.queue.add_after(key, batch_window(self.reconciler.replicas_seen(key)))
+            self.queue.add_after(key, POD_EVENT_BATCH)
 
     # ----- lifecycle ---------------------------------------------------------------------------------
     def start(self, *, workers: bool = True) -> None:

@@ -175,10 +175,6 @@ class Reconciler:
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
-        # The replicas of each TaskSet's last pass, by key: how long its objects' changes are batched
-        # (``taskset.runtime.controller.batch_window``). Read by the caches' handlers, written by the
-        # workers: one dict item at a time, which the interpreter does atomically.
-        self._replicas: dict[str, int] = {}
 
     # ----- entry ----------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> ReconcileResult:
@@ -220,7 +216,6 @@ class Reconciler:
             if pass_.plan.snapshot_wanted is not None:  # not reached: the fetch checked the digest
                 return ReconcileResult(error=f"ControlUnit {unit.name}'s snapshot is still unknown")
         plan = pass_.plan
-        self._replicas[key] = sum(len(role.replicas) for role in plan.status.roles)
         persisted = False
         done = 0
         while done < len(plan.intents):  # results may add intents (a chain that goes on, decide.py)
@@ -553,10 +548,6 @@ class Reconciler:
             return None
         return str(live["metadata"]["resourceVersion"])
 
-    def replicas_seen(self, key: str) -> int:
-        """The replicas ``key``'s last pass saw (0 before its first)."""
-        return self._replicas.get(key, 0)
-
     def forget(self, key: str) -> None:
         """Drop what this process remembers of ``key`` (its shard went to another replica)."""
         self._forget(key)
@@ -565,7 +556,6 @@ class Reconciler:
         """Start ``key`` over from the live object: it is gone, or someone else wrote its status."""
         self._records.forget(key)
         self._expectations.forget(key)
-        self._replicas.pop(key, None)
 
     # ----- report ---------------------------------------------------------------------------------------
     def _emit(self, ref: TaskSetRef, plan: Plan) -> None:

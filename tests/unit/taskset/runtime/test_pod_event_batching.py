@@ -14,13 +14,7 @@ import pytest
 from clock import FakeClock
 from informers import DeletedFinalStateUnknown, EventHandler
 from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET
-from taskset.runtime.controller import (
-    POD_EVENT_BATCH,
-    POD_EVENT_BATCH_MAX,
-    Controller,
-    ControllerSettings,
-    batch_window,
-)
+from taskset.runtime.controller import POD_EVENT_BATCH, Controller, ControllerSettings
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
 
@@ -75,36 +69,6 @@ def test_a_wave_of_pod_updates_is_one_key_at_the_first_changes_deadline(
     assert controller.queue.get() == "ns/ts"
     controller.queue.done("ns/ts")
     assert queued_after(controller, clock, POD_EVENT_BATCH, expected=1) == 0  # nothing else was waiting
-
-
-@pytest.mark.parametrize(
-    ("replicas", "window"),
-    [
-        (0, POD_EVENT_BATCH),
-        (5, POD_EVENT_BATCH),
-        (1_000, POD_EVENT_BATCH),
-        (2_000, 1.0),
-        (3_000, 1.5),
-        (4_000, POD_EVENT_BATCH_MAX),
-        (10_000, POD_EVENT_BATCH_MAX),
-    ],
-)
-def test_the_batching_window_grows_with_the_taskset_from_a_thousand_replicas_up_to_its_cap(
-    replicas: int, window: float
-) -> None:
-    assert batch_window(replicas) == pytest.approx(window)
-
-
-def test_the_pods_of_a_large_taskset_wait_its_longer_window(controller: Controller, clock: FakeClock) -> None:
-    """The window is the one of the replicas the TaskSet's last pass saw; another TaskSet keeps its own."""
-    controller.reconciler._replicas["ns/big"] = 3_000
-    controller._enqueue_owner_batched(owned("big-worker-0", "big"))
-    controller._enqueue_owner_batched(owned("small-worker-0", "small"))
-    assert queued_after(controller, clock, POD_EVENT_BATCH, expected=1) == 1
-    assert controller.queue.get() == "ns/small"
-    assert queued_after(controller, clock, 1.5 - POD_EVENT_BATCH - 0.05, expected=1) == 0
-    assert queued_after(controller, clock, 0.05, expected=1) == 1
-    assert controller.queue.get() == "ns/big"
 
 
 def test_pods_of_two_tasksets_give_two_keys(controller: Controller, clock: FakeClock) -> None:
