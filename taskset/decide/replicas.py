@@ -44,7 +44,7 @@ from taskset.decide.policies import replica_retry_decision
 from taskset.decide.replica_facts import LazyReplicaFacts
 from taskset.decide.retrying import count_retry, observe_end, replica_delay, schedule_retry
 from taskset.decide.start_deadline import requeue_for_start, start_deadline_rows
-from taskset.decide.suspension import replica_rows
+from taskset.decide.suspension import replica_rows, suspended
 from taskset.decide.upkeep import STRAY_POD
 from taskset.decide.waiting import (
     WAIT_MESSAGE_MAX,
@@ -84,6 +84,10 @@ class ReplicaAt:
 
 def run_replica(ctx: PassContext, position: int, role: Role, replica: ReplicaStatus) -> None:
     """Step the replica's machine until it waits, an action is in flight, or it is done."""
+    # Whether the attempt is suspended is worked out once a pass, from the TaskSet's phase when first
+    # asked: asked here, at the first replica's step, whether or not a guard reads it, so that a later
+    # stage (the attempt may have ended by then) reads the answer the replicas had.
+    suspended(ctx)
     for _ in range(ctx.settings.max_chain):
         pod, kind = _replica_pod(ctx, role, replica)
         if pod is not None and kind == PodClass.DUPLICATE:
