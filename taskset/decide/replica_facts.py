@@ -20,8 +20,6 @@ from taskset.decide.start_deadline import start_deadline_passed
 from taskset.decide.suspension import suspended
 from taskset.observed.views import PodClass, PodView
 
-_OURS = (PodClass.CURRENT, PodClass.ADOPTABLE)
-
 
 def earlier_attempt_alive(ctx: PassContext) -> bool:
     """W-11: a Pod of this TaskSet that the current ControlUnit does not control belongs to an earlier
@@ -58,83 +56,89 @@ class LazyReplicaFacts(ReplicaFacts):
     as ``ReplicaFacts`` holds them, field by field those of the facts built whole. Not remembered: a
     step reads each at most a few times, and Python 3.11's ``cached_property`` takes a lock per read."""
 
-    _in: tuple[PassContext, int, Role, ReplicaStatus, PodView | None, PodClass]
+    _ctx: PassContext
+    _position: int
+    _role: Role
+    _replica: ReplicaStatus
+    _pod: PodView | None
+    _kind: PodClass
 
     def __init__(
-        self, ctx: PassContext, at: tuple[int, Role, ReplicaStatus], pod: PodView | None, kind: PodClass
+        self,
+        ctx: PassContext,
+        position: int,
+        role: Role,
+        replica: ReplicaStatus,
+        *,
+        pod: PodView | None,
+        kind: PodClass,
     ) -> None:
-        position, role, replica = at
-        object.__setattr__(self, "_in", (ctx, position, role, replica, pod, kind))
+        # The instance's own dict: the frozen base refuses attribute writes.
+        vars(self).update(_ctx=ctx, _position=position, _role=role, _replica=replica, _pod=pod, _kind=kind)
 
     @property
     def pod(self) -> PodClass:
-        return self._in[5]
+        return self._kind
 
     @property
     def pod_deleting(self) -> bool:
-        pod = self._in[4]
-        return pod is not None and pod.deleting
+        return self._pod is not None and self._pod.deleting
 
     @property
     def pod_terminal(self) -> bool:
-        pod = self._in[4]
-        return pod is not None and pod.terminal
+        return self._pod is not None and self._pod.terminal
 
     @property
     def pod_running(self) -> bool:
-        pod = self._in[4]
-        return pod is not None and pod.running
+        return self._pod is not None and self._pod.running
 
     @property
     def pod_assigned(self) -> bool:
-        pod = self._in[4]
-        return pod is not None and pod.assigned
+        return self._pod is not None and self._pod.assigned
 
     @property
     def stopped(self) -> bool:
-        return self._in[3].stopped
+        return self._replica.stopped
 
     @property
     def creates_allowed(self) -> bool:
-        ctx, position, role, replica, _, _ = self._in
-        return creates_allowed(ctx, position, role, replica)
+        return creates_allowed(self._ctx, self._position, self._role, self._replica)
 
     @property
     def creation_timed_out(self) -> bool:
-        ctx, replica = self._in[0], self._in[3]
-        return seconds_since(replica.transition_time, ctx.now) > ctx.settings.cache_creation_timeout
+        waited = seconds_since(self._replica.transition_time, self._ctx.now)
+        return waited > self._ctx.settings.cache_creation_timeout
 
     @property
     def may_retry(self) -> bool:
-        ctx, _, role, replica, _, _ = self._in
-        return replica_may_retry(role.retry_policy, replica, taskset_deleting=ctx.ref.deleting)
+        policy = self._role.retry_policy
+        return replica_may_retry(policy, self._replica, taskset_deleting=self._ctx.ref.deleting)
 
     @property
     def retry_due(self) -> bool:
-        ctx, _, role, replica, _, _ = self._in
-        return retry_due(replica_delay(ctx, role, replica), seconds_since(replica.transition_time, ctx.now))
+        delay = replica_delay(self._ctx, self._role, self._replica)
+        return retry_due(delay, seconds_since(self._replica.transition_time, self._ctx.now))
 
     @property
     def earlier_attempt_alive(self) -> bool:
-        ctx, replica = self._in[0], self._in[3]
-        return replica.phase == ReplicaPhase.ATTEMPT_PENDING and earlier_attempt_alive(ctx)
+        return self._replica.phase == ReplicaPhase.ATTEMPT_PENDING and earlier_attempt_alive(self._ctx)
 
     @property
     def suspended(self) -> bool:
-        return suspended(self._in[0])
+        return suspended(self._ctx)
 
     @property
     def suspend_deleted(self) -> bool:
-        return self._in[3].suspended
+        return self._replica.suspended
 
     @property
     def start_deadline_passed(self) -> bool:
-        ctx, _, role, replica, pod, kind = self._in
-        return start_deadline_passed(role, replica, pod if kind in _OURS else None, ctx.now)
+        own = self._pod if self.ours else None
+        return start_deadline_passed(self._role, self._replica, own, self._ctx.now)
 
     @property
     def keeps_finished(self) -> bool:
-        return keeps_pods(self._in[0])
+        return keeps_pods(self._ctx)
 
 
 # Every fact a replica's guards may read is worked out above, but the one only the role sets for its

@@ -99,7 +99,7 @@ def run_replica(ctx: PassContext, position: int, role: Role, replica: ReplicaSta
         ):
             capture_pod(ctx, replica, pod)
         observe_end(ctx, role, replica, pod if kind in _OURS else None)
-        facts = LazyReplicaFacts(ctx, (position, role, replica), pod, kind)
+        facts = LazyReplicaFacts(ctx, position, role, replica, pod=pod, kind=kind)
         transition = REPLICA_MACHINE.step(replica.phase, facts)
         if transition is None:
             return

@@ -57,7 +57,7 @@ def facts_of(world: World, index: int) -> LazyReplicaFacts:
     role, replica = ctx.plan.spec.roles[0], status.roles[0].replicas[index]
     pod = ctx.observed.pods.get(replica.pod_name)
     kind = PodClass.CURRENT if pod is not None else PodClass.ABSENT
-    return LazyReplicaFacts(ctx, (0, role, replica), pod, kind)
+    return LazyReplicaFacts(ctx, 0, role, replica, pod=pod, kind=kind)
 
 
 def values(facts: ReplicaFacts) -> dict[str, object]:
