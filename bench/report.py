@@ -320,7 +320,12 @@ def one_line(s: dict[str, Any]) -> str:
         line += f", create->all pods p50/p99 {lat['p50']}/{lat['p99']} s"
     if s.get("status_bytes_peak"):
         line += f", status peak {s['status_bytes_peak']} B"
-    return f"{line} [{ok}]"
+    line = f"{line} [{ok}]"
+    if s.get("controller_cpu_by_thread"):
+        groups = list(s["controller_cpu_by_thread"].items())[:6]
+        shares = ", ".join(f"{name} {seconds:g}" for name, seconds in groups)
+        line += f"\n    controller CPU s by thread: {shares}"
+    return line
 
 
 def _fmt(value: Any) -> str:

@@ -34,6 +34,7 @@ from bench.scenarios import (
     replicas_of,
     taskset,
 )
+from bench.threads import by_group, cpu_by_thread, thread_names
 from devcluster import Cluster, Settings
 from taskset.api import constants as c
 from taskset.runtime.kube import RateLimiter
@@ -130,6 +131,20 @@ class Bench:
         """Every process whose CPU a scenario reports: the control plane's, the controller, this driver."""
         return {**self.cluster.pids(), "controller": self.controller.pid, "bench driver": os.getpid()}
 
+    def cpu_now(self) -> tuple[dict[str, float], dict[int, float]]:
+        """CPU seconds so far of each process and of each of the controller's threads."""
+        return cpu_by_process(self.processes()), cpu_by_thread(self.controller.pid)
+
+    def cpu_since(self, before: tuple[dict[str, float], dict[int, float]]) -> dict[str, Any]:
+        """What each process, and each group of the controller's threads (``bench.threads``), spent
+        since ``before``."""
+        processes, threads = before
+        pid = self.controller.pid
+        return {
+            "cpu_seconds_by_process": cpu_difference(cpu_by_process(self.processes()), processes),
+            "controller_cpu_by_thread": by_group(threads, cpu_by_thread(pid), thread_names(pid)),
+        }
+
     # ----- namespaces ----------------------------------------------------------------------------
     def namespace(self, scenario: str) -> str:
         name = f"bench-{scenario}-{self.seed}-{int(time.time()) % 100000}"
@@ -182,7 +197,7 @@ class Bench:
         log_offset = self.controller.log_size()
         before = self.controller.scrape()
         profiler = self.profiler(scenario)
-        cpu_before = cpu_by_process(self.processes())
+        cpu_before = self.cpu_now()
         start_point = self.sampler.sample()
         started = start_point[0]
         create_errors: list[str] = []
@@ -201,7 +216,7 @@ class Bench:
         except TimeoutError as err:
             timed_out = str(err)
         ended = self.sampler.sample()
-        cpu_used = cpu_difference(cpu_by_process(self.processes()), cpu_before)
+        cpu_used = self.cpu_since(cpu_before)
         profile = profiler.stop() if profiler is not None else None
         time.sleep(1.0)  # the controller's last status write and its metrics
         after = self.controller.scrape()
@@ -225,7 +240,7 @@ class Bench:
         log = self.controller.log_lines_since(log_offset)  # the controller's log of this scenario
         errors.extend(error_lines(log)[:20])
         result["correctness"]["duplicates"] = recorder.duplicates
-        result["cpu_seconds_by_process"] = cpu_used
+        result |= cpu_used  # cpu_seconds_by_process, controller_cpu_by_thread
         result["creation_window"] = self.creation_window([p.added for p in pods if p.replica_attempt == 0])
         if profile is not None:
             result["profile"] = profile
