@@ -36,6 +36,7 @@ class PodRecord:
     exit_phase: str = ""
     exit_codes: tuple[int, ...] = ()  # of its containers, once it exited
     deleted: float | None = None
+    events: int = 0  # watch events seen for it (ADDED, every MODIFIED, DELETED): what a Pod watch carries
 
 
 @dataclass
@@ -103,6 +104,7 @@ class Recorder:
                 if live is not None and live != uid:
                     self.duplicates.append(f"{record.name}: {live} still live when {uid} appeared")
                 self._live[record.name] = uid
+            record.events += 1
             status = pod.get("status") or {}
             phase = status.get("phase", "")
             if record.running is None and phase == "Running":

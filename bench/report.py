@@ -169,6 +169,7 @@ def taskset_scenario(
         "pod_creation_rate": rate(first_added),
         "pod_creation_rate_including_retries": rate(pod_added),
         "status_bytes_peak": max((t.status_bytes_peak for t in tasksets), default=0),
+        "pod_watch_events_per_pod": round(sum(p.events for p in pods) / len(pods), 2) if pods else None,
         "controller": {
             "cpu_seconds": round(cpu, 2),
             "cpu_seconds_per_1000_pods": round(cpu / len(pods) * 1000, 2) if pods else None,
@@ -320,6 +321,8 @@ def one_line(s: dict[str, Any]) -> str:
         line += f", create->all pods p50/p99 {lat['p50']}/{lat['p99']} s"
     if s.get("status_bytes_peak"):
         line += f", status peak {s['status_bytes_peak']} B"
+    if s.get("pod_watch_events_per_pod"):
+        line += f", {s['pod_watch_events_per_pod']:g} watch events a Pod"
     line = f"{line} [{ok}]"
     if s.get("controller_cpu_by_thread"):
         groups = list(s["controller_cpu_by_thread"].items())[:6]
