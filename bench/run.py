@@ -34,7 +34,7 @@ from bench.scenarios import (
     replicas_of,
     taskset,
 )
-from bench.threads import by_group, cpu_by_thread, thread_names
+from bench.threads import cpu_difference, cpu_now, cpu_since
 from devcluster import Cluster, Settings
 from taskset.api import constants as c
 from taskset.runtime.kube import RateLimiter
@@ -131,20 +131,6 @@ class Bench:
         """Every process whose CPU a scenario reports: the control plane's, the controller, this driver."""
         return {**self.cluster.pids(), "controller": self.controller.pid, "bench driver": os.getpid()}
 
-    def cpu_now(self) -> tuple[dict[str, float], dict[int, float]]:
-        """CPU seconds so far of each process and of each of the controller's threads."""
-        return cpu_by_process(self.processes()), cpu_by_thread(self.controller.pid)
-
-    def cpu_since(self, before: tuple[dict[str, float], dict[int, float]]) -> dict[str, Any]:
-        """What each process, and each group of the controller's threads (``bench.threads``), spent
-        since ``before``."""
-        processes, threads = before
-        pid = self.controller.pid
-        return {
-            "cpu_seconds_by_process": cpu_difference(cpu_by_process(self.processes()), processes),
-            "controller_cpu_by_thread": by_group(threads, cpu_by_thread(pid), thread_names(pid)),
-        }
-
     # ----- namespaces ----------------------------------------------------------------------------
     def namespace(self, scenario: str) -> str:
         name = f"bench-{scenario}-{self.seed}-{int(time.time()) % 100000}"
@@ -197,7 +183,7 @@ class Bench:
         log_offset = self.controller.log_size()
         before = self.controller.scrape()
         profiler = self.profiler(scenario)
-        cpu_before = self.cpu_now()
+        cpu_before = cpu_now(self.processes(), self.controller.pid)
         start_point = self.sampler.sample()
         started = start_point[0]
         create_errors: list[str] = []
@@ -216,7 +202,7 @@ class Bench:
         except TimeoutError as err:
             timed_out = str(err)
         ended = self.sampler.sample()
-        cpu_used = self.cpu_since(cpu_before)
+        cpu_used = cpu_since(cpu_before, self.processes(), self.controller.pid)
         profile = profiler.stop() if profiler is not None else None
         time.sleep(1.0)  # the controller's last status write and its metrics
         after = self.controller.scrape()
@@ -443,10 +429,6 @@ class Bench:
         profiler = Profiler(self.controller.pid, self.profile_dir / f"profile-{scenario}.txt")
         profiler.start()
         return profiler
-
-
-def cpu_difference(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
-    return {name: round(after[name] - before[name], 2) for name in after if name in before}
 
 
 def submit(

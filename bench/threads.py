@@ -15,10 +15,13 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
+from bench.controller import cpu_by_process
 from bench.profile import py_spy
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+Snapshot = tuple[dict[str, float], dict[int, float]]  # CPU seconds by process name, by controller thread
 UNNAMED = "unnamed"  # a thread py-spy did not name (no py-spy, or it started after the dump)
 # "Thread 31917 (idle): "MainThread"", one per thread, in py-spy dump's output (its native thread id).
 _DUMPED = re.compile(r'^Thread (\d+) \([^)]*\): "(.*)"$', re.MULTILINE)
@@ -76,3 +79,21 @@ def by_group(before: dict[int, float], after: dict[int, float], names: dict[int,
         spent[key] = spent.get(key, 0.0) + seconds - before.get(tid, 0.0)
     ordered = sorted(spent.items(), key=lambda item: (-item[1], item[0]))
     return {key: round(seconds, 2) for key, seconds in ordered if round(seconds, 2) > 0}
+
+
+def cpu_now(processes: dict[str, int], controller: int) -> Snapshot:
+    """CPU seconds so far of each named process and of each of the ``controller`` process's threads."""
+    return cpu_by_process(processes), cpu_by_thread(controller)
+
+
+def cpu_since(before: Snapshot, processes: dict[str, int], controller: int) -> dict[str, Any]:
+    """What each process, and each group of the controller's threads, spent since ``before``."""
+    by_process, by_thread = before
+    return {
+        "cpu_seconds_by_process": cpu_difference(cpu_by_process(processes), by_process),
+        "controller_cpu_by_thread": by_group(by_thread, cpu_by_thread(controller), thread_names(controller)),
+    }
+
+
+def cpu_difference(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {name: round(after[name] - before[name], 2) for name in after if name in before}

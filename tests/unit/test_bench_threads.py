@@ -9,7 +9,7 @@ import time
 import pytest
 
 from bench import report
-from bench.threads import UNNAMED, by_group, cpu_by_thread, group, parse_dump
+from bench.threads import UNNAMED, by_group, cpu_by_thread, cpu_now, cpu_since, group, parse_dump
 
 DUMP = """Process 31917: /work/main/.venv/bin/python -m taskset.daemon.main --kubeconfig=x
 Python v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)
@@ -120,3 +120,16 @@ def test_the_scenario_line_names_the_threads_that_spent_most() -> None:
         line.splitlines()[1]
         == "    controller CPU s by thread: worker 5.05, reflector-pods.v1 labels=TaskSet 3.79"
     )
+
+
+def test_a_scenario_s_cpu_is_what_was_spent_between_its_two_readings() -> None:
+    me = os.getpid()
+    before = cpu_now({"driver": me, "gone": 2**22 + 1}, me)
+    end = time.thread_time() + 0.3
+    while time.thread_time() < end:
+        pass
+    spent = cpu_since(before, {"driver": me, "gone": 2**22 + 1}, me)
+    assert set(spent["cpu_seconds_by_process"]) == {"driver"}  # a process that is gone is left out
+    assert spent["cpu_seconds_by_process"]["driver"] >= 0.25
+    # named by py-spy where the bench's dependencies are installed, else counted as unnamed
+    assert sum(spent["controller_cpu_by_thread"].values()) >= 0.25
