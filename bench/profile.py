@@ -44,7 +44,7 @@ class Profiler:
             "--format",
             "raw",
             "--nonblocking",  # never pause the controller: its timings stay close to an unprofiled run
-            "--gil",  # only the thread holding the GIL: where the CPU goes, not where threads wait
+            "--gil",  # the thread holding the GIL (by CPU seconds: bench.threads)
             "--output",
             str(output),
         ]
