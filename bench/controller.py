@@ -26,7 +26,13 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of ``pid`` (fields 14 and 15 of /proc/<pid>/stat)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat_cpu_seconds(Path(f"/proc/{pid}/stat"))
+
+
+def stat_cpu_seconds(stat_file: Path) -> float:
+    """User + system CPU seconds in a /proc ``stat`` file: a process's, or one thread's
+    (/proc/<pid>/task/<tid>/stat), whose fields are the same."""
+    stat = stat_file.read_text()
     fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 

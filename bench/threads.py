@@ -17,10 +17,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from bench.controller import cpu_by_process
+from bench.controller import cpu_by_process, stat_cpu_seconds
 from bench.profile import py_spy
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 Snapshot = tuple[dict[str, float], dict[int, float]]  # CPU seconds by process name, by controller thread
 UNNAMED = "unnamed"  # a thread py-spy did not name (no py-spy, or it started after the dump)
 # "Thread 31917 (idle): "MainThread"", one per thread, in py-spy dump's output (its native thread id).
@@ -37,11 +36,9 @@ def cpu_by_thread(pid: int) -> dict[int, float]:
         return found
     for tid in tids:
         try:
-            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            found[int(tid)] = stat_cpu_seconds(Path(f"/proc/{pid}/task/{tid}/stat"))
         except OSError:  # the thread ended meanwhile
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        found[int(tid)] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     return found
 
 
