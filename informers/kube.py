@@ -1,7 +1,9 @@
 """The ``ListerWatcher`` for a real API server, over ``informers.rest``'s transport, as raw JSON.
 
-Responses are read as they come (``stream``) and each watch line is decoded once with ``orjson``; no
-generated model is ever built or imported (``informers.kubeconfig`` loads the credentials).
+Responses are read as they come (``stream``) and each watch line is decoded once: whole with ``orjson``,
+or, for a collection whose cache keeps a known part of each object, into that part alone
+(``informers.pruned``). No generated model is ever built or imported (``informers.kubeconfig`` loads
+the credentials).
 
 Timeouts: every request has a connect timeout and a read timeout. For watches the read timeout is a
 per-read inactivity limit, set a little above the API server's bookmark interval (about a minute): a
@@ -15,9 +17,9 @@ from __future__ import annotations
 import builtins
 import http.client
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import orjson
 import urllib3
@@ -29,10 +31,12 @@ from .listwatch import (
     ListResult,
     RawObject,
     RawStatus,
+    Resource,
     TransportError,
     WatchEvent,
     WatchTarget,
 )
+from .pruned import PrunedDecoder, decode_whole_event
 from .rest import as_transport
 
 __all__ = [
@@ -74,11 +78,21 @@ class KubeListerWatcher:
     """Lists and watches one ``WatchTarget`` on the API server of ``api_client``: a ``Transport``, or a
     ``kubernetes`` ``ApiClient`` whose configuration one is made from (``informers.rest.as_transport``)."""
 
-    def __init__(self, *, api_client: Any, target: WatchTarget, settings: KubeSettings | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        api_client: Any,
+        target: WatchTarget,
+        settings: KubeSettings | None = None,
+        decoder: PrunedDecoder | None = None,
+    ) -> None:
+        """``decoder``: builds only what the target's cache keeps of each object (``informers.pruned``);
+        without one, objects are decoded whole."""
         self._api: Final = as_transport(api_client)
         self._target: Final = target
         self._settings: Final = settings or KubeSettings()
         self._path: Final = collection_path(target)
+        self._decoder: Final = decoder
 
     def list(self, options: ListOptions) -> ListResult:
         query: list[tuple[str, str]] = []
@@ -97,8 +111,9 @@ class KubeListerWatcher:
             raise TransportError(f"reading list of {self._target}: {err}") from err
         finally:
             response.release_conn()
+        pruned = self._decoder.page(body) if self._decoder is not None else None
         try:
-            decoded = orjson.loads(body)
+            decoded = orjson.loads(body) if pruned is None else pruned
         except orjson.JSONDecodeError as err:
             raise TransportError(f"undecodable list of {self._target}: {err}") from err
         if not isinstance(decoded, dict):
@@ -131,7 +146,8 @@ class KubeListerWatcher:
         if allow_bookmarks:
             query.append(("allowWatchBookmarks", "true"))
         response = self._get(query + self._selectors(), self._settings.watch_read_timeout)
-        return _KubeWatchStream(response, str(self._target))
+        decode = decode_whole_event if self._decoder is None else self._decoder.event
+        return _KubeWatchStream(response, str(self._target), decode)
 
     def _selectors(self) -> builtins.list[tuple[str, str]]:
         query = []
@@ -164,9 +180,12 @@ class KubeListerWatcher:
 class _KubeWatchStream:
     """One watch response. ``close`` from another thread shuts the socket down so a blocked read returns."""
 
-    def __init__(self, response: urllib3.HTTPResponse, description: str) -> None:
+    def __init__(
+        self, response: urllib3.HTTPResponse, description: str, decode: Callable[[bytes], WatchEvent]
+    ) -> None:
         self._response: Final = response
         self._description: Final = description
+        self._decode: Final = decode
         self._lock: Final = threading.Lock()
         self._closed = False  # guarded by _lock
         self._reading = False  # a thread is inside __iter__'s body; guarded by _lock
@@ -180,7 +199,7 @@ class _KubeWatchStream:
             self._reading = True
         clean = False
         try:
-            yield from parse_watch_lines(self._chunks())
+            yield from parse_watch_lines(self._chunks(), self._decode)
             clean = True
         except TransportError:
             if not self._is_closed():
@@ -228,8 +247,10 @@ class _KubeWatchStream:
             yield chunk
 
 
-def parse_watch_lines(chunks: Iterable[bytes]) -> Iterator[WatchEvent]:
-    """Split a watch response body into newline-delimited JSON events and decode each once.
+def parse_watch_lines(
+    chunks: Iterable[bytes], decode: Callable[[bytes], WatchEvent] = decode_whole_event
+) -> Iterator[WatchEvent]:
+    """Split a watch response body into newline-delimited JSON events and ``decode`` each once.
 
     Raises ``TransportError`` for a line that is not a JSON watch event (a garbled stream is a broken one).
     """
@@ -244,26 +265,14 @@ def parse_watch_lines(chunks: Iterable[bytes]) -> Iterator[WatchEvent]:
             else:
                 line = chunk[start:end]
             if line and not line.isspace():
-                yield _decode_event(line)
+                yield decode(line)
             start = end + 1
         if start < len(chunk):
             partial.append(chunk[start:])
     if partial:
         line = b"".join(partial)
         if not line.isspace():
-            yield _decode_event(line)
-
-
-def _decode_event(line: bytes) -> WatchEvent:
-    try:
-        event: Any = orjson.loads(line)
-    except orjson.JSONDecodeError as err:
-        raise TransportError(f"undecodable watch line: {err}") from err
-    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-        raise TransportError("watch line is not an event")
-    if not isinstance(event.get("object"), dict):
-        event["object"] = {}
-    return cast(WatchEvent, event)  # the decoded dict itself: no copy on the hot path
+            yield decode(line)
 
 
 def _api_error(status: int, reason: str, body: bytes) -> ApiError:
@@ -279,15 +288,21 @@ def _api_error(status: int, reason: str, body: bytes) -> ApiError:
     return ApiError(code=status, reason=reason, message=text)
 
 
-def lister_watcher_factory(api_client: Any, *, settings: KubeSettings | None = None) -> ListerWatcherFactory:
+def lister_watcher_factory(
+    api_client: Any, *, settings: KubeSettings | None = None, shapes: Mapping[Resource, Any] | None = None
+) -> ListerWatcherFactory:
     """A ``ListerWatcherFactory`` for ``SharedInformerFactory``: every target on the same transport.
+    ``shapes``: of a resource whose caches keep only part of each object, that part
+    (``informers.pruned``); its objects are decoded into it.
 
     Size the transport's pool for the watches: at least the number of informers plus worker threads, or
     urllib3 discards and reopens connections.
     """
     api_client = as_transport(api_client)
+    decoders = {resource: PrunedDecoder(shape) for resource, shape in (shapes or {}).items()}
 
     def build(target: WatchTarget) -> KubeListerWatcher:
-        return KubeListerWatcher(api_client=api_client, target=target, settings=settings)
+        decoder = decoders.get(target.resource)
+        return KubeListerWatcher(api_client=api_client, target=target, settings=settings, decoder=decoder)
 
     return build

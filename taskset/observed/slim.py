@@ -14,8 +14,8 @@ import copy
 import hashlib
 import json
 import sys
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, TypedDict
 
 from informers import strip_managed_fields
 from taskset.api.constants import CONTROL_UNIT_SNAPSHOT_KEY, OWN_ANNOTATIONS, OWN_LABELS
@@ -122,6 +122,44 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
 _NAME: Final = frozenset({"name"})
 # The status fields ``_slim_pod_status`` rebuilds entry by entry when they are lists.
 _REBUILT: Final = frozenset({"conditions", "containerStatuses", "initContainerStatuses"})
+
+
+# What ``slim_pod`` reads of a Pod, as the shape the Pod watch decodes each event into
+# (``informers.pruned``): built from the sets above, so what the cache keeps is said once. Only the
+# controller's own label and annotation keys, only the fields of an owner reference, a container, a
+# condition and a container state that are kept; ``Any`` wherever ``slim_pod`` judges a value's type
+# itself. ``tests/unit/observed/test_pod_shape.py`` proves ``slim_pod`` of the pruned Pod equals
+# ``slim_pod`` of the whole one, whatever the Pod.
+def _fields(name: str, keys: Iterable[str], **nested: Any) -> Any:
+    """A ``TypedDict`` of ``keys`` (``Any``), some of them ``nested`` shapes, none required."""
+    return _typed_dict(name, {key: nested.get(key, Any) for key in keys} | nested, total=False)
+
+
+_typed_dict: Final[Any] = TypedDict  # built from the sets, which a type checker cannot follow
+_CONTAINER_STATUS_SHAPE: Final = _fields(
+    "ContainerStatus",
+    CONTAINER_STATUS_KEPT,
+    state=_fields("State", (), **{name: _fields(name, keys) for name, keys in STATE_FIELDS_KEPT.items()}),
+)
+POD_SHAPE: Final = _fields(
+    "Pod",
+    ("apiVersion", "kind"),
+    metadata=_fields(
+        "Metadata",
+        POD_METADATA_KEPT,
+        labels=_fields("Labels", OWN_LABELS),
+        annotations=_fields("Annotations", OWN_ANNOTATIONS),
+        ownerReferences=list[_fields("OwnerReference", OWNER_REFERENCE_KEPT)],  # type: ignore[misc]
+    ),
+    spec=_fields("Spec", ("nodeName",), containers=list[_fields("Container", _NAME)]),  # type: ignore[misc]
+    status=_fields(
+        "Status",
+        POD_STATUS_KEPT,
+        conditions=list[_fields("Condition", CONDITION_FIELDS_KEPT)],  # type: ignore[misc]
+        containerStatuses=list[_CONTAINER_STATUS_SHAPE],  # type: ignore[valid-type]
+        initContainerStatuses=list[_CONTAINER_STATUS_SHAPE],  # type: ignore[valid-type]
+    ),
+)
 
 
 def _slim_pod_status(status: dict[str, Any], main: str) -> dict[str, Any]:

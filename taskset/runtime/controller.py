@@ -38,7 +38,7 @@ from taskset.objects.owned import CONFIGMAPS as CONFIGMAP_KIND
 from taskset.objects.owned import ObjectKind
 from taskset.observed.nodes import slim_node
 from taskset.observed.proof import PROCESS_PROOF_KEY
-from taskset.observed.slim import slim_config_map, slim_owned, slim_pod, slim_taskset
+from taskset.observed.slim import POD_SHAPE, slim_config_map, slim_owned, slim_pod, slim_taskset
 from taskset.runtime.events import EventMetrics, EventRecorder
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, controller_uid_index, taskset_index
 from taskset.runtime.kube import KubeClient, RequestObserver
@@ -143,7 +143,8 @@ class Controller:
         self._clock = clock or RealClock()
         self._worker_metrics = worker_metrics
         self._shards = shards
-        lister_watchers = lister_watcher_factory(api_client)
+        # A Pod is decoded straight into what ``slim_pod`` reads of it: the Pod watch is the busiest.
+        lister_watchers = lister_watcher_factory(api_client, shapes={PODS: POD_SHAPE})
         if shards is not None:
             # Every namespaced collection is cut by the namespace hash; the cluster-scoped ones (Nodes, the
             # integrations' reads) have no namespace to hash, and every replica needs all of them whole.

@@ -9,13 +9,19 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
 from informers import ApiError, ListOptions, Resource, TransportError, WatchTarget
-from informers.kube import KubeListerWatcher, KubeSettings, collection_path, parse_watch_lines
+from informers.kube import (
+    KubeListerWatcher,
+    KubeSettings,
+    collection_path,
+    lister_watcher_factory,
+    parse_watch_lines,
+)
 from informers.rest import Endpoint, Identity, Transport
 from informers.testing import eventually
 
@@ -394,3 +400,55 @@ def test_a_kubernetes_api_client_is_used_through_its_configuration(server: FakeA
     assert listed.list(ListOptions()).items == []
     assert server.requests[0].headers["Authorization"] == "Bearer from-configuration"
     assert server.requests[0].path == "/api/v1/pods"
+
+
+# What a cache of Pods keeps in this test: their names, and one label.
+class _Kept(TypedDict, total=False):
+    keep: str
+
+
+class _NamesMeta(TypedDict, total=False):
+    name: str
+    labels: _Kept
+
+
+class _NamesShape(TypedDict, total=False):
+    metadata: _NamesMeta
+
+
+def test_a_shaped_resource_is_listed_and_watched_into_its_shape_and_others_whole(
+    server: FakeApiServer,
+) -> None:
+    """``lister_watcher_factory``'s ``shapes``: Pods arrive as the shape (a list's items filled in with their
+    kind as before), a bookmark whole; a resource without a shape arrives whole."""
+    whole = {"metadata": {"name": "a", "namespace": "ns", "labels": {"keep": "1", "drop": "2"}}, "spec": {}}
+    watched = event_line("ADDED", whole) + event_line("BOOKMARK", {"metadata": {"resourceVersion": "12"}})
+
+    def respond(h: _Handler) -> None:
+        if "watch" not in h.path:
+            h.send_json(
+                200,
+                {
+                    "kind": "PodList",
+                    "apiVersion": "v1",
+                    "metadata": {"resourceVersion": "9"},
+                    "items": [whole],
+                },
+            )
+            return
+        h.start_chunked()
+        h.chunk(watched)
+        h.end_chunked()
+
+    server.respond = respond
+    build = lister_watcher_factory(api_client(server.port), shapes={PODS: _NamesShape})
+    pruned = {"metadata": {"name": "a", "labels": {"keep": "1"}}}
+
+    pods = build(WatchTarget(resource=PODS, namespace="ns"))
+    assert pods.list(ListOptions()).items == [{**pruned, "kind": "Pod", "apiVersion": "v1"}]
+    events = list(pods.watch(resource_version="9", timeout_seconds=5, allow_bookmarks=True))
+    assert [e["object"] for e in events] == [pruned, {"metadata": {"resourceVersion": "12"}}]
+
+    widgets = build(WatchTarget(resource=WIDGETS, namespace="ns"))
+    (first, *_) = widgets.watch(resource_version="9", timeout_seconds=5, allow_bookmarks=False)
+    assert first["object"] == whole
