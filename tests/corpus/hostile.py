@@ -801,3 +801,19 @@ CORPUS = [
         id="a TaskSet and role whose last Pod name has 64 characters (S25)",
     ),
 ]
+
+
+def as_strangers_objects(obj: Any) -> list[Any]:
+    """A hostile TaskSet as a cache sees it from a stranger: the object itself, and each of its roles' Pod
+    templates as a running Pod."""
+    found = [obj]
+    roles = (
+        obj.get("spec", {}).get("roles")
+        if isinstance(obj, dict) and isinstance(obj.get("spec"), dict)
+        else None
+    )
+    for role in roles if isinstance(roles, list) else []:
+        template = role.get("template") if isinstance(role, dict) else None
+        if isinstance(template, dict):
+            found.append({"apiVersion": "v1", "kind": "Pod", **template, "status": {"phase": "Running"}})
+    return found

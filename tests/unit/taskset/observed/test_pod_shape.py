@@ -24,7 +24,6 @@ from taskset.api.constants import (
     OWN_ANNOTATIONS,
     OWN_LABELS,
 )
-from taskset.api.readers import get_path
 from taskset.observed.slim import (
     CONDITION_FIELDS_KEPT,
     CONDITIONS_KEPT,
@@ -36,7 +35,7 @@ from taskset.observed.slim import (
     STATE_FIELDS_KEPT,
     slim_pod,
 )
-from tests.corpus.hostile import CORPUS
+from tests.corpus.hostile import CORPUS, as_strangers_objects
 from tests.unit.taskset.test_fuzz_input import FUZZ, JUNK, RECORDED_POD, mutated, pods, valid_pod
 from tests.unit.taskset.world import PodBuilder
 
@@ -117,12 +116,8 @@ def test_the_pruned_pod_of_each_shape_is_cached_as_the_whole_one(pod: dict[str, 
 def test_the_pruned_pod_of_the_hostile_corpus_is_cached_as_the_whole_one(obj: Any, outcome: object) -> None:
     """Each hostile TaskSet as a stranger's object, and each of its roles' Pod templates as a Pod."""
     del outcome
-    check(obj)
-    roles = get_path(obj, "spec", "roles")
-    for role in roles if isinstance(roles, list) else []:
-        template = get_path(role, "template")
-        if isinstance(template, dict):
-            check({"apiVersion": "v1", "kind": "Pod", **template, "status": {"phase": "Running"}})
+    for seen in as_strangers_objects(obj):
+        check(seen)
 
 
 @FUZZ
