@@ -128,7 +128,7 @@ _REBUILT: Final = frozenset({"conditions", "containerStatuses", "initContainerSt
 # (``informers.pruned``): built from the sets above, so what the cache keeps is said once. Only the
 # controller's own label and annotation keys, only the fields of an owner reference, a container, a
 # condition and a container state that are kept; ``Any`` wherever ``slim_pod`` judges a value's type
-# itself. ``tests/unit/observed/test_pod_shape.py`` proves ``slim_pod`` of the pruned Pod equals
+# itself. ``tests/unit/taskset/observed/test_pod_shape.py`` proves ``slim_pod`` of the pruned Pod equals
 # ``slim_pod`` of the whole one, whatever the Pod.
 def _fields(name: str, keys: Iterable[str], **nested: Any) -> Any:
     """A ``TypedDict`` of ``keys`` (``Any``), some of them ``nested`` shapes, none required."""
