@@ -1,6 +1,6 @@
 """Objects decoded straight into the part of them a cache keeps.
 
-A watched Pod is about 4.5 KB of JSON, and the pod cache's transform keeps a tenth of it: decoding all of
+A watched Pod is about 4.5 KB of JSON, and the pod cache's transform keeps under a third of it: decoding all of
 it into dicts and lists, only for the transform to walk them and drop most, was a fifth of the watch
 thread's work. A ``PrunedDecoder`` is given the shape of what the transform reads (a ``TypedDict``, its
 nested fields ``TypedDict`` too, ``Any`` where the transform judges the value itself) and builds only
