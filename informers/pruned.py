@@ -1,10 +1,10 @@
 """Objects decoded straight into the part of them a cache keeps.
 
-A watched Pod is about 4.5 KB of JSON, and the pod cache's transform keeps under a third of it: decoding all of
-it into dicts and lists, only for the transform to walk them and drop most, was a fifth of the watch
-thread's work. A ``PrunedDecoder`` is given the shape of what the transform reads (a ``TypedDict``, its
-nested fields ``TypedDict`` too, ``Any`` where the transform judges the value itself) and builds only
-that: ``msgspec`` skips every other field of the text without building it.
+A watched Pod is about 4.5 KB of JSON, and the pod cache's transform keeps under a third of it:
+decoding all of it into dicts and lists, only for the transform to walk them and drop most, was a fifth
+of the watch thread's work. A ``PrunedDecoder`` is given the shape of what the transform reads (a
+``TypedDict``, its nested fields ``TypedDict`` too, ``Any`` where the transform judges the value itself)
+and builds only that: ``msgspec`` skips every other field of the text without building it.
 
 The transform still runs on what it builds, so the cache holds what it would have held from the whole
 object. That stays true only while the shape names every field the transform reads: whoever declares a
