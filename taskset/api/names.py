@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from taskset.api.constants import CONTROL_UNIT_NAME_FORMAT, DNS1123_LABEL_MAX_LENGTH, POD_NAME_FORMAT
+from taskset.api.constants import CONTROL_UNIT_NAME_FORMAT, DNS1123_LABEL_MAX_LENGTH
 
 _DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
@@ -18,8 +18,9 @@ def is_dns1123_label(value: str) -> bool:
 
 
 def pod_name(taskset: str, role: str, index: int) -> str:
-    """The Pod of replica ``index``: the same name in every attempt (D1)."""
-    return POD_NAME_FORMAT.format(taskset=taskset, role=role, index=index)
+    """The Pod of replica ``index``: the same name in every attempt (D1). ``POD_NAME_FORMAT`` written out:
+    a pass names every replica's Pod, and formatting the constant took five times as long."""
+    return f"{taskset}-{role}-{index}"
 
 
 def control_unit_name(taskset: str, attempt: int) -> str:

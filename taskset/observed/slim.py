@@ -360,16 +360,25 @@ def _snapshot_text(cm: Mapping[str, Any]) -> str | None:
     return snapshot if isinstance(snapshot, str) else None
 
 
+# What the TaskSet cache keeps besides the status's ``state`` (the API server prunes any other field).
+_TASKSET_KEPT: Final = frozenset({"apiVersion", "kind", "metadata", "spec"})
+# What the TaskSet watch builds of a TaskSet (``informers.pruned``): what ``slim_taskset`` keeps. Each
+# status write comes back as an event carrying the whole status (a 2,000-replica one is some hundred
+# KB), which was decoded only to be dropped. ``tests/unit/taskset/observed/test_taskset_shape.py``
+# keeps the two equal.
+TASKSET_SHAPE: Final = _fields("TaskSet", _TASKSET_KEPT, status=_fields("TaskSetStatus", ("state",)))
+
+
 def slim_taskset(obj: dict[str, Any]) -> dict[str, Any]:
-    """The TaskSet informer's transform: without its status but for its ``state`` (the gauge of TaskSets
-    by state), without managed fields but for the entries that own a count, reduced
+    """The TaskSet informer's transform: its ``_TASKSET_KEPT`` fields and of its status only ``state`` (the
+    gauge of TaskSets by state), without managed fields but for the entries that own a count, reduced
     (``taskset.api.scale.scale_entries``: who asked for a scale), with its strings interned. A
     pass builds on the status it wrote or read live (``taskset.runtime.records``), never the cached one,
     so the cache keeps none of it: interning a 400-replica status on each of its writes' echoes was 6%
     of the controller's CPU on the bench's ``large``, and a 10,000-replica one is a MiB.
     TaskSets of one job kind repeat their templates, hence the interning. Idempotent, and it never
     changes ``obj``."""
-    slim = {key: value for key, value in strip_managed_fields(obj).items() if key != "status"}
+    slim = {key: value for key, value in strip_managed_fields(obj).items() if key in _TASKSET_KEPT}
     entries = scale_entries(get_path(obj, "metadata", "managedFields"))
     if entries:
         slim = {**slim, "metadata": {**slim["metadata"], "managedFields": entries}}

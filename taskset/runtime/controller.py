@@ -38,7 +38,14 @@ from taskset.objects.owned import CONFIGMAPS as CONFIGMAP_KIND
 from taskset.objects.owned import ObjectKind
 from taskset.observed.nodes import slim_node
 from taskset.observed.proof import PROCESS_PROOF_KEY
-from taskset.observed.slim import POD_SHAPE, slim_config_map, slim_owned, slim_pod, slim_taskset
+from taskset.observed.slim import (
+    POD_SHAPE,
+    TASKSET_SHAPE,
+    slim_config_map,
+    slim_owned,
+    slim_pod,
+    slim_taskset,
+)
 from taskset.runtime.events import EventMetrics, EventRecorder
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, controller_uid_index, taskset_index
 from taskset.runtime.kube import KubeClient, RequestObserver
@@ -143,8 +150,10 @@ class Controller:
         self._clock = clock or RealClock()
         self._worker_metrics = worker_metrics
         self._shards = shards
-        # A Pod is decoded straight into what ``slim_pod`` reads of it: the Pod watch is the busiest.
-        lister_watchers = lister_watcher_factory(api_client, shapes={PODS: POD_SHAPE})
+        # A Pod is decoded straight into what ``slim_pod`` reads of it (the Pod watch is the busiest), a
+        # TaskSet without the status its own writes echo back.
+        shapes = {PODS: POD_SHAPE, TASKSETS: TASKSET_SHAPE}
+        lister_watchers = lister_watcher_factory(api_client, shapes=shapes)
         if shards is not None:
             # Every namespaced collection is cut by the namespace hash; the cluster-scoped ones (Nodes, the
             # integrations' reads) have no namespace to hash, and every replica needs all of them whole.

@@ -15,6 +15,7 @@ from taskset.api.constants import (
     MAX_RETRY_COUNT,
     MAX_RETRY_DELAY_SECONDS,
     MAX_ROLES,
+    POD_NAME_FORMAT,
     ReplicaPhase,
     RoleEvent,
     RolePhase,
@@ -676,6 +677,8 @@ def test_shape_errors_name_the_field(obj: object, message: str) -> None:
 
 def test_pod_and_control_unit_names() -> None:
     assert pod_name("tensorflowdemo", "worker", 2) == "tensorflowdemo-worker-2"
+    for ts, name, index in (("a", "b", 0), ("job-1", "ps", 9999), (LONG, "r", 10)):
+        assert pod_name(ts, name, index) == POD_NAME_FORMAT.format(taskset=ts, role=name, index=index)
     assert control_unit_name("tsretry", 1) == "c-tsretry-1"
     assert longest_pod_name_length(LONG, "r", 10) == 63
     role = parsed(one_role(replicas=3)).spec.roles[0]
