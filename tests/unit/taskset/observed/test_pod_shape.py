@@ -36,6 +36,7 @@ from taskset.observed.slim import (
     slim_pod,
 )
 from tests.corpus.hostile import CORPUS, as_strangers_objects
+from tests.unit.taskset.observed.pruned_cases import check_pruned, watch_line
 from tests.unit.taskset.test_fuzz_input import FUZZ, JUNK, RECORDED_POD, mutated, pods, valid_pod
 from tests.unit.taskset.world import PodBuilder
 
@@ -73,26 +74,9 @@ def _every_kept_field() -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
 
 
-def _line(pod: Any, kind: str = "MODIFIED") -> bytes | None:
-    """The watch line of ``pod``; None when orjson cannot write it (an integer past 64 bits)."""
-    try:
-        return orjson.dumps({"type": kind, "object": pod})
-    except TypeError:
-        return None
-
-
 def check(pod: Any) -> None:
     """The pruned Pod, slimmed, is the whole Pod slimmed: as a watch event and as a list's item."""
-    line = _line(pod)
-    if line is None:
-        return
-    whole = decode_whole_event(line)
-    pruned = DECODER.event(line)
-    assert pruned["type"] == whole["type"]
-    assert slim_pod(pruned["object"]) == slim_pod(whole["object"])
-    page = DECODER.page(orjson.dumps({"kind": "PodList", "apiVersion": "v1", "items": [pod, pod]}))
-    items = page["items"] if page is not None else orjson.loads(line)["object"]
-    assert page is None or [slim_pod(item) for item in items] == [slim_pod(whole["object"])] * 2
+    check_pruned(DECODER, slim_pod, pod, "PodList", "v1")
 
 
 @pytest.mark.parametrize(
@@ -135,7 +119,7 @@ def test_what_the_cache_does_not_keep_is_never_built() -> None:
     """A stranger's 256 KB annotation, the spec's volumes and the managed fields are skipped in the text."""
     pod = _recorded()
     pod["metadata"]["annotations"]["stranger.example/blob"] = "x" * 256 * 1024
-    pruned = DECODER.event(_line(pod) or b"")["object"]
+    pruned = DECODER.event(watch_line(pod) or b"")["object"]
     assert set(pruned["metadata"]["annotations"]) == {ANNOTATION_TASKSET, ANNOTATION_REPLICA_INDEX}
     assert set(pruned["metadata"]["labels"]) == {LABEL_TASKSET, LABEL_ROLE}
     assert set(pruned["spec"]) == {"containers", "nodeName"}

@@ -13,11 +13,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from informers.pruned import PrunedDecoder, decode_whole_event
+from informers.pruned import PrunedDecoder
 from taskset.observed.slim import TASKSET_SHAPE, slim_taskset
 from tests.builders import TaskSetBuilder
 from tests.corpus.hostile import CORPUS
 from tests.unit.taskset.decide.test_properties import recorded_statuses, taskset_objects
+from tests.unit.taskset.observed.pruned_cases import check_pruned, watch_line
 from tests.unit.taskset.test_fuzz_input import FUZZ, JUNK, mutated, tasksets
 
 pytestmark = pytest.mark.unit
@@ -45,27 +46,9 @@ def _large(replicas: int = 400) -> dict[str, Any]:
     return obj
 
 
-def _line(obj: Any, kind: str = "MODIFIED") -> bytes | None:
-    """The watch line of ``obj``; None when orjson cannot write it (an integer past 64 bits)."""
-    try:
-        return orjson.dumps({"type": kind, "object": obj})
-    except TypeError:
-        return None
-
-
 def check(obj: Any) -> None:
     """The pruned TaskSet, slimmed, is the whole TaskSet slimmed: as a watch event and as a list's item."""
-    line = _line(obj)
-    if line is None:
-        return
-    whole = decode_whole_event(line)
-    pruned = DECODER.event(line)
-    assert pruned["type"] == whole["type"]
-    assert slim_taskset(pruned["object"]) == slim_taskset(whole["object"])
-    body = orjson.dumps({"kind": "TaskSetList", "apiVersion": "v1alpha1", "items": [obj, obj]})
-    page = DECODER.page(body)
-    expected = [slim_taskset(whole["object"])] * 2
-    assert page is None or [slim_taskset(item) for item in page["items"]] == expected
+    check_pruned(DECODER, slim_taskset, obj, "TaskSetList", "v1alpha1")
 
 
 def _with_status(draw: st.DrawFn) -> dict[str, Any]:
@@ -108,7 +91,7 @@ def test_the_pruned_taskset_is_cached_as_the_whole_one_whatever_it_holds(obj: An
 def test_the_status_a_write_echoes_is_never_built() -> None:
     """Of a 2,000-replica status only its state is built; the spec and the metadata are whole."""
     obj = _large(2000)
-    line = _line(obj) or b""
+    line = watch_line(obj) or b""
     pruned = DECODER.event(line)["object"]
     assert pruned["status"] == {"state": "Running"}
     assert pruned["spec"] == obj["spec"] and pruned["metadata"] == obj["metadata"]
