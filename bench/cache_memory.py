@@ -81,7 +81,8 @@ def running_replica(index: int, taskset: str) -> dict[str, Any]:
 
 def main(pods: int) -> None:
     lines = watch_lines(pods)
-    held: list[Any] = []
+    statuses: list[tuple[Any, TaskSetStatus | None]] = []  # held to the end, as the controller holds them
+    writers: list[Any] = []
 
     def step(what: str, before: float) -> float:
         gc.collect()
@@ -112,12 +113,12 @@ def main(pods: int) -> None:
                 }
             )
         )
-        held.append((written, TaskSetStatus.from_json(written)))
+        statuses.append((written, TaskSetStatus.from_json(written)))
     mark = step("the statuses, as written (full shape) and parsed", mark)
-    for _, parsed in list(held):
+    for _, parsed in statuses:
         if parsed is not None:
             writer = StatusWriter()
-            held.append((writer, writer.to_json(parsed), parsed.copy()))
+            writers.append((writer, writer.to_json(parsed), parsed.copy()))
     step("the status writers' records and their JSON, and a pass's copy of each status", mark)
 
 
