@@ -31,5 +31,9 @@ def check_pruned(
     pruned = decoder.event(line)
     assert pruned["type"] == whole["type"]
     assert transform(pruned["object"]) == transform(whole["object"])
-    page = decoder.page(orjson.dumps({"kind": list_kind, "apiVersion": api_version, "items": [obj, obj]}))
+    try:  # one level deeper than the event: orjson refuses to nest past 255 levels
+        body = orjson.dumps({"kind": list_kind, "apiVersion": api_version, "items": [obj, obj]})
+    except TypeError:
+        return
+    page = decoder.page(body)
     assert page is None or [transform(item) for item in page["items"]] == [transform(whole["object"])] * 2
