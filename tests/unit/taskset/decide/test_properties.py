@@ -292,11 +292,22 @@ def scenes(draw: st.DrawFn) -> Scene:
 
 
 def hops_of(
-    plan: Plan,
+    plan: Plan, recorded: TaskSetStatus | None = None
 ) -> tuple[
     list[tuple[str, str]], dict[str, list[tuple[str, str]]], dict[tuple[str, int], list[tuple[str, str]]]
 ]:
-    """The phase changes a plan recorded: TaskSet (events), roles and replicas (log records)."""
+    """The phase changes a plan recorded: TaskSet (events), roles and replicas (log records). A replica's
+    record names its Pod as the status recorded it, else as the controller names it; a recorded name
+    that is not the controller's (a hand-edited status may hold any) is told back to its replica by the
+    ``recorded`` status or the plan's."""
+    named = {
+        (role.name, replica.pod_name): replica.index
+        for status in (recorded, plan.status)
+        if status is not None
+        for role in status.roles
+        for replica in role.replicas
+        if replica.pod_name
+    }
     taskset = [
         tuple(event.message.removeprefix("Pre:").split(",Next:"))
         for event in plan.events
@@ -310,8 +321,9 @@ def hops_of(
         if key == QueryKey.ROLE_TRANSITION:
             roles.setdefault(str(record.fields["Role"]), []).append(hop)
         elif key == QueryKey.REPLICA_TRANSITION:
-            role = str(record.fields["Role"])
-            index = int(str(record.fields["PodName"]).removeprefix(f"{NAME}-{role}-"))
+            role, name = str(record.fields["Role"]), str(record.fields["PodName"])
+            derived = name.removeprefix(f"{NAME}-{role}-")
+            index = int(derived) if derived != name and derived.isdecimal() else named[(role, name)]
             replicas.setdefault((role, index), []).append(hop)
     return [(a, b) for a, b in taskset], roles, replicas
 
@@ -330,7 +342,7 @@ def shape(status: TaskSetStatus | None) -> list[tuple[str, int]]:
 
 
 def check_plan(scene: Scene, plan: Plan, *, round_trip: bool = True) -> None:
-    taskset_hops, role_hops, replica_hops = hops_of(plan)
+    taskset_hops, role_hops, replica_hops = hops_of(plan, scene.recorded)
     before = scene.recorded
     out = plan.status
     check_chain(
