@@ -56,12 +56,18 @@ class InformerSettings:
     """Most notifications buffered per handler; ``None`` is unbounded (client-go). A bound makes a slow
     handler stall the whole informer when its buffer is full (see ``Listener``)."""
 
+    handler_batch_interval: float = 0.0
+    """Seconds each handler's thread rests after a batch, gathering the next (``Listener``); 0 delivers
+    each notification at once, as client-go does."""
+
     stop_timeout: float = 5.0
     """Seconds ``stop`` waits for each handler's call in progress to return."""
 
     def __post_init__(self) -> None:
         if self.default_resync_period < 0:
             raise ValueError("default_resync_period must be >= 0")
+        if self.handler_batch_interval < 0:
+            raise ValueError("handler_batch_interval must be >= 0")
 
 
 class HandlerRegistration:
@@ -154,6 +160,7 @@ class SharedInformer:
             resync_period=period if period > 0 else None,
             max_buffered=self._settings.handler_buffer,
             logger=self._log,
+            batch_interval=self._settings.handler_batch_interval,
         )
         with self._cond:
             if self._stopped:

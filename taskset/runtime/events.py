@@ -40,7 +40,7 @@ from taskset.api.constants import (
     KIND,
 )
 from taskset.runtime.event_correlator import Correlator, EventTarget, Occurrence, Write
-from taskset.runtime.kube import KubeClient, KubeError, core_path
+from taskset.runtime.kube import KubeClient, KubeError, core_path, read_nothing
 
 __all__ = ["BUFFER", "SENDERS", "EventRecorder", "EventResult", "EventTarget"]
 
@@ -173,12 +173,13 @@ class EventRecorder:
                         resource="events",
                         body=body,
                         content_type=MERGE_PATCH,
+                        read=read_nothing,
                     )
                     return EventResult.PATCHED
                 except KubeError as err:
                     if not err.not_found:
                         raise
-            self._client.create(path, _event(write), resource="events")
+            self._client.create(path, _event(write), resource="events", read=read_nothing)
             return EventResult.CREATED
         except KubeError as err:
             if not err.already_exists:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+import msgspec
 import orjson
 import urllib3
 
@@ -103,6 +104,43 @@ class KubeError(Exception):
 
 
 RequestObserver = Callable[[str, str, int, float], None]  # (verb, resource, code, seconds)
+# What a request's caller reads of a successful answer, from its bytes. The API server answers a write
+# with the whole object: the deleted Pod, the created Event, the TaskSet with the status just written
+# (up to the status budget, a megabyte). Decoding what nobody reads was a part of every pass's cost.
+Reader = Callable[[bytes], Any]
+
+
+class _Version(msgspec.Struct):
+    resourceVersion: str = ""  # noqa: N815 (the API's own name)
+
+
+class _VersionOnly(msgspec.Struct):
+    metadata: _Version = msgspec.field(default_factory=_Version)
+
+
+_VERSION_DECODER: Final = msgspec.json.Decoder(_VersionOnly)
+
+
+def read_whole(raw: bytes) -> Any:
+    """The answer decoded whole: a dict for a JSON object."""
+    return _decode(raw)
+
+
+def read_nothing(raw: bytes) -> None:
+    """The answer is not read (its status code says all the caller needs)."""
+    return None
+
+
+def read_version(raw: bytes) -> dict[str, Any]:
+    """``{"metadata": {"resourceVersion": ...}}`` of an answered object, nothing else decoded; the
+    whole answer when that does not hold one (never from a real API server, whose writes answer with
+    the object)."""
+    try:
+        version = _VERSION_DECODER.decode(raw).metadata.resourceVersion
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        whole = _decode(raw)
+        return whole if isinstance(whole, dict) else {"metadata": {"resourceVersion": ""}}
+    return {"metadata": {"resourceVersion": version}}
 
 
 class RateLimiter:
@@ -172,8 +210,10 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        read: Reader = read_whole,
     ) -> Response:
-        """Send one request; return the decoded 2xx body or raise ``KubeError``.
+        """Send one request; return the 2xx body as ``read`` decodes it, or raise ``KubeError`` (whose
+        ``Status`` is always decoded whole).
 
         ``timeout`` bounds the whole request in seconds (connect and read); without it the connect and
         read timeouts above apply. Leader election uses it so no renewal outlives its deadline.
@@ -182,17 +222,18 @@ class KubeClient:
         started = time.monotonic()
         code = 0
         try:
-            code, payload = self._send(method, path, body, content_type, timeout)
+            code, raw = self._send(method, path, body, content_type, timeout)
         finally:
             self._observe(method, resource, code, time.monotonic() - started)
         if 200 <= code < 300:
-            return Response(code, payload)
+            return Response(code, read(raw) if raw else None)
+        payload = _decode(raw)
         status = payload if isinstance(payload, dict) else {}
         raise KubeError(code, str(status.get("reason", "")), str(status.get("message", payload)))
 
     def _send(
         self, method: str, path: str, body: Any, content_type: str, timeout: float | None = None
-    ) -> tuple[int, Any]:
+    ) -> tuple[int, bytes]:
         data = orjson.dumps(body) if body is not None else None
         try:
             code, payload = self._api.call(
@@ -206,11 +247,14 @@ class KubeClient:
             )
         except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as err:
             raise KubeError(0, "TransportError", str(err)) from err
-        return code, _decode(payload)
+        return code, payload
 
     # ----- objects ---------------------------------------------------------------------------------------
-    def create(self, path: str, obj: Mapping[str, Any], *, resource: str) -> dict[str, Any]:
-        created: dict[str, Any] = self.request("POST", path, resource=resource, body=obj).body
+    def create(
+        self, path: str, obj: Mapping[str, Any], *, resource: str, read: Reader = read_whole
+    ) -> dict[str, Any]:
+        """The created object, as ``read`` decodes it (``read_nothing``: None)."""
+        created: dict[str, Any] = self.request("POST", path, resource=resource, body=obj, read=read).body
         return created
 
     def get(self, path: str, *, resource: str) -> dict[str, Any] | None:
@@ -232,7 +276,7 @@ class KubeClient:
             options["propagationPolicy"] = propagation
         if force:
             options["gracePeriodSeconds"] = 0
-        self.request("DELETE", path, resource=resource, body=options)
+        self.request("DELETE", path, resource=resource, body=options, read=read_nothing)
 
     def apply_status(self, kind: ObjectKind, namespace: str, name: str, body: Mapping[str, Any]) -> None:
         """Server-side apply of part of an object's status (its ``/status``) as the controller's field
@@ -243,13 +287,19 @@ class KubeClient:
         query = f"/status?fieldManager={APPLY_FIELD_MANAGER}&force=true"
         content_type = "application/apply-patch+yaml"  # JSON is YAML
         self.request(
-            "PATCH", path + query, resource=f"{kind.plural}/status", body=body, content_type=content_type
+            "PATCH",
+            path + query,
+            resource=f"{kind.plural}/status",
+            body=body,
+            content_type=content_type,
+            read=read_nothing,
         )
 
     def replace_status(
         self, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """PUT a TaskSet's whole status through /status, guarded by ``resource_version`` (409 if stale)."""
+        """PUT a TaskSet's whole status through /status, guarded by ``resource_version`` (409 if stale).
+        Returns only the written object's ``metadata.resourceVersion``, all the caller reads."""
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "TaskSet",
@@ -257,7 +307,11 @@ class KubeClient:
             "status": status,
         }
         updated: dict[str, Any] = self.request(
-            "PUT", f"{taskset_path(namespace, name)}/status", resource="tasksets/status", body=body
+            "PUT",
+            f"{taskset_path(namespace, name)}/status",
+            resource="tasksets/status",
+            body=body,
+            read=read_version,
         ).body
         return updated
 
@@ -294,6 +348,7 @@ def namespaced_path(group: str, version: str, plural: str, namespace: str, name:
 
 
 def _decode(raw: bytes | str | None) -> Any:
+    """JSON decoded whole; text that is not JSON as a string (a proxy's error page)."""
     if not raw:
         return None
     try:

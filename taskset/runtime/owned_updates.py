@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 
 from taskset.decide.plan import ActionResult, ResultKind, UpdateOwned
-from taskset.runtime.kube import KubeClient, namespaced_path
+from taskset.runtime.kube import KubeClient, namespaced_path, read_nothing
 
 JSON_PATCH = "application/json-patch+json"
 
@@ -28,5 +28,7 @@ def update_owned_data(client: KubeClient, namespace: str, intent: UpdateOwned) -
     for field, value in intent.fields:
         patch.append({"op": "add", "path": pointer(field), "value": copy.deepcopy(value)})
     path = namespaced_path(kind.group, kind.version, kind.plural, namespace, intent.name)
-    client.request("PATCH", path, resource=kind.plural, body=patch, content_type=JSON_PATCH)
+    client.request(
+        "PATCH", path, resource=kind.plural, body=patch, content_type=JSON_PATCH, read=read_nothing
+    )
     return ActionResult(ResultKind.OK)

@@ -169,9 +169,9 @@ class Reconciler:
         )
         self._checks = settings.framework.spec_checks()
         self._snapshots = Snapshots()
-        self._pod_views = PodViews()
-        # The Pod cache feeds it (its forget hook, before a Pod leaves the cache).
-        self.disruptions = Disruptions(view=self._pod_views.of)
+        # Both are fed by the Pod cache's forget hook, before a Pod leaves the cache (``controller.py``).
+        self.pod_views = PodViews()
+        self.disruptions = Disruptions(view=self.pod_views.of)
         self._parsed: cachetools.LRUCache[tuple[str, int], ParseResult] = cachetools.LRUCache(
             PARSE_CACHE_SIZE
         )
@@ -275,7 +275,7 @@ class Reconciler:
             if u["metadata"]["name"] != unit_name and is_control_unit_name(ref.name, u["metadata"]["name"])
         )
         pods = {
-            p["metadata"]["name"]: self._pod_views.of(p)
+            p["metadata"]["name"]: self.pod_views.of(p)
             for p in self._pods.by_index(POD_INDEX, f"{ref.namespace}/{ref.name}")
         }
         return Observed(

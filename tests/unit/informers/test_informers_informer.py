@@ -532,3 +532,90 @@ def test_a_bounded_buffer_holds_the_watch_back_yet_stop_still_returns(
     stopper.join(2.0)
     assert not stopper.is_alive()
     stuck.set()
+
+
+# ----- handler threads that rest between batches (``handler_batch_interval``) ------------------------------
+
+
+def test_handlers_that_rest_between_batches_still_see_each_change_once_and_in_order(
+    source: FakeSource, make_informer: InformerFactory
+) -> None:
+    """Resting changes when a handler hears of a change, never what or in which order: a stream of
+    changes, some arriving while the threads rest, reaches both handlers whole, one with a buffer of one
+    (whose producer waits for room while the thread rests)."""
+    for buffer in (None, 1):
+        source_objects = [source.create(obj(f"{buffer}-{i}")) for i in range(3)]
+        informer = make_informer(
+            settings=InformerSettings(handler_batch_interval=0.02, handler_buffer=buffer)
+        )
+        first, second = Recorder(), Recorder()
+        first.register(informer)
+        second.register(informer)
+        watches_before = len(source.watch_calls)
+        informer.start()
+        watching(source, watches_before + 1)
+        expected = [("add", f"ns/{o['metadata']['name']}", resource_version(o)) for o in source_objects]
+        for i, o in enumerate(source_objects):
+            changed = source.update(relabeled(o, step=str(i)))
+            expected.append(
+                (
+                    "update",
+                    f"ns/{o['metadata']['name']}",
+                    f"{resource_version(o)}->{resource_version(changed)}",
+                )
+            )
+            if i == 1:
+                time.sleep(0.03)  # the next ones arrive while the threads rest, or after it
+            source.delete(changed)
+            expected.append(
+                ("delete", f"ns/{o['metadata']['name']}", str(int(resource_version(changed)) + 1))
+            )
+        assert first.seen(len(expected)) == expected
+        assert second.seen(len(expected)) == expected
+        settle()
+        assert len(first.events) == len(second.events) == len(expected)
+        informer.stop()
+
+
+def test_a_change_that_arrives_while_the_handler_thread_rests_waits_for_the_rest(
+    source: FakeSource, make_informer: InformerFactory
+) -> None:
+    """A push does not wake a resting thread (that wake-up per change is the cost resting saves): a
+    change seen after the first batch is delivered no sooner than the rest's end."""
+    rest = 0.4
+    informer = make_informer(settings=InformerSettings(handler_batch_interval=rest))
+    delivered: dict[str, float] = {}
+    informer.add_event_handler(on_add=lambda o: delivered.setdefault(o["metadata"]["name"], time.monotonic()))
+    informer.start()
+    watching(source, 1)
+
+    source.create(obj("a"))
+    eventually(lambda: "a" in delivered)
+    source.create(obj("b"))
+    source.create(obj("c"))
+    eventually(lambda: len(delivered) == 3)
+
+    assert delivered["b"] - delivered["a"] >= rest * 0.95
+    assert delivered["c"] >= delivered["b"]
+
+
+def test_stop_wakes_a_resting_handler_thread(source: FakeSource, make_informer: InformerFactory) -> None:
+    informer = make_informer(settings=InformerSettings(handler_batch_interval=60.0))
+    seen: list[str] = []
+    informer.add_event_handler(on_add=lambda o: seen.append(o["metadata"]["name"]))
+    informer.start()
+    watching(source, 1)
+    source.create(obj("a"))
+    eventually(lambda: seen == ["a"])
+    handler_threads = eventually(
+        lambda: [t for t in threading.enumerate() if t.name.startswith("handler-pods-")]
+    )
+
+    informer.stop()
+
+    eventually(lambda: not any(t.is_alive() for t in handler_threads), timeout=5.0)
+
+
+def test_a_negative_handler_batch_interval_is_refused() -> None:
+    with pytest.raises(ValueError, match="handler_batch_interval"):
+        InformerSettings(handler_batch_interval=-0.01)

@@ -79,3 +79,30 @@ def test_the_controller_keeps_it_before_the_pod_cache_forgets_the_pod() -> None:
     finally:
         controller.queue.shutdown()
         controller.recorder.stop(0.1)
+
+
+def test_a_pod_that_leaves_the_cache_leaves_the_pass_views_too() -> None:
+    """The views the passes read (``PodViews``) are as many as the cached Pods: the Pod cache's forget
+    hook drops a Pod's view, whether the watch saw it deleted or a relist no longer found it."""
+    logger: Any = None  # never called: nothing here fails
+    controller = Controller(api_client=None, settings=ControllerSettings(), logger=logger)
+    try:
+        store, views = controller.pods.store, controller.reconciler.pod_views
+        for name in ("job-r-0", "job-r-1", "job-r-2"):
+            pod = deleted(name, disrupted=None)
+            pod["metadata"].update(uid=f"uid-{name}", resourceVersion="5")
+            store.add(pod)
+            views.of(store.get(pod))
+        assert len(views) == 3
+
+        gone = deleted("job-r-0", disrupted=None)
+        gone["metadata"]["uid"] = "uid-job-r-0"
+        store.delete(gone)
+        assert len(views) == 2
+        kept = store.get_by_key("ns/job-r-2")
+        assert kept is not None
+        store.replace([kept], "9")  # a relist no longer finds job-r-1
+        assert len(views) == 1
+    finally:
+        controller.queue.shutdown()
+        controller.recorder.stop(0.1)

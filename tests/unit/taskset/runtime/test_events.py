@@ -16,7 +16,7 @@ import structlog
 
 from clock import FakeClock
 from taskset.runtime.events import EventRecorder, EventResult, EventTarget
-from taskset.runtime.kube import KubeError
+from taskset.runtime.kube import KubeError, read_nothing
 
 NAMESPACE_EVENTS = "/api/v1/namespaces/ns/events"
 
@@ -38,8 +38,8 @@ class SendingClient:
         while self.blocked.is_set():
             time.sleep(0.01)
 
-    def create(self, path: str, obj: dict[str, Any], *, resource: str) -> dict[str, Any]:
-        assert (path, resource) == (NAMESPACE_EVENTS, "events")
+    def create(self, path: str, obj: dict[str, Any], *, resource: str, read: Any = None) -> dict[str, Any]:
+        assert (path, resource, read) == (NAMESPACE_EVENTS, "events", read_nothing)
         self._wait()
         name = obj["involvedObject"]["name"]
         with self._lock:
@@ -48,9 +48,17 @@ class SendingClient:
         return obj
 
     def request(
-        self, method: str, path: str, *, resource: str, body: Any = None, content_type: str = ""
+        self,
+        method: str,
+        path: str,
+        *,
+        resource: str,
+        body: Any = None,
+        content_type: str = "",
+        read: Any = None,
     ) -> Any:
         assert (method, resource, content_type) == ("PATCH", "events", "application/merge-patch+json")
+        assert read is read_nothing
         self._wait()
         event = path.rsplit("/", 1)[1]
         assert path == f"{NAMESPACE_EVENTS}/{event}"
@@ -183,7 +191,9 @@ def test_stop_gives_up_at_its_deadline() -> None:
 
 def test_a_refused_event_is_counted_as_an_error() -> None:
     class Refusing(SendingClient):
-        def create(self, path: str, obj: dict[str, Any], *, resource: str) -> dict[str, Any]:
+        def create(
+            self, path: str, obj: dict[str, Any], *, resource: str, read: Any = None
+        ) -> dict[str, Any]:
             raise KubeError(403, "Forbidden", "namespace ns is being terminated")
 
     metrics = CountingMetrics()
