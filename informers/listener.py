@@ -92,9 +92,8 @@ class Listener:
         # _pushed right after the initial list was pushed; None until then. guarded by _cond
         self._synced_at: int | None = None
         self._stopped = False  # guarded by _cond
-        self._idle = (
-            False  # the delivery thread waits for work (not resting, not delivering); guarded by _cond
-        )
+        # The delivery thread waits for work: not delivering, not resting. guarded by _cond
+        self._idle = False
         self._thread = threading.Thread(target=self._run, name=f"handler-{name}", daemon=True)
 
     def start(self) -> None:

@@ -603,13 +603,15 @@ def test_stop_wakes_a_resting_handler_thread(source: FakeSource, make_informer: 
     informer = make_informer(settings=InformerSettings(handler_batch_interval=60.0))
     seen: list[str] = []
     informer.add_event_handler(on_add=lambda o: seen.append(o["metadata"]["name"]))
+    earlier = set(threading.enumerate())  # another test's handler thread is not this one's
     informer.start()
     watching(source, 1)
     source.create(obj("a"))
     eventually(lambda: seen == ["a"])
-    handler_threads = eventually(
-        lambda: [t for t in threading.enumerate() if t.name.startswith("handler-pods-")]
-    )
+    handler_threads = [
+        t for t in threading.enumerate() if t.name.startswith("handler-pods-") and t not in earlier
+    ]
+    assert len(handler_threads) == 1
 
     informer.stop()
 
