@@ -113,7 +113,14 @@ def test_an_integration_registered_only_in_a_test_owns_decorates_and_gates(
             "waiting for seam-ps-0 to finish" in r["phaseMessage"] for r in replicas
         )
 
-    eventually(workers_held, 60, "the workers' status to name the gate")
+    # The gate names the ps from the first pass on, and the ps Pod may come a pass later: in a namespace
+    # this new, the API server refuses Pods until its default ServiceAccount exists, and the controller
+    # retries the create (a transient refusal).
+    eventually(
+        lambda: workers_held() and ts.pod("seam-ps-0") is not None,
+        60,
+        "the workers' status to name the gate, and the ps Pod created",
+    )
     ps_pod = ts.pod("seam-ps-0")
     assert ps_pod is not None and ts.pod("seam-worker-0") is None
 
