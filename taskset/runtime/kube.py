@@ -132,15 +132,15 @@ def read_nothing(raw: bytes) -> None:
 
 
 def read_version(raw: bytes) -> dict[str, Any]:
-    """``{"metadata": {"resourceVersion": ...}}`` of an answered object, nothing else decoded; the
-    whole answer when that does not hold one (never from a real API server, whose writes answer with
-    the object)."""
+    """``{"metadata": {"resourceVersion": ...}}`` of an answered object, nothing else decoded; ``{}`` for
+    an answer without a non-empty string there (never from a real API server, whose writes answer with
+    the object). The caller then fails the pass, and its next write, still on the version before, meets a
+    conflict and reads the live object; an empty version would have made that write unconditional."""
     try:
         version = _VERSION_DECODER.decode(raw).metadata.resourceVersion
     except (msgspec.ValidationError, msgspec.DecodeError):
-        whole = _decode(raw)
-        return whole if isinstance(whole, dict) else {"metadata": {"resourceVersion": ""}}
-    return {"metadata": {"resourceVersion": version}}
+        return {}
+    return {"metadata": {"resourceVersion": version}} if version else {}
 
 
 class RateLimiter:

@@ -75,20 +75,29 @@ def test_a_status_write_reads_only_the_new_resource_version(mocker: MockerFixtur
     ("answer", "expected"),
     [
         pytest.param(TASKSET_ANSWER, {"metadata": {"resourceVersion": "4711"}}, id="an object"),
-        pytest.param({"metadata": {}}, {"metadata": {"resourceVersion": ""}}, id="no version"),
-        pytest.param({"kind": "TaskSet"}, {"metadata": {"resourceVersion": ""}}, id="no metadata"),
-        pytest.param(
-            {"metadata": {"resourceVersion": 7}},
-            {"metadata": {"resourceVersion": 7}},
-            id="a number: decoded whole",
-        ),
-        pytest.param(b"[1, 2]", {"metadata": {"resourceVersion": ""}}, id="not an object"),
-        pytest.param(b"<html>proxy</html>", {"metadata": {"resourceVersion": ""}}, id="not JSON"),
+        pytest.param({"metadata": {}}, {}, id="no version"),
+        pytest.param({"metadata": {"resourceVersion": ""}}, {}, id="an empty version"),
+        pytest.param({"kind": "TaskSet"}, {}, id="no metadata"),
+        pytest.param({"metadata": {"resourceVersion": 7}}, {}, id="a number"),
+        pytest.param({"metadata": None}, {}, id="null metadata"),
+        pytest.param(b"[1, 2]", {}, id="not an object"),
+        pytest.param(b"<html>proxy</html>", {}, id="not JSON"),
+        pytest.param(b"", {}, id="empty"),
     ],
 )
-def test_reading_the_version_of_any_answer_never_raises(answer: object, expected: dict[str, Any]) -> None:
+def test_reading_the_version_of_any_answer_never_raises_nor_makes_one_up(
+    answer: object, expected: dict[str, Any]
+) -> None:
+    """Only a non-empty string is taken as the version. Anything else reads as no version at all, so the
+    status write's caller fails the pass rather than building its next write on an empty version (which
+    the API server takes as an unconditional write)."""
     raw = answer if isinstance(answer, bytes) else orjson.dumps(answer)
     assert read_version(raw) == expected
+
+
+def test_a_status_write_answered_without_a_version_gives_no_version_to_build_on() -> None:
+    kube, _ = client(200, {"kind": "TaskSet", "metadata": {"name": "job", "resourceVersion": ""}})
+    assert kube.replace_status("ns", "job", "4710", {"phase": "Running"}) == {}
 
 
 def test_deletes_patches_and_event_creates_decode_nothing_yet_succeed(mocker: MockerFixture) -> None:
