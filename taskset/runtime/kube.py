@@ -134,8 +134,7 @@ def read_nothing(raw: bytes) -> None:
 def read_version(raw: bytes) -> dict[str, Any]:
     """``{"metadata": {"resourceVersion": ...}}`` of an answered object, nothing else decoded; ``{}`` for
     an answer without a non-empty string there (never from a real API server, whose writes answer with
-    the object). The caller then fails the pass, and its next write, still on the version before, meets a
-    conflict and reads the live object; an empty version would have made that write unconditional."""
+    the object). No version is made up: an empty one would make the next write unconditional."""
     try:
         version = _VERSION_DECODER.decode(raw).metadata.resourceVersion
     except (msgspec.ValidationError, msgspec.DecodeError):
@@ -299,20 +298,27 @@ class KubeClient:
         self, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]
     ) -> dict[str, Any]:
         """PUT a TaskSet's whole status through /status, guarded by ``resource_version`` (409 if stale).
-        Returns only the written object's ``metadata.resourceVersion``, all the caller reads."""
+        Returns only the written object's ``metadata.resourceVersion``, all the caller reads. An answer
+        without one is a failed write (``KubeError``): the next, still on the version before, meets a
+        conflict and reads the live object."""
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "TaskSet",
             "metadata": {"name": name, "namespace": namespace, "resourceVersion": resource_version},
             "status": status,
         }
-        updated: dict[str, Any] = self.request(
+        answer = self.request(
             "PUT",
             f"{taskset_path(namespace, name)}/status",
             resource="tasksets/status",
             body=body,
             read=read_version,
-        ).body
+        )
+        if not answer.body:
+            raise KubeError(
+                answer.code, "NoResourceVersion", "the status write's answer holds no resourceVersion"
+            )
+        updated: dict[str, Any] = answer.body
         return updated
 
 

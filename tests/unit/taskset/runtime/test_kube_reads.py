@@ -88,16 +88,22 @@ def test_a_status_write_reads_only_the_new_resource_version(mocker: MockerFixtur
 def test_reading_the_version_of_any_answer_never_raises_nor_makes_one_up(
     answer: object, expected: dict[str, Any]
 ) -> None:
-    """Only a non-empty string is taken as the version. Anything else reads as no version at all, so the
-    status write's caller fails the pass rather than building its next write on an empty version (which
-    the API server takes as an unconditional write)."""
+    """Only a non-empty string is taken as the version. Anything else reads as no version at all, never
+    as an empty one (which the API server takes as an unconditional write)."""
     raw = answer if isinstance(answer, bytes) else orjson.dumps(answer)
     assert read_version(raw) == expected
 
 
-def test_a_status_write_answered_without_a_version_gives_no_version_to_build_on() -> None:
+def test_a_status_write_answered_without_a_version_is_a_failed_write_not_a_conflict() -> None:
+    """The reconciler reports it and backs off; nothing is built on it."""
     kube, _ = client(200, {"kind": "TaskSet", "metadata": {"name": "job", "resourceVersion": ""}})
-    assert kube.replace_status("ns", "job", "4710", {"phase": "Running"}) == {}
+    with pytest.raises(KubeError) as raised:
+        kube.replace_status("ns", "job", "4710", {"phase": "Running"})
+    assert (raised.value.code, raised.value.reason, raised.value.conflict) == (
+        200,
+        "NoResourceVersion",
+        False,
+    )
 
 
 def test_deletes_patches_and_event_creates_decode_nothing_yet_succeed(mocker: MockerFixture) -> None:
