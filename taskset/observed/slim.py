@@ -114,6 +114,8 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
         # The node it is bound to: a lost node holds its Pods (observed.nodes), and a failure rule may
         # avoid the node a failed attempt ran on.
         slim["spec"]["nodeName"] = _shared(spec["nodeName"][:NODE_NAME_MAX])
+    if "spec" in slim:
+        slim["spec"] = _one_of(slim["spec"])
     if isinstance(pod.get("status"), dict):
         slim["status"] = _slim_pod_status(pod["status"], main_container(pod)[0])
     return slim
@@ -179,7 +181,9 @@ def _slim_pod_status(status: dict[str, Any], main: str) -> dict[str, Any]:
             kept[key] = [_slim_container_status(entry) for entry in entries]
     if isinstance(kept.get("conditions"), list):
         scheduled = [c for c in kept["conditions"] if _kept_type(get_path(c, "type"))][:LIST_KEPT]
-        kept["conditions"] = [_clip_texts(_kept(c, CONDITION_FIELDS_KEPT), QUOTED_MAX) for c in scheduled]
+        kept["conditions"] = _one_of(
+            [_clip_texts(_kept(c, CONDITION_FIELDS_KEPT), QUOTED_MAX) for c in scheduled]
+        )
     return kept
 
 
@@ -204,11 +208,13 @@ def _slim_container_status(entry: dict[str, Any]) -> dict[str, Any]:
         kept["containerID"] = _clipped(kept["containerID"], IDENTIFIER_MAX)
     state = kept.get("state")
     if isinstance(state, dict):
-        kept["state"] = {
-            name: _clip_texts(_kept(value, STATE_FIELDS_KEPT[name]), MESSAGE_KEPT[name])
-            for name, value in state.items()
-            if name in STATE_FIELDS_KEPT
-        }
+        kept["state"] = _one_of(
+            {
+                name: _clip_texts(_kept(value, STATE_FIELDS_KEPT[name]), MESSAGE_KEPT[name])
+                for name, value in state.items()
+                if name in STATE_FIELDS_KEPT
+            }
+        )
     return kept
 
 
@@ -237,7 +243,13 @@ def _shared_metadata(meta: Any) -> Any:
     """``slim_metadata`` with its strings interned, once it has dropped what it drops (a stranger's
     annotations may be 256 KB: they are never copied)."""
     slim = slim_metadata(meta)
-    return {k: _shared(v) for k, v in slim.items()} if isinstance(slim, dict) else _shared(slim)
+    if not isinstance(slim, dict):
+        return _shared(slim)
+    shared = {k: _shared(v) for k, v in slim.items()}
+    for key in ("labels", "ownerReferences"):  # a Pod's annotations are its own (its index, its proof)
+        if key in shared:
+            shared[key] = _one_of(shared[key])
+    return shared
 
 
 def slim_metadata(meta: Any) -> Any:
@@ -404,6 +416,69 @@ def _shared(value: Any) -> Any:
 
 
 _intern: Final = sys.intern
+
+# A cached Pod's parts that the Pods of a TaskSet hold alike are held once: its labels, its controlling
+# owner, its spec (container names and node), its conditions (their times are not kept) and a running
+# or waiting container's state. Held once each, they took a running Pod in the store from 3.3 KiB to
+# 1.9 (``python -m bench.cache_memory``). A part is a dict or a list, so a reader that changed
+# it would change it in every Pod: no reader changes a cached object (the informers' contract; the
+# slim Pod is never written back). Only parts whose every value is a short string or ``true`` are
+# shared, keyed by their items in order, so a shared part equals the part it stands for to the type
+# (an exit code, an integer, is never keyed: ``1`` would equal ``true``). The table is bounded: reaching
+# ``SHARED_PARTS_KEPT`` parts drops them all (the Pods keep theirs, later Pods share anew), so what it
+# holds past the Pods that hold them is at most that many parts of at most ``SHARED_PART_CHARS``.
+SHARED_PARTS_KEPT: Final = 512
+SHARED_PART_CHARS: Final = 512
+_SHARED_LIST_MAX: Final = 4  # entries of a shared list: a Pod's one owner, its two or three conditions
+_parts: dict[tuple[Any, ...], Any] = {}
+
+
+def _one_of(part: Any) -> Any:
+    """``part``, or the equal part kept before (the same object, shared by every Pod holding it)."""
+    keyed = _part_key(part)
+    if keyed is None:
+        return part
+    key = keyed[1]
+    known = _parts.get(key)
+    if known is not None:
+        return known
+    if len(_parts) >= SHARED_PARTS_KEPT:
+        _parts.clear()
+    _parts[key] = part
+    return part
+
+
+def _part_key(part: Any, depth: int = 2) -> tuple[int, tuple[Any, ...]] | None:
+    """Its characters, and what equal parts (to the type) share and no other part has; None for a part
+    that is not a dict of short strings and ``true`` or a list of at most ``_SHARED_LIST_MAX`` of them
+    (``depth`` levels of them within each other), or longer than ``SHARED_PART_CHARS`` characters."""
+    chars = 0
+    items: list[Any]
+    if type(part) is dict:
+        items = ["d"]
+        for name, value in part.items():
+            if type(value) is str:
+                chars += len(value)
+                items.append((name, value))
+            elif value is True:
+                items.append((name, value))
+            else:
+                inner = _part_key(value, depth - 1) if depth else None
+                if inner is None:
+                    return None
+                chars += inner[0]
+                items.append((name, inner[1]))
+    elif type(part) is list and len(part) <= _SHARED_LIST_MAX:
+        items = ["l"]
+        for entry in part:
+            inner = _part_key(entry, depth - 1) if depth and type(entry) is dict else None
+            if inner is None:
+                return None
+            chars += inner[0]
+            items.append(inner[1])
+    else:
+        return None
+    return (chars, tuple(items)) if chars <= SHARED_PART_CHARS else None
 
 
 def _only(value: Any, keys: frozenset[str] | set[str]) -> Any:

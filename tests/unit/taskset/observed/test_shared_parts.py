@@ -1,0 +1,119 @@
+"""A cached Pod's parts that the Pods of a TaskSet hold alike (labels, controlling owner, spec, conditions,
+a running or waiting container's state) are held once, by every Pod that holds them: the same object.
+What a Pod keeps is still exactly what it kept (``test_slim_in_one_pass`` holds every Pod to the
+transform's reference, to the type), a shared part is never one of another type (``1`` is not ``true``),
+and the table of parts is bounded."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from taskset.observed import slim as slim_module
+from taskset.observed.slim import SHARED_PART_CHARS, SHARED_PARTS_KEPT, slim_pod
+from tests.unit.taskset.observed.test_slim_in_one_pass import reference_slim_pod, same
+from tests.unit.taskset.test_fuzz_input import FUZZ, RECORDED_POD, mutated, pods, valid_pod
+from tests.unit.taskset.world import PodBuilder
+
+pytestmark = pytest.mark.unit
+
+
+def replica(index: int) -> dict[str, Any]:
+    """The recorded Pod as replica ``index`` of one TaskSet: its own name, UID, version, IP and index."""
+    pod = orjson.loads(RECORDED_POD.read_bytes())
+    meta = pod["metadata"]
+    meta |= {"name": f"train-worker-{index}", "uid": f"uid-{index}", "resourceVersion": str(100 + index)}
+    meta.setdefault("annotations", {})["RoleReplicaIndex"] = str(index)
+    pod["status"]["podIP"] = f"10.0.0.{index}"
+    return pod
+
+
+def part(pod: dict[str, Any], *path: str | int) -> Any:
+    for step in path:
+        pod = pod[step]  # type: ignore[index]
+    return pod
+
+
+SHARED = [
+    ("metadata", "labels"),
+    ("metadata", "ownerReferences"),
+    ("spec",),
+    ("status", "conditions"),
+    ("status", "containerStatuses", 0, "state"),
+]
+
+
+@pytest.mark.parametrize("path", SHARED, ids=lambda path: "/".join(map(str, path)))
+def test_the_replicas_of_a_taskset_hold_one_copy_of_each_part_they_hold_alike(path: tuple[Any, ...]) -> None:
+    first, second = slim_pod(replica(1)), slim_pod(replica(2))
+    assert same(part(first, *path), part(reference_slim_pod(replica(1)), *path))
+    assert part(first, *path) is part(second, *path)
+
+
+def test_what_each_pod_holds_alone_stays_its_own() -> None:
+    first, second = slim_pod(replica(1)), slim_pod(replica(2))
+    assert first["metadata"] is not second["metadata"]
+    assert first["metadata"]["annotations"] is not second["metadata"]["annotations"]
+    assert first["status"]["containerStatuses"] is not second["status"]["containerStatuses"]
+    assert (first["metadata"]["uid"], second["metadata"]["uid"]) == ("uid-1", "uid-2")
+
+
+def test_a_part_is_never_shared_with_one_that_differs_in_a_value_s_type() -> None:
+    """``{"status": true}`` and ``{"status": 1}`` are equal to Python; the wire tells them apart."""
+    with_true, with_one = PodBuilder("job-w-0").running().obj(), PodBuilder("job-w-1").running().obj()
+    with_true["status"]["conditions"] = [{"type": "Ready", "status": True}]
+    with_one["status"]["conditions"] = [{"type": "Ready", "status": 1}]
+    kept_true, kept_one = slim_pod(with_true), slim_pod(with_one)
+    assert type(kept_true["status"]["conditions"][0]["status"]) is bool
+    assert type(kept_one["status"]["conditions"][0]["status"]) is int
+
+
+def test_an_exit_is_never_shared() -> None:
+    """A terminated state holds integers (its exit code, its signal): it is not keyed at all."""
+    first, second = (slim_pod(PodBuilder(f"job-w-{i}").exited(1).obj()) for i in range(2))
+    states = [part(pod, "status", "containerStatuses", 0, "state") for pod in (first, second)]
+    assert states[0] == states[1]
+    assert states[0] is not states[1]
+
+
+def test_a_part_longer_than_the_bound_is_kept_by_its_pod_alone() -> None:
+    long, alike = (PodBuilder(f"job-w-{i}").running().obj() for i in range(2))
+    for pod in (long, alike):
+        pod["status"]["conditions"] = [{"type": "Ready", "status": "False", "message": "m" * SHARED_PART_CHARS}]
+    assert part(slim_pod(long), "status", "conditions") is not part(slim_pod(alike), "status", "conditions")
+    assert not any("m" * SHARED_PART_CHARS in repr(key) for key in slim_module._parts)
+
+
+def test_the_table_of_parts_is_bounded() -> None:
+    for i in range(SHARED_PARTS_KEPT * 2 + 3):
+        pod = replica(i)
+        pod["metadata"]["labels"]["PodTaskRole"] = f"role-{i}"  # a part nobody else holds
+        slim_pod(pod)
+        assert len(slim_module._parts) <= SHARED_PARTS_KEPT
+    # The Pods cached before the table was dropped keep their parts; the next ones share anew.
+    first, second = slim_pod(replica(1)), slim_pod(replica(2))
+    assert first["metadata"]["labels"] is second["metadata"]["labels"]
+
+
+@FUZZ
+@given(
+    batch=st.lists(
+        st.one_of(pods(), mutated(valid_pod()), mutated(orjson.loads(RECORDED_POD.read_bytes()))),
+        min_size=2,
+        max_size=6,
+    )
+)
+def test_pods_slimmed_one_after_another_each_keep_exactly_their_own(batch: list[Any]) -> None:
+    """Every Pod of a batch, slimmed in turn (sharing parts with the ones before), still equals its own
+    reference to the type once the whole batch is slimmed: no later Pod changed a part an earlier one
+    holds, and none was given another Pod's part that only looks equal."""
+    given_pods = copy.deepcopy(batch)
+    kept = [slim_pod(pod) for pod in batch]
+    assert batch == given_pods
+    for pod, slim in zip(batch, kept, strict=True):
+        assert same(slim, reference_slim_pod(pod))
