@@ -84,7 +84,8 @@ def test_an_exit_is_never_shared() -> None:
 def test_a_part_longer_than_the_bound_is_kept_by_its_pod_alone() -> None:
     long, alike = (PodBuilder(f"job-w-{i}").running().obj() for i in range(2))
     for pod in (long, alike):
-        pod["status"]["conditions"] = [{"type": "Ready", "status": "False", "message": "m" * SHARED_PART_CHARS}]
+        message = "m" * SHARED_PART_CHARS
+        pod["status"]["conditions"] = [{"type": "Ready", "status": "False", "message": message}]
     assert part(slim_pod(long), "status", "conditions") is not part(slim_pod(alike), "status", "conditions")
     assert not any("m" * SHARED_PART_CHARS in repr(key) for key in slim_module._parts)
 
