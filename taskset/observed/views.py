@@ -51,7 +51,7 @@ TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed", POD_PHASE_UNKNOWN})
 STARTING_WAITING_REASONS = frozenset({"ContainerCreating", "PodInitializing"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Terminated:
     exit_code: int
     message: str
@@ -60,7 +60,7 @@ class Terminated:
     finished_at: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContainerExit:
     """How one container (init containers too) of a Pod ended: what failure rules match."""
 
@@ -69,7 +69,7 @@ class ContainerExit:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContainerWaiting:
     """A container of a Pending Pod that waits for something other than its normal start."""
 
@@ -78,7 +78,7 @@ class ContainerWaiting:
     message: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodView:
     """The facts about one Pod that the replica machine and status capture need."""
 
@@ -258,7 +258,7 @@ def _finalizers(obj: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(f for f in names if len(f) <= FINALIZER_MAX)[:FINALIZERS_KEPT]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ControlUnitView:
     name: str
     uid: str
@@ -295,7 +295,7 @@ def control_unit_view(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OwnedView:
     """An object an integration asked for, as the cache shows it: enough to tell whether it exists, is
     ours (its controlling owner's UID) and is going away."""
@@ -420,7 +420,7 @@ def classify_pod(
     return PodClass.FOREIGN
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Observed:
     """Everything one reconcile pass knows about the cluster besides the TaskSet itself."""
 
