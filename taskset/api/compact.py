@@ -471,6 +471,23 @@ def unchanged_by_role(status: Json, previous: object, parsed: Mapping[str, int])
     return unchanged
 
 
+def same_records_by_role(status: Json, previous: object) -> dict[str, list[Json]]:
+    """Role name -> the full records of the role in ``previous``, the version before, for the roles
+    both versions have once and in the full shape. A record of ``status`` that *is* (the same object) the
+    record at its place there parses as it did: the controller's status writer hands an unchanged
+    replica's record to the next write as it is (``status_writes``), and a record is never changed once
+    written, so a write of a large role repeats all but the few records a pass changed."""
+    if not isinstance(previous, dict):
+        return {}
+    before = _unique_roles(previous.get("roleStatus"))
+    same: dict[str, list[Json]] = {}
+    for name, role in _unique_roles(status.get("roleStatus")).items():
+        earlier = before.get(name)
+        if earlier is not None and ROWS not in role and ROWS not in earlier:
+            same[name] = [r for r in as_items(earlier.get("replicaStatus")) if isinstance(r, dict)]
+    return same
+
+
 def _unique_roles(roles: object) -> dict[str, Json]:
     """The role entries of a status by name, leaving out any name that is there twice (a status edited
     by hand): which one a parse took would be a guess."""

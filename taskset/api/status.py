@@ -29,7 +29,15 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from taskset.api import compact
-from taskset.api.compact import BUCKETS, COUNTS, expand, replica_counts, shape, unchanged_by_role
+from taskset.api.compact import (
+    BUCKETS,
+    COUNTS,
+    expand,
+    replica_counts,
+    same_records_by_role,
+    shape,
+    unchanged_by_role,
+)
 from taskset.api.constants import (
     ConditionStatus,
     ConditionType,
@@ -301,15 +309,25 @@ class RoleStatus:
         }
 
     @classmethod
-    def from_json(cls, raw: Json, kept: RoleStatus | None = None) -> RoleStatus:
+    def from_json(
+        cls, raw: Json, kept: RoleStatus | None = None, same: tuple[list[Json], RoleStatus] | None = None
+    ) -> RoleStatus:
         """The role's status; a replica entry that is None (``compact.expand``'s unchanged rows) is
-        ``kept``'s replica of that index, shared: recorded statuses are never changed, passes copy."""
+        ``kept``'s replica of that index, shared: recorded statuses are never changed, passes copy.
+        ``same``: the full records of this role in the version before, and their parse; a record that
+        is the one at its place there is that parse's replica (``compact.same_records_by_role``)."""
         name = as_text(raw.get("name"))
         entries = [
             r for r in as_items(raw.get("replicaStatus")) if isinstance(r, dict) or (r is None and kept)
         ]
+        earlier, parsed = same if same is not None else ([], None)
+        reusable = 0 if parsed is None else min(len(earlier), len(parsed.replicas))
         replicas = [
-            ReplicaStatus.from_json(item, index, name) if item is not None else _kept(kept, index)
+            parsed.replicas[index]  # type: ignore[union-attr]
+            if index < reusable and item is earlier[index]
+            else ReplicaStatus.from_json(item, index, name)
+            if item is not None
+            else _kept(kept, index)
             for index, item in enumerate(entries)
         ]
         return cls(
@@ -521,6 +539,11 @@ class TaskSetStatus:
         lent = {role.name: role for role in previous[1].roles} if previous and previous[1] else {}
         before = previous[0] if previous and previous[1] else None
         unchanged = unchanged_by_role(raw, before, {name: len(role.replicas) for name, role in lent.items()})
+        same = {
+            name: (records, lent[name])
+            for name, records in same_records_by_role(raw, before).items()
+            if name in lent
+        }
         raw = expand(raw, unchanged)
         return cls(
             **_lifecycle(raw, TaskSetPhase, TaskSetPhase.VALIDATION),
@@ -533,7 +556,9 @@ class TaskSetStatus:
             preempt_count=as_count(raw.get("preemptCount")),
             roles=[
                 RoleStatus.from_json(
-                    r, lent.get(name) if (name := as_text(r.get("name"))) in unchanged else None
+                    r,
+                    lent.get(name) if (name := as_text(r.get("name"))) in unchanged else None,
+                    same.get(name),
                 )
                 for r in as_items(raw.get("roleStatus"))
                 if isinstance(r, dict)

@@ -1,8 +1,10 @@
-"""Parsing a compact status with the version before lent (``TaskSetStatus.from_json(raw, previous)``,
-``compact.unchanged_rows``) gives exactly what a parse from scratch gives, whatever changed between the
-two versions: the rows, the texts and their order, the full records, the Pod name prefix, the roles, the
-replica counts, or garbage written by hand. Random walks over such changes, each step checked, and the
-lent parse of every step is itself a lent one, as in the controller's records."""
+"""Parsing a status with the version before lent (``TaskSetStatus.from_json(raw, previous)``) gives
+exactly what a parse from scratch gives, whatever changed between the two versions. In the compact shape
+(``compact.unchanged_rows``): the rows, the texts and their order, the full records, the Pod name
+prefix, the roles, the replica counts, or garbage written by hand. In the full shape (the very records
+the status writer handed on): any field of any replica, records read back, moved or junk. Random walks
+over such changes, each step checked, and the lent parse of every step is itself a lent one, as in the
+controller's records."""
 
 from __future__ import annotations
 
@@ -10,13 +12,16 @@ import copy
 import random
 from typing import Any
 
+import orjson
 import pytest
 
 from clock import FakeClock
 from taskset.api import compact
 from taskset.api.constants import ReplicaPhase as P
 from taskset.api.status import ReplicaStatus, RoleStatus, TaskSetStatus, TerminatedInfo
+from taskset.api.status_writes import StatusWriter
 from taskset.runtime.records import StatusRecords
+from tests.unit.taskset.api import test_status_writes as writes
 
 pytestmark = pytest.mark.unit
 
@@ -150,3 +155,70 @@ def test_a_record_lends_the_parse_of_the_version_its_write_replaced() -> None:
     fresh = records["ns/job"].recorded_status()
     assert fresh == parsed
     assert not any(a is b for a, b in zip(fresh.roles[0].replicas, parsed.roles[0].replicas, strict=True))
+
+
+# The full shape: the status writer hands an unchanged replica's record to the next write as it is, and a
+# parse with the version before lent takes that record's replica from the parse before.
+
+
+def _writes(seed: int, roles: dict[str, int], steps: int) -> list[dict[str, Any]]:
+    """The statuses one writer writes over ``steps`` passes of random changes (``test_status_writes``),
+    with a hand edit or a write read back from the API server (no record shared) now and then."""
+    rng = random.Random(seed)
+    writer, st = StatusWriter(), writes.status(rng, roles)
+    wires = []
+    for _ in range(steps):
+        wire = writer.to_json(st)
+        if rng.random() < 0.1:  # read back live: the same content, no object shared
+            wire = orjson.loads(orjson.dumps(wire))
+        elif rng.random() < 0.1:  # edited by hand: records dropped, moved, or junk added
+            wire = dict(wire, roleStatus=[dict(r) for r in wire["roleStatus"]])
+            role = rng.choice(wire["roleStatus"])
+            records = list(role["replicaStatus"])
+            if records and rng.random() < 0.5:
+                records.pop(0)  # every record after it moves one place up
+            else:
+                records.insert(rng.randrange(len(records) + 1), rng.choice([None, "junk", {"phase": 3}]))
+            role["replicaStatus"] = records
+        wires.append(wire)
+        st = writes.step(rng, st)
+    return wires
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_lent_parse_of_full_writes_equals_a_parse_from_scratch(seed: int) -> None:
+    previous: tuple[object, TaskSetStatus | None] | None = None
+    for wire in _writes(seed, {"ps": 2, "worker": 40}, 30):
+        lent = TaskSetStatus.from_json(wire, previous)
+        assert lent == TaskSetStatus.from_json(wire)
+        previous = (wire, lent)
+
+
+def test_a_record_written_again_as_it_was_is_not_parsed_again() -> None:
+    rng = random.Random(11)
+    writer, st = StatusWriter(), writes.status(rng, {"worker": 50})
+    first = writer.to_json(st)
+    before = TaskSetStatus.from_json(first)
+    assert before is not None
+    st = st.copy()
+    st.roles[0].replicas[7].phase_message = "changed"
+    second = writer.to_json(st)
+    after = TaskSetStatus.from_json(second, (first, before))
+    assert after is not None and after == TaskSetStatus.from_json(second)
+    shared = {i for i in range(50) if after.roles[0].replicas[i] is before.roles[0].replicas[i]}
+    assert shared == set(range(50)) - {7}
+    assert after.roles[0].replicas[7].phase_message == "changed"
+
+
+def test_a_record_at_another_place_is_parsed_again() -> None:
+    """The replica's index is its place: the same record one place up is another replica."""
+    rng = random.Random(12)
+    wire = StatusWriter().to_json(writes.status(rng, {"worker": 5}))
+    before = TaskSetStatus.from_json(wire)
+    assert before is not None
+    moved = dict(wire, roleStatus=[dict(wire["roleStatus"][0])])
+    moved["roleStatus"][0]["replicaStatus"] = wire["roleStatus"][0]["replicaStatus"][1:]
+    after = TaskSetStatus.from_json(moved, (wire, before))
+    assert after is not None
+    assert [r.index for r in after.roles[0].replicas] == [0, 1, 2, 3]
+    assert not any(a is b for a in after.roles[0].replicas for b in before.roles[0].replicas)
