@@ -287,7 +287,7 @@ class RoleStatus:
         )
 
     def copy(self) -> RoleStatus:
-        fresh = _with_records_copied(self)
+        fresh = _with_records_copied(self, but="replicas")
         fresh.replicas = [replica.copy() for replica in self.replicas]
         return fresh
 
@@ -612,12 +612,15 @@ def _shallow(node: _Node) -> _Node:
     return fresh
 
 
-def _with_records_copied(node: _Node) -> _Node:
+def _with_records_copied(node: _Node, but: str = "") -> _Node:
     """``_shallow(node)`` with each field that holds a record (a dataclass: ``lastScale``, ``membership``)
     or a list (of records or not) copied too, one level down: at the TaskSet's and the roles' level,
-    where records are few and fields get added."""
+    where records are few and fields get added. ``but``: a field the caller copies itself (a role's
+    replicas: copied here too, they were copied twice a pass)."""
     fresh = _shallow(node)
     for key, value in node.__dict__.items():
+        if key == but:
+            continue
         if hasattr(type(value), "__dataclass_fields__"):
             setattr(fresh, key, _shallow(value))
         elif isinstance(value, list):
