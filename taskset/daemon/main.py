@@ -41,6 +41,7 @@ from typing import Any, Final, Protocol, cast
 from informers.sharding import ShardView
 from informers.shards import Buckets
 from taskset.api.constants import CRD_NAME
+from taskset.daemon.allocator import bound_arenas
 from taskset.daemon.buckets import LEASE_WRITES_IN_FLIGHT, BucketElector
 from taskset.daemon.config import PROG, Config, ConfigError, HelpRequested, load_config
 from taskset.daemon.crd import CRDRegistrationError, ensure_crd
@@ -95,6 +96,7 @@ class Controller(Protocol):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the controller until a signal stops it; returns the process exit code."""
+    bound_arenas()  # before any thread: each would take an arena of its own (taskset.daemon.allocator)
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         config = load_config(args, os.environ, _read_text)
