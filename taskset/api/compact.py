@@ -472,11 +472,9 @@ def unchanged_by_role(status: Json, previous: object, parsed: Mapping[str, int])
 
 
 def same_records_by_role(status: Json, previous: object) -> dict[str, list[Json]]:
-    """Role name -> the full records of the role in ``previous``, the version before, for the roles
-    both versions have once and in the full shape. A record of ``status`` that *is* (the same object) the
-    record at its place there parses as it did: the controller's status writer hands an unchanged
-    replica's record to the next write as it is (``status_writes``), and a record is never changed once
-    written, so a write of a large role repeats all but the few records a pass changed."""
+    """Role name -> the records of the role in ``previous``, the version before, for the roles both have
+    once and in the full shape. A record of ``status`` that *is* the record at its place there parses as
+    it did: the status writer hands an unchanged replica's record on (``status_writes``), never changed."""
     if not isinstance(previous, dict):
         return {}
     before = _unique_roles(previous.get("roleStatus"))

@@ -26,18 +26,10 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any
 
-from taskset.api import compact
-from taskset.api.compact import (
-    BUCKETS,
-    COUNTS,
-    expand,
-    replica_counts,
-    same_records_by_role,
-    shape,
-    unchanged_by_role,
-)
+from taskset.api import compact, copies
+from taskset.api.compact import BUCKETS, COUNTS, expand, replica_counts, shape, unchanged_by_role
 from taskset.api.constants import (
     ConditionStatus,
     ConditionType,
@@ -177,7 +169,7 @@ class ReplicaStatus:
 
     def copy(self) -> ReplicaStatus:
         """A private copy for a pass, sharing its records (immutable)."""
-        return _shallow(self)
+        return copies.shallow(self)
 
     @property
     def counted_retries(self) -> int:
@@ -287,7 +279,7 @@ class RoleStatus:
         )
 
     def copy(self) -> RoleStatus:
-        fresh = _with_records_copied(self, but="replicas")
+        fresh = copies.with_records_copied(self, but="replicas")
         fresh.replicas = [replica.copy() for replica in self.replicas]
         return fresh
 
@@ -522,9 +514,9 @@ class TaskSetStatus:
         (strings, numbers, enums, tuples) shared. A JSON round trip cost a pass of 400 replicas 2.9 ms,
         on every event (the bench's strangers). ``test_status_copy`` proves no mutable part is shared, so a
         field added later cannot be forgotten here unnoticed."""
-        fresh = _with_records_copied(self)
+        fresh = copies.with_records_copied(self)
         fresh.roles = [role.copy() for role in self.roles]
-        fresh.conditions = [_shallow(condition) for condition in self.conditions]
+        fresh.conditions = [copies.shallow(condition) for condition in self.conditions]
         return fresh
 
     @classmethod
@@ -541,7 +533,7 @@ class TaskSetStatus:
         unchanged = unchanged_by_role(raw, before, {name: len(role.replicas) for name, role in lent.items()})
         same = {
             name: (records, lent[name])
-            for name, records in same_records_by_role(raw, before).items()
+            for name, records in compact.same_records_by_role(raw, before).items()
             if name in lent
         }
         raw = expand(raw, unchanged)
@@ -598,33 +590,3 @@ def _kept(role: RoleStatus | None, index: int) -> ReplicaStatus:
     """The replica ``index`` of ``role``, which ``compact.unchanged_by_role`` checked it has."""
     assert role is not None
     return role.replicas[index]
-
-
-_Node = TypeVar("_Node")
-
-
-def _shallow(node: _Node) -> _Node:
-    """A new record with the same field values (a dataclass's ``__dict__`` copied, no ``__init__``). The
-    copy is set as the new object's ``__dict__`` (``object.__setattr__``: frozen records too): half the
-    time of filling the empty one, and a pass copies every replica of its TaskSet."""
-    fresh: _Node = object.__new__(type(node))
-    object.__setattr__(fresh, "__dict__", node.__dict__.copy())
-    return fresh
-
-
-def _with_records_copied(node: _Node, but: str = "") -> _Node:
-    """``_shallow(node)`` with each field that holds a record (a dataclass: ``lastScale``, ``membership``)
-    or a list (of records or not) copied too, one level down: at the TaskSet's and the roles' level,
-    where records are few and fields get added. ``but``: a field the caller copies itself (a role's
-    replicas: copied here too, they were copied twice a pass)."""
-    fresh = _shallow(node)
-    for key, value in node.__dict__.items():
-        if key == but:
-            continue
-        if hasattr(type(value), "__dataclass_fields__"):
-            setattr(fresh, key, _shallow(value))
-        elif isinstance(value, list):
-            setattr(
-                fresh, key, [_shallow(v) if hasattr(type(v), "__dataclass_fields__") else v for v in value]
-            )
-    return fresh

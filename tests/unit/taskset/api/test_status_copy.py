@@ -9,6 +9,7 @@ from dataclasses import FrozenInstanceError, fields, is_dataclass, replace
 
 import pytest
 
+from taskset.api import copies
 from taskset.api import status as st
 from taskset.api.constants import ConditionStatus, ConditionType, FailureAction
 from taskset.api.elastic_status import MembershipStatus, ScaleRecord, ScaleStatus
@@ -105,13 +106,13 @@ def test_a_pass_copies_each_replica_once(monkeypatch: pytest.MonkeyPatch) -> Non
     status = rich_status()
     status.roles[0].replicas = [replace(status.roles[0].replicas[0], index=i) for i in range(50)]
     copied: list[object] = []
-    shallow = st._shallow
+    shallow = copies.shallow
 
     def counting(node: object) -> object:
         copied.append(node)
         return shallow(node)
 
-    monkeypatch.setattr(st, "_shallow", counting)
+    monkeypatch.setattr(copies, "shallow", counting)
     fresh = status.copy()
     assert fresh == status
     replicas = [node for node in copied if isinstance(node, st.ReplicaStatus)]

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.unit
 
 def replica(index: int) -> dict[str, Any]:
     """The recorded Pod as replica ``index`` of one TaskSet: its own name, UID, version, IP and index."""
-    pod = orjson.loads(RECORDED_POD.read_bytes())
+    pod: dict[str, Any] = orjson.loads(RECORDED_POD.read_bytes())
     meta = pod["metadata"]
     meta |= {"name": f"train-worker-{index}", "uid": f"uid-{index}", "resourceVersion": str(100 + index)}
     meta.setdefault("annotations", {})["RoleReplicaIndex"] = str(index)
@@ -33,9 +33,9 @@ def replica(index: int) -> dict[str, Any]:
     return pod
 
 
-def part(pod: dict[str, Any], *path: str | int) -> Any:
+def part(pod: Any, *path: str | int) -> Any:
     for step in path:
-        pod = pod[step]  # type: ignore[index]
+        pod = pod[step]
     return pod
 
 
