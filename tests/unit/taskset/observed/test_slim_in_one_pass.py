@@ -5,8 +5,10 @@ each phase, arbitrary JSON, valid Pods with junk in them, and the hostile corpus
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -113,14 +115,32 @@ def _only(value: Any, keys: frozenset[str] | set[str]) -> Any:
 
 
 def check(pod: Any) -> None:
-    """The same slim Pod to the byte (1 is not true), the same strings shared, ``pod`` left alone."""
-    before = copy.deepcopy(pod)
+    """The same slim Pod to the byte (1 is not true), the same strings shared, ``pod`` left alone. The
+    fuzz's junk is nested up to 400 levels (``test_fuzz_input.deep``): ``slim_pod`` walks it within the
+    interpreter's default recursion limit, as the daemon runs it, while this check's own walks (a deep
+    copy, ``same``, the reference transform) take up to three frames a level, and run with a higher one."""
+    with deeper_recursion():
+        before = copy.deepcopy(pod)
     slim = slim_pod(pod)
-    assert pod == before
-    assert same(slim, reference_slim_pod(pod))
+    with deeper_recursion():
+        assert pod == before
+        assert same(slim, reference_slim_pod(pod))
     assert slim_pod(slim) == slim
-    for value in _strings(slim):
+    with deeper_recursion():
+        strings = _strings(slim)
+    for value in strings:
         assert value is sys.intern(value)
+
+
+@contextlib.contextmanager
+def deeper_recursion(limit: int = 10_000) -> Iterator[None]:
+    """The test's own recursive walks of deep junk, not the transform's, get a higher recursion limit."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -139,6 +159,14 @@ def _strings(value: Any) -> list[str]:
         return [value]
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
     return [s for item in items for s in _strings(item)]
+
+
+def _nested(levels: int) -> Any:
+    """The fuzz's deepest junk (``test_fuzz_input.deep``): dicts and lists within each other."""
+    value: Any = "leaf"
+    for level in range(levels):
+        value = {"k": value} if level % 2 else [value]
+    return value
 
 
 def _exited_long() -> dict[str, Any]:
@@ -161,6 +189,7 @@ def _exited_long() -> dict[str, Any]:
         pytest.param({"spec": {"containers": 1}, "status": {"conditions": {"a": "b"}}}, id="wrong types"),
         pytest.param({"spec": [], "status": "x", "metadata": 3, "kind": ["Pod"]}, id="wrong tops"),
         pytest.param({"status": {"containerStatuses": [1, {"name": "c", "state": "s"}]}}, id="junk statuses"),
+        pytest.param({"status": {"phase": _nested(400), "message": _nested(400)}}, id="junk 400 levels deep"),
     ],
 )
 def test_one_pass_keeps_what_two_passes_kept(pod: dict[str, Any]) -> None:
