@@ -11,6 +11,7 @@ compare by running it from each (``cd <worktree> && python -m bench.offline_pass
 
 from __future__ import annotations
 
+import copy
 import gc
 import io
 import sys
@@ -21,7 +22,15 @@ from typing import Any
 from taskset.daemon.logs import configure_logging
 from taskset.daemon.main import GC_THRESHOLDS
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.world import RecordingClient, World, cached_taskset, reconciler_over, show_created
+from tests.unit.taskset.world import (
+    RecordingClient,
+    World,
+    cached_taskset,
+    exit_pod,
+    reconciler_over,
+    run_pod,
+    show_created,
+)
 
 REPLICAS = 2000
 STEP = 80  # Pods that change between two passes
@@ -54,29 +63,16 @@ class Driver:
             for name in self.names[start : start + STEP]:
                 cached = self.caches.pods.get_by_key(f"ns/{name}")
                 if cached is not None:
-                    pod = {**cached, "metadata": dict(cached["metadata"])}
+                    # a new object, as a watch event brings: the cached one is never changed
+                    pod = {**copy.deepcopy(cached), "metadata": dict(cached["metadata"])}
                     change(pod)
                     pod["metadata"]["resourceVersion"] = str(int(cached["metadata"]["resourceVersion"]) + 1)
                     self.caches.pods.update(pod)
             self.one_pass()
 
 
-def running(pod: dict[str, Any]) -> None:
-    container = pod["spec"]["containers"][0]["name"]
-    pod["status"] = {
-        "phase": "Running",
-        "hostIP": "10.0.0.1",
-        "podIP": "10.0.1.1",
-        "startTime": "2026-01-01T00:00:01Z",
-        "containerStatuses": [{"name": container, "containerID": "kwok://x", "state": {"running": {}}}],
-    }
-
-
 def succeeded(pod: dict[str, Any]) -> None:
-    running(pod)
-    terminated = {"exitCode": 0, "reason": "Completed", "finishedAt": "2026-01-01T00:00:09Z"}
-    pod["status"]["phase"] = "Succeeded"
-    pod["status"]["containerStatuses"][0]["state"] = {"terminated": terminated}
+    exit_pod(pod, 0)
 
 
 def main(replicas: int = REPLICAS) -> Driver:
@@ -87,7 +83,7 @@ def main(replicas: int = REPLICAS) -> Driver:
     gc.set_threshold(*GC_THRESHOLDS)
     driver.one_pass()  # the ControlUnit and the Pods
     driver.one_pass()
-    driver.move(running)
+    driver.move(run_pod)
     driver.move(succeeded)
     print(
         f"{driver.passes} passes of {replicas} replicas: {driver.cpu:.2f} CPU s, "

@@ -303,35 +303,11 @@ class World:
             self.gone[name] = pod
 
     def run(self, name: str) -> None:
-        pod = self.pods[name]
-        pod["status"] = {
-            "phase": "Running",
-            "hostIP": "10.0.0.1",
-            "podIP": "10.0.1.1",
-            "startTime": "2026-01-01T00:00:01Z",
-            "containerStatuses": [
-                {
-                    "name": pod["spec"]["containers"][0]["name"],
-                    "containerID": f"kwok://{name}",
-                    "state": {"running": {}},
-                }
-            ],
-        }
+        run_pod(self.pods[name])
 
     def exit(self, name: str, code: int, *, message: str = "") -> None:
         """The Pod's main container ends with ``code`` (and ``message``, its termination message)."""
-        pod = self.pods[name]
-        if pod["status"].get("phase") != "Running":
-            self.run(name)
-        pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
-        terminated: dict[str, Any] = {
-            "exitCode": code,
-            "reason": "Completed" if code == 0 else "Error",
-            "finishedAt": "2026-01-01T00:00:09Z",
-        }
-        if message:
-            terminated["message"] = message
-        pod["status"]["containerStatuses"][0]["state"] = {"terminated": terminated}
+        exit_pod(self.pods[name], code, message=message)
 
 
 # ----- single passes and hand-made scenes (additive) -----------------------------------------------------
@@ -538,6 +514,38 @@ class PodBuilder:
 
     def obj(self) -> dict[str, Any]:
         return copy.deepcopy(self._pod)
+
+
+def run_pod(pod: dict[str, Any]) -> None:
+    """The Pod (changed in place) Running on a node, its main container started."""
+    pod["status"] = {
+        "phase": "Running",
+        "hostIP": "10.0.0.1",
+        "podIP": "10.0.1.1",
+        "startTime": "2026-01-01T00:00:01Z",
+        "containerStatuses": [
+            {
+                "name": pod["spec"]["containers"][0]["name"],
+                "containerID": f"kwok://{pod['metadata']['name']}",
+                "state": {"running": {}},
+            }
+        ],
+    }
+
+
+def exit_pod(pod: dict[str, Any], code: int, *, message: str = "") -> None:
+    """The Pod's (changed in place) main container ends with ``code`` (and ``message``)."""
+    if pod["status"].get("phase") != "Running":
+        run_pod(pod)
+    pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
+    terminated: dict[str, Any] = {
+        "exitCode": code,
+        "reason": "Completed" if code == 0 else "Error",
+        "finishedAt": "2026-01-01T00:00:09Z",
+    }
+    if message:
+        terminated["message"] = message
+    pod["status"]["containerStatuses"][0]["state"] = {"terminated": terminated}
 
 
 def control_unit(name: str, uid: str, owner_uid: str | None, *, deleting: bool = False) -> dict[str, Any]:
