@@ -46,6 +46,7 @@ from taskset.observed.slim import (
     slim_pod,
     slim_taskset,
 )
+from taskset.runtime.batching import declared_replicas, pod_event_window
 from taskset.runtime.events import EventMetrics, EventRecorder
 from taskset.runtime.indexes import OWNER_INDEX, POD_INDEX, controller_uid_index, taskset_index
 from taskset.runtime.kube import KubeClient, RequestObserver
@@ -78,19 +79,14 @@ NODES: Final = Resource(group="", version="v1", plural="nodes")
 # Since Kubernetes 1.34 the watch cache serves a paged list at a resource version from its snapshots,
 # so paging costs etcd nothing there; on an older server it is one controller's paged read of etcd.
 #
-# Every handler here only queues a TaskSet's key (most with the batching window below), so each handler
-# thread rests 10 ms after a batch of notifications and takes the next one whole: one wake-up for many
-# events, where one for each cost the watch thread and the handler thread about a tenth of the Pod
-# cache's CPU (``Listener``). A TaskSet's own change reaches the queue at most 10 ms later.
+# Every handler here only queues a TaskSet's key (most after the TaskSet's batching window,
+# ``taskset.runtime.batching``), so each handler thread rests 10 ms after a batch of notifications and
+# takes the next one whole: one wake-up for many events, where one for each cost the watch thread and the
+# handler thread about a tenth of the Pod cache's CPU (``Listener``). A TaskSet's own change reaches the
+# queue at most 10 ms later.
 CACHE_SETTINGS: Final = InformerSettings(
     reflector=ReflectorSettings(page_size=DEFAULT_PAGE_SIZE), handler_batch_interval=0.01
 )
-# Seconds a change of a Pod or ControlUnit waits before its TaskSet is reconciled, so that a wave of
-# them (a pass's creates or deletes being answered; a role's Pods being scheduled, starting or exiting)
-# is handled in one pass and one status write instead of one each. The Kubernetes Job controller
-# batches its Pods' adds, updates and deletes the same way (1 s there); a TaskSet's own changes are
-# not batched.
-POD_EVENT_BATCH: Final = 0.5
 
 
 @dataclass(frozen=True)
@@ -333,7 +329,8 @@ class Controller:
         TaskSet is simply enqueued, batched like a Pod's change."""
         for taskset in self.tasksets.store.list():
             if str((taskset.get("status") or {}).get("state")) not in ("Succeeded", "Failed"):
-                self.queue.add_after(meta_namespace_key(taskset), POD_EVENT_BATCH)
+                key = meta_namespace_key(taskset)
+                self.queue.add_after(key, pod_event_window(declared_replicas(taskset)))
 
     def _node_changed(self, node: Mapping[str, Any]) -> None:
         """A node's health changed (lost, back, tainted out of service): the TaskSets with Pods on it
@@ -350,7 +347,7 @@ class Controller:
     def _enqueue_on_node(self, node: str) -> None:
         for pod in self.pods.store.by_index(NODE_INDEX, node):
             for key in taskset_index(pod):
-                self.queue.add_after(key, POD_EVENT_BATCH)
+                self.queue.add_after(key, self._window(key))
 
     def _created(self, obj: Mapping[str, Any]) -> None:
         self.reconciler.creation_observed(obj)
@@ -373,10 +370,13 @@ class Controller:
         self.reconciler.pod_views.forget(obj)
 
     def _enqueue_owner_batched(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
-        """In ``POD_EVENT_BATCH`` seconds: a key already waiting keeps its earlier deadline, so the first
-        change of a wave sets the time and the rest of the wave rides along."""
+        """In the TaskSet's window (``taskset.runtime.batching``): a key already waiting keeps its earlier
+        deadline, so the first change of a wave sets the time and the rest of the wave rides along."""
         for key in _owner_keys(obj):
-            self.queue.add_after(key, POD_EVENT_BATCH)
+            self.queue.add_after(key, self._window(key))
+
+    def _window(self, key: str) -> float:
+        return pod_event_window(declared_replicas(self.tasksets.store.get_by_key(key)))
 
     # ----- lifecycle ---------------------------------------------------------------------------------
     def start(self, *, workers: bool = True) -> None:

@@ -2,7 +2,7 @@
 
 An eviction through the Eviction API, a preemption or a drain first writes the ``DisruptionTarget``
 condition on the Pod, then deletes it, and a kubelet (or kwok) removes a terminating Pod within its grace
-period. A pass that comes after (Pod events are batched, ``POD_EVENT_BATCH``) finds the Pod gone, and
+period. A pass that comes after (Pod events are batched, ``taskset.runtime.batching``) finds the Pod gone, and
 what the status recorded of it says nothing of the disruption: the failure rules would count the end as
 the workload's. So the Pod cache keeps the last state of such a Pod here, told by its forget hook before
 the Pod leaves the cache (a delete handler runs later, on its own thread: a pass queued earlier could

@@ -1,7 +1,7 @@
 """Changes of Pods and ControlUnits reach the queue batched, so a wave of them (a pass's creates being
 answered, a role's Pods starting or exiting) is one pass and one status write; a TaskSet's own changes
-at once. Pure: the controller's handlers and its delaying queue on a fake clock (the informers are never
-started, no API server)."""
+at once; the window grows with the TaskSet's replicas. Pure: the controller's handlers and its delaying
+queue on a fake clock (the informers are never started, no API server)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,13 @@ import pytest
 from clock import FakeClock
 from informers import DeletedFinalStateUnknown, EventHandler
 from taskset.api.constants import ANNOTATION_NAMESPACE, ANNOTATION_TASKSET
-from taskset.runtime.controller import POD_EVENT_BATCH, Controller, ControllerSettings
+from taskset.runtime.batching import (
+    POD_EVENT_BATCH,
+    POD_EVENT_BATCH_MAX,
+    declared_replicas,
+    pod_event_window,
+)
+from taskset.runtime.controller import Controller, ControllerSettings
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
 
@@ -120,3 +126,75 @@ def test_an_added_object_has_its_creation_observed_at_once(controller: Controlle
     controller._created(pod)
     observed.assert_called_once_with(pod)
     assert controller.queue.len() == 0
+
+
+def cached_taskset(controller: Controller, *replicas: int, name: str = "ts") -> None:
+    roles = [{"name": f"role{index}", "replicas": count} for index, count in enumerate(replicas)]
+    controller.tasksets.store.add({"metadata": {"name": name, "namespace": "ns"}, "spec": {"roles": roles}})
+
+
+@pytest.mark.parametrize(
+    ("replicas", "window"),
+    [
+        (0, 0.5),
+        (1, 0.5),
+        (5, 0.5),
+        (500, 0.5),
+        (501, 0.501),
+        (1_000, 1.0),
+        (2_000, 2.0),
+        (5_000, 5.0),
+        (10_000, 5.0),
+        (10**9, 5.0),
+    ],
+)
+def test_the_window_is_half_a_second_up_to_500_replicas_then_grows(replicas: int, window: float) -> None:
+    assert pod_event_window(replicas) == pytest.approx(window)
+
+
+@pytest.mark.parametrize(
+    ("taskset", "replicas"),
+    [
+        (None, 0),
+        ({}, 0),
+        ({"spec": None}, 0),
+        ({"spec": {"roles": "many"}}, 0),
+        ({"spec": {"roles": [None, 3, "x", {"replicas": "7"}, {"replicas": True}, {"replicas": -4}]}}, 0),
+        ({"spec": {"roles": [{"replicas": 3}, {"name": "no count"}, {"replicas": 1_500}]}}, 1_503),
+    ],
+)
+def test_declared_replicas_counts_only_whole_positive_counts(taskset: Any, replicas: int) -> None:
+    assert declared_replicas(taskset) == replicas
+
+
+def test_a_large_tasksets_pod_waits_its_longer_window(controller: Controller, clock: FakeClock) -> None:
+    cached_taskset(controller, 1, 1_999)  # 2,000 replicas over two roles: 2 s
+    controller._enqueue_owner_batched(owned("ts-worker-0"))
+    assert queued_after(controller, clock, 1.9, expected=1) == 0
+    assert queued_after(controller, clock, 0.1, expected=1) == 1
+    assert controller.queue.get() == "ns/ts"
+
+
+def test_each_taskset_waits_its_own_window(controller: Controller, clock: FakeClock) -> None:
+    cached_taskset(controller, 5, name="small")
+    cached_taskset(controller, 10_000, name="huge")
+    controller._enqueue_owner_batched(owned("huge-worker-0", "huge"))
+    controller._enqueue_owner_batched(owned("small-worker-0", "small"))
+    assert queued_after(controller, clock, POD_EVENT_BATCH, expected=1) == 1
+    assert controller.queue.get() == "ns/small"
+    assert queued_after(controller, clock, POD_EVENT_BATCH_MAX - POD_EVENT_BATCH - 0.1, expected=2) == 0
+    assert queued_after(controller, clock, 0.1, expected=1) == 1
+    assert controller.queue.get() == "ns/huge"
+
+
+def test_a_scaled_taskset_waits_the_window_of_its_new_size(controller: Controller, clock: FakeClock) -> None:
+    """The window is read at each change, from the TaskSet as cached then: a role scaled up makes the next
+    wave wait longer."""
+    cached_taskset(controller, 100)
+    controller._enqueue_owner_batched(owned("ts-worker-0"))
+    assert queued_after(controller, clock, POD_EVENT_BATCH, expected=1) == 1
+    controller.queue.done(controller.queue.get())
+    cached_taskset(controller, 3_000)
+    controller._enqueue_owner_batched(owned("ts-worker-0"))
+    assert queued_after(controller, clock, 2.9, expected=1) == 0
+    assert queued_after(controller, clock, 0.1, expected=1) == 1
