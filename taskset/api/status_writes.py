@@ -1,6 +1,5 @@
 """A TaskSet's status written again: what its last write computed of each replica, kept by the replica's
-place and fields and by its content, so that the next write encodes, measures and compacts only the
-replicas that changed.
+place and fields, so that the next write encodes, measures and compacts only the replicas that changed.
 
 A pass changes a few replicas of a large TaskSet, yet every write built each replica's record, measured
 the whole JSON against the status budget and compacted it again: 12.8 ms per write at 2,000 replicas,
@@ -17,25 +16,13 @@ from typing import Any, Final
 
 from taskset.api import compact
 from taskset.api.compact import BUCKETS, FULL_RECORD_MIN_BYTES, STATUS_BUDGET, Pieces
-from taskset.api.status import FailureRecord, Json, ReplicaStatus, TaskSetStatus, TerminatedInfo
+from taskset.api.status import Json, ReplicaStatus, TaskSetStatus
 
-# The fields of a replica that hold records of their own; every other field holds an immutable value.
-_RECORDS: Final = ("terminated_info", "failure")
-_SCALARS: Final = attrgetter(*(f.name for f in fields(ReplicaStatus) if f.name not in _RECORDS))
-_TERMINATED: Final = attrgetter(*(f.name for f in fields(TerminatedInfo)))
-_FAILURE: Final = attrgetter(*(f.name for f in fields(FailureRecord)))
-
-
-def content(replica: ReplicaStatus) -> tuple[Any, ...]:
-    """Every value ``replica``'s record is made from, as a key: two replicas with equal keys have equal
-    records. An exit code or signal read from a hand-edited status may be a boolean, which equals 1 or
-    0 as a key but is written as ``true``: their types are part of the key."""
-    info, failure = replica.terminated_info, replica.failure
-    return (
-        _SCALARS(replica),
-        None if info is None else (_TERMINATED(info), type(info.exit_code), type(info.signal)),
-        None if failure is None else _FAILURE(failure),
-    )
+# Every field of a replica, in one fixed order: what a write keeps of it to compare the next one with.
+_NAMES: Final = tuple(f.name for f in fields(ReplicaStatus))
+_VALUES: Final = attrgetter(*_NAMES)
+# The fields that hold records of their own (immutable); every other field holds an immutable value.
+_RECORDS: Final = tuple(_NAMES.index(name) for name in ("terminated_info", "failure"))
 
 
 @dataclass(slots=True)
@@ -49,24 +36,23 @@ class _Replica:
 
 
 class StatusWriter:
-    """The replicas of one TaskSet's last status write, by ``content``. Only the pass of that TaskSet
-    uses it (the work queue never hands one key to two workers), so it needs no lock; it keeps only
-    the replicas of the last write, so it is as large as one status at most."""
+    """The replicas of one TaskSet's last status write, by place. Only the pass of that TaskSet uses it
+    (the work queue never hands one key to two workers), so it needs no lock; it keeps only the replicas
+    of the last write, so it is as large as one status at most."""
 
     def __init__(self) -> None:
-        self._known: dict[tuple[Any, ...], _Replica] = {}
-        # Each role's replicas as the last write saw them (their fields, copied: a pass that persists
-        # first goes on changing its replicas after that write), with what it computed of them.
-        self._last: dict[str, list[tuple[dict[str, Any], _Replica]]] = {}
+        # Each role's replicas as the last write saw them (their values, not the replicas themselves: a
+        # pass that persists first goes on changing its replicas after that write), with what it
+        # computed of them.
+        self._last: dict[str, list[tuple[tuple[Any, ...], _Replica]]] = {}
 
     def to_json(self, status: TaskSetStatus) -> Json:
         """``status.to_json()``, computed again only for the replicas not in the last write."""
-        known, self._known = self._known, {}
         last, self._last = self._last, {}
         roles: list[Json] = []
         facts: list[list[tuple[ReplicaStatus, _Replica]]] = []
         for role in status.roles:
-            entries = self._role_facts(role.name, role.replicas, last.get(role.name, []), known)
+            entries = self._role_facts(role.name, role.replicas, last.get(role.name, []))
             counts = dict.fromkeys(BUCKETS, 0)
             for _, entry in entries:
                 counts[entry.bucket] += 1
@@ -91,44 +77,31 @@ class StatusWriter:
         self,
         role: str,
         replicas: list[ReplicaStatus],
-        before: list[tuple[dict[str, Any], _Replica]],
-        known: dict[tuple[Any, ...], _Replica],
+        before: list[tuple[tuple[Any, ...], _Replica]],
     ) -> list[tuple[ReplicaStatus, _Replica]]:
-        """Each replica with what a write computes of it. A replica whose fields equal, one by one, those
+        """Each replica with what a write computes of it. A replica whose values equal, one by one, those
         of the replica at its place in the last write has that write's record: a pass copies its
-        replicas from the recorded status, so an unchanged one holds the very same values, and the
-        comparison is cheaper than ``content`` by far. Its records (immutable) must be the same objects:
-        an equal record may differ in a value's type (an exit code ``true`` equals 1), which the
-        ``content`` key tells apart."""
+        replicas from the recorded status, so an unchanged one holds the very same values. Its records
+        must be the very same objects too: an equal record may differ in a value's type (an exit code
+        ``true`` equals 1, and is written ``true``). Any other replica's record is made anew from what
+        it holds now."""
         entries: list[tuple[ReplicaStatus, _Replica]] = []
-        seen: list[tuple[dict[str, Any], _Replica]] = []
+        seen: list[tuple[tuple[Any, ...], _Replica]] = []
+        first, second = _RECORDS
         for place, replica in enumerate(replicas):
-            now = replica.__dict__
+            now = _VALUES(replica)
             entry = None
             if place < len(before):
                 then, then_entry = before[place]
-                if (
-                    now == then
-                    and now["terminated_info"] is then["terminated_info"]
-                    and now["failure"] is then["failure"]
-                ):
+                if now == then and now[first] is then[first] and now[second] is then[second]:
                     entry = then_entry
             if entry is None:
-                entry = self._facts(replica, known)
+                record = replica.to_json()
+                entry = _Replica(record, compact.json_bytes(record), compact.bucket(record), None)
             entries.append((replica, entry))
-            seen.append((now.copy(), entry))
+            seen.append((now, entry))
         self._last[role] = seen
         return entries
-
-    def _facts(self, replica: ReplicaStatus, known: dict[tuple[Any, ...], _Replica]) -> _Replica:
-        key = content(replica)
-        entry = known.get(key) or self._known.get(key)
-        if entry is None:
-            record = replica.to_json()
-            size = compact.json_bytes(record)
-            entry = _Replica(record, size, compact.bucket(record), None)
-        self._known[key] = entry
-        return entry
 
 
 def _full_bytes(skeleton: Json, facts: list[list[tuple[ReplicaStatus, _Replica]]]) -> int:
