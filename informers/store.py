@@ -226,6 +226,12 @@ class Store:
         with self._lock:
             return list(self._index_locked(index_name).get(value, ()))
 
+    def index_len(self, index_name: str, value: str) -> int:
+        """How many objects are indexed under ``value`` (``KeyError`` for an unknown index), without
+        listing them."""
+        with self._lock:
+            return len(self._index_locked(index_name).get(value, ()))
+
     def index(self, index_name: str, obj: RawObject) -> builtins.list[RawObject]:
         """Objects sharing at least one value of index ``index_name`` with ``obj``."""
         with self._lock:

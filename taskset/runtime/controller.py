@@ -330,7 +330,7 @@ class Controller:
         for taskset in self.tasksets.store.list():
             if str((taskset.get("status") or {}).get("state")) not in ("Succeeded", "Failed"):
                 key = meta_namespace_key(taskset)
-                self.queue.add_after(key, pod_event_window(declared_replicas(taskset)))
+                self.queue.add_after(key, self._window(key))
 
     def _node_changed(self, node: Mapping[str, Any]) -> None:
         """A node's health changed (lost, back, tainted out of service): the TaskSets with Pods on it
@@ -376,7 +376,8 @@ class Controller:
             self.queue.add_after(key, self._window(key))
 
     def _window(self, key: str) -> float:
-        return pod_event_window(declared_replicas(self.tasksets.store.get_by_key(key)))
+        declared = declared_replicas(self.tasksets.store.get_by_key(key))
+        return pod_event_window(min(declared, self.pods.store.index_len(POD_INDEX, key)))
 
     # ----- lifecycle ---------------------------------------------------------------------------------
     def start(self, *, workers: bool = True) -> None:

@@ -152,6 +152,10 @@ def test_indexes_follow_writes(
         getattr(store, op)(o)
     assert index_state(store, "app") == expected_app
     assert index_state(store, "role") == expected_role
+    for name, expected in (("app", expected_app), ("role", expected_role)):
+        assert {value: store.index_len(name, value) for value in expected} == {
+            value: len(keys) for value, keys in expected.items()
+        }
 
 
 def test_queries_by_index() -> None:
@@ -159,11 +163,14 @@ def test_queries_by_index() -> None:
 
     assert sorted(o["metadata"]["name"] for o in store.by_index("app", "web")) == ["a", "b"]
     assert store.by_index("app", "nothing") == []
+    assert (store.index_len("app", "web"), store.index_len("app", "nothing")) == (2, 0)
     assert sorted(o["metadata"]["name"] for o in store.index("app", obj("x", app="web"))) == ["a", "b"]
     assert sorted(store.index_keys(NAMESPACE_INDEX, "other")) == ["other/c"]
     assert sorted(store.list_index_values(NAMESPACE_INDEX)) == ["ns", "other"]
     with pytest.raises(KeyError, match="no index named 'missing'"):
         store.by_index("missing", "x")
+    with pytest.raises(KeyError, match="no index named 'missing'"):
+        store.index_len("missing", "x")
 
 
 def test_indexes_added_later_cover_existing_objects() -> None:

@@ -128,26 +128,33 @@ def test_an_added_object_has_its_creation_observed_at_once(controller: Controlle
     assert controller.queue.len() == 0
 
 
-def cached_taskset(controller: Controller, *replicas: int, name: str = "ts") -> None:
+def cached_taskset(controller: Controller, *replicas: int, name: str = "ts", pods: int | None = None) -> None:
+    """The TaskSet in the cache, declaring ``replicas`` over its roles, and ``pods`` of its Pods (all of
+    them unless told)."""
     roles = [{"name": f"role{index}", "replicas": count} for index, count in enumerate(replicas)]
     controller.tasksets.store.add({"metadata": {"name": name, "namespace": "ns"}, "spec": {"roles": roles}})
+    cached_pods(controller, sum(replicas) if pods is None else pods, name)
+
+
+def cached_pods(controller: Controller, count: int, taskset: str = "ts", first: int = 0) -> None:
+    for index in range(first, first + count):
+        controller.pods.store.add(owned(f"{taskset}-worker-{index}", taskset))
+
+
+def assert_window(controller: Controller, clock: FakeClock, seconds: float, taskset: str = "ts") -> None:
+    """A change of one of ``taskset``'s Pods is queued ``seconds`` later: not 0.05 s before, by 0.05 s
+    after (the window is a float)."""
+    controller._enqueue_owner_batched(owned(f"{taskset}-worker-0", taskset))
+    assert queued_after(controller, clock, seconds - 0.05, expected=1) == 0
+    assert queued_after(controller, clock, 0.1, expected=1) == 1
+    controller.queue.done(controller.queue.get())
 
 
 @pytest.mark.parametrize(
     ("replicas", "window"),
-    [
-        (0, 0.5),
-        (1, 0.5),
-        (5, 0.5),
-        (500, 0.5),
-        (501, 0.501),
-        (1_000, 1.0),
-        (2_000, 2.0),
-        (5_000, 5.0),
-        (10_000, 5.0),
-        (10**9, 5.0),
-    ],
-)
+    [(0, 0.5), (1, 0.5), (5, 0.5), (500, 0.5), (501, 0.501), (1_000, 1.0), (2_000, 2.0), (5_000, 5.0),
+     (10_000, 5.0), (10**9, 5.0)],
+)  # fmt: skip
 def test_the_window_is_half_a_second_up_to_500_replicas_then_grows(replicas: int, window: float) -> None:
     assert pod_event_window(replicas) == pytest.approx(window)
 
@@ -168,7 +175,7 @@ def test_declared_replicas_counts_only_whole_positive_counts(taskset: Any, repli
 
 
 def test_a_large_tasksets_pod_waits_its_longer_window(controller: Controller, clock: FakeClock) -> None:
-    cached_taskset(controller, 1, 1_999)  # 2,000 replicas over two roles: 2 s
+    cached_taskset(controller, 1, 1_999)  # 2,000 replicas over two roles, all their Pods cached: 2 s
     controller._enqueue_owner_batched(owned("ts-worker-0"))
     assert queued_after(controller, clock, 1.9, expected=1) == 0
     assert queued_after(controller, clock, 0.1, expected=1) == 1
@@ -177,7 +184,7 @@ def test_a_large_tasksets_pod_waits_its_longer_window(controller: Controller, cl
 
 def test_each_taskset_waits_its_own_window(controller: Controller, clock: FakeClock) -> None:
     cached_taskset(controller, 5, name="small")
-    cached_taskset(controller, 10_000, name="huge")
+    cached_taskset(controller, 6_000, name="huge", pods=5_000)
     controller._enqueue_owner_batched(owned("huge-worker-0", "huge"))
     controller._enqueue_owner_batched(owned("small-worker-0", "small"))
     assert queued_after(controller, clock, POD_EVENT_BATCH, expected=1) == 1
@@ -187,14 +194,34 @@ def test_each_taskset_waits_its_own_window(controller: Controller, clock: FakeCl
     assert controller.queue.get() == "ns/huge"
 
 
+def test_the_window_follows_the_pods_that_can_still_change(controller: Controller, clock: FakeClock) -> None:
+    """Counted as the TaskSet's Pods in the cache: it grows as they are created and shrinks as they go,
+    so the last steps of a large TaskSet's end are seen as soon as a small one's."""
+    cached_taskset(controller, 2_000, pods=0)  # nothing created yet
+    assert_window(controller, clock, 0.5)
+    cached_pods(controller, 1_200)
+    assert_window(controller, clock, 1.2)
+    cached_pods(controller, 800, first=1_200)
+    assert_window(controller, clock, 2.0)
+    for index in range(1_700):
+        controller.pods.store.delete(owned(f"ts-worker-{index}"))
+    assert_window(controller, clock, 0.5)
+
+
 def test_a_scaled_taskset_waits_the_window_of_its_new_size(controller: Controller, clock: FakeClock) -> None:
     """The window is read at each change, from the TaskSet as cached then: a role scaled up makes the next
-    wave wait longer."""
+    wave wait longer once its new Pods are there."""
     cached_taskset(controller, 100)
-    controller._enqueue_owner_batched(owned("ts-worker-0"))
-    assert queued_after(controller, clock, POD_EVENT_BATCH, expected=1) == 1
-    controller.queue.done(controller.queue.get())
+    assert_window(controller, clock, 0.5)
     cached_taskset(controller, 3_000)
-    controller._enqueue_owner_batched(owned("ts-worker-0"))
-    assert queued_after(controller, clock, 2.9, expected=1) == 0
-    assert queued_after(controller, clock, 0.1, expected=1) == 1
+    assert_window(controller, clock, 3.0)
+
+
+def test_pods_a_stranger_plants_do_not_stretch_the_window(controller: Controller, clock: FakeClock) -> None:
+    """Anyone creating a Pod in the namespace may write the TaskSet annotation; the declared replicas
+    bound the count, so 3,000 planted Pods leave a 5-replica TaskSet's window at 0.5 s, and Pods of a
+    TaskSet not in the cache (gone, or never there) wait 0.5 s too."""
+    cached_taskset(controller, 5, pods=3_000)
+    assert_window(controller, clock, 0.5)
+    cached_pods(controller, 3_000, taskset="gone")
+    assert_window(controller, clock, 0.5, "gone")
