@@ -8,14 +8,16 @@ The window grows with the TaskSet. A pass reads, decides and compares every repl
 35 µs a replica here (70 ms at 2,000), and a role's Pods exit over tens of seconds: at a fixed 0.5 s a
 2,000-replica TaskSet took some 60 passes in one lifecycle, most of them in the stream of its workers'
 exits, and those passes were half the controller's CPU for it. So the window is 0.5 s up to 500
-replicas, 1 ms a replica beyond (2 s at 2,000) and at most 5 s (a 10,000-replica TaskSet).
+replicas, 1 ms a declared replica beyond (2 s at 2,000) and at most 5 s (a 10,000-replica TaskSet).
 
-The replicas counted are those that can still change: the TaskSet's declared replicas, as far as its
-Pods are in the cache. As a job's Pods end and are deleted the window shrinks again, so the last steps
-of its end (its last Pods gone, its ControlUnit gone) are seen within 0.5 s, as a small TaskSet's are.
-The declared count bounds it: Pods a stranger plants with the TaskSet's annotation cannot stretch the
-window beyond what the TaskSet's own spec gives. Its deadlines (creation timeouts, retry delays, start
-deadlines) keep their own wake-ups, which no window delays.
+A TaskSet with fewer than 500 of its Pods in the cache waits as a small one does, whatever it declares:
+its Pods are not there yet (the first creates being answered) or mostly gone (a job whose replicas ended
+and were deleted), so a wave of its changes is small. The last steps of a large job's end (its last exits,
+its last Pods gone, its ControlUnit gone) are thus seen within 0.5 s each, as a small job's are; counted
+by the declared replicas alone, they waited the full window each and the end of a 2,000-replica
+TaskSet took 4-5 s instead of 1-1.5. Pods a stranger plants with the TaskSet's annotation can only make
+it wait the window its own spec gives. Its deadlines (creation timeouts, retry delays, start deadlines)
+keep their own wake-ups, which no window delays.
 """
 
 from __future__ import annotations
@@ -23,15 +25,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-POD_EVENT_BATCH: Final = 0.5  # seconds: the window of a TaskSet of up to 500 replicas
-BATCH_PER_REPLICA: Final = 0.001  # seconds a replica adds beyond that
+POD_EVENT_BATCH: Final = 0.5  # seconds: the window of a small TaskSet
+SMALL: Final = 500  # a TaskSet declaring, or holding in the cache, fewer Pods than this is small
+BATCH_PER_REPLICA: Final = 0.001  # seconds a declared replica adds beyond that
 POD_EVENT_BATCH_MAX: Final = 5.0
 
 
-def pod_event_window(replicas: int) -> float:
-    """Seconds a Pod's change waits for the rest of its wave, for a TaskSet of ``replicas`` that can still
-    change."""
-    return min(POD_EVENT_BATCH_MAX, max(POD_EVENT_BATCH, replicas * BATCH_PER_REPLICA))
+def pod_event_window(declared: int, cached: int) -> float:
+    """Seconds a Pod's change waits for the rest of its wave, for a TaskSet that declares ``declared``
+    replicas and has ``cached`` Pods in the cache."""
+    if cached < SMALL:
+        return POD_EVENT_BATCH
+    return min(POD_EVENT_BATCH_MAX, max(POD_EVENT_BATCH, declared * BATCH_PER_REPLICA))
 
 
 def declared_replicas(taskset: Mapping[str, Any] | None) -> int:

@@ -377,7 +377,7 @@ class Controller:
 
     def _window(self, key: str) -> float:
         declared = declared_replicas(self.tasksets.store.get_by_key(key))
-        return pod_event_window(min(declared, self.pods.store.index_len(POD_INDEX, key)))
+        return pod_event_window(declared, self.pods.store.index_len(POD_INDEX, key))
 
     # ----- lifecycle ---------------------------------------------------------------------------------
     def start(self, *, workers: bool = True) -> None:

@@ -151,12 +151,20 @@ def assert_window(controller: Controller, clock: FakeClock, seconds: float, task
 
 
 @pytest.mark.parametrize(
-    ("replicas", "window"),
+    ("declared", "window"),
     [(0, 0.5), (1, 0.5), (5, 0.5), (500, 0.5), (501, 0.501), (1_000, 1.0), (2_000, 2.0), (5_000, 5.0),
      (10_000, 5.0), (10**9, 5.0)],
 )  # fmt: skip
-def test_the_window_is_half_a_second_up_to_500_replicas_then_grows(replicas: int, window: float) -> None:
-    assert pod_event_window(replicas) == pytest.approx(window)
+def test_the_window_is_half_a_second_up_to_500_declared_replicas_then_grows(
+    declared: int, window: float
+) -> None:
+    assert pod_event_window(declared, cached=max(declared, 500)) == pytest.approx(window)
+
+
+@pytest.mark.parametrize("declared", [0, 5, 499, 500, 2_000, 10_000])
+@pytest.mark.parametrize("cached", [0, 1, 250, 499])
+def test_fewer_than_500_pods_in_the_cache_wait_as_a_small_taskset(declared: int, cached: int) -> None:
+    assert pod_event_window(declared, cached) == POD_EVENT_BATCH
 
 
 @pytest.mark.parametrize(
@@ -194,16 +202,18 @@ def test_each_taskset_waits_its_own_window(controller: Controller, clock: FakeCl
     assert controller.queue.get() == "ns/huge"
 
 
-def test_the_window_follows_the_pods_that_can_still_change(controller: Controller, clock: FakeClock) -> None:
-    """Counted as the TaskSet's Pods in the cache: it grows as they are created and shrinks as they go,
-    so the last steps of a large TaskSet's end are seen as soon as a small one's."""
+def test_a_large_taskset_waits_as_a_small_one_while_few_of_its_pods_are_cached(
+    controller: Controller, clock: FakeClock
+) -> None:
+    """Before its Pods are there, and once most of them ended and went, a wave of its changes is small:
+    the last steps of a large TaskSet's end are seen as soon as a small one's."""
     cached_taskset(controller, 2_000, pods=0)  # nothing created yet
     assert_window(controller, clock, 0.5)
     cached_pods(controller, 1_200)
-    assert_window(controller, clock, 1.2)
+    assert_window(controller, clock, 2.0)
     cached_pods(controller, 800, first=1_200)
     assert_window(controller, clock, 2.0)
-    for index in range(1_700):
+    for index in range(1_600):
         controller.pods.store.delete(owned(f"ts-worker-{index}"))
     assert_window(controller, clock, 0.5)
 
