@@ -64,7 +64,7 @@ class Driver:
                 cached = self.caches.pods.get_by_key(f"ns/{name}")
                 if cached is not None:
                     # a new object, as a watch event brings: the cached one is never changed
-                    pod = {**copy.deepcopy(cached), "metadata": dict(cached["metadata"])}
+                    pod = copy.deepcopy(cached)
                     change(pod)
                     pod["metadata"]["resourceVersion"] = str(int(cached["metadata"]["resourceVersion"]) + 1)
                     self.caches.pods.update(pod)

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from taskset.api.readers import as_count, as_items, get_path
+
 POD_EVENT_BATCH: Final = 0.5  # seconds: the window of a small TaskSet
 SMALL: Final = 500  # a TaskSet declaring, or holding in the cache, fewer Pods than this is small
 BATCH_PER_REPLICA: Final = 0.001  # seconds a declared replica adds beyond that
@@ -42,13 +44,5 @@ def pod_event_window(declared: int, cached: int) -> float:
 def declared_replicas(taskset: Mapping[str, Any] | None) -> int:
     """The replicas a cached TaskSet declares over its roles; 0 for one not cached or malformed (its
     changes then wait the shortest window, and its pass reports what is wrong with it)."""
-    spec = taskset.get("spec") if isinstance(taskset, Mapping) else None
-    roles = spec.get("roles") if isinstance(spec, Mapping) else None
-    if not isinstance(roles, list):
-        return 0
-    total = 0
-    for role in roles:
-        count = role.get("replicas") if isinstance(role, Mapping) else None
-        if type(count) is int and count > 0:
-            total += count
-    return total
+    roles = as_items(get_path(taskset, "spec", "roles"))
+    return sum(as_count(get_path(role, "replicas")) for role in roles)
