@@ -208,7 +208,7 @@ class ReplicaStatus:
         return {
             "index": self.index,
             "name": self.name,
-            "phase": str(self.phase),
+            "phase": self.phase._value_,  # the member's own string: str() would make a copy per record
             "phaseMessage": clip(self.phase_message, MESSAGE_MAX),
             "stopped": self.stopped,
             "transitionTime": self.transition_time,

@@ -61,6 +61,8 @@ class Record:
         if self._parsed is None or self._parsed[0] is not latest:
             previous = self._parsed or self._lent
             self._parsed, self._lent = (latest, TaskSetStatus.from_json(latest, previous)), None
+            if latest is not None and self._parsed[1] is not None:
+                self.writer.adopt(latest, self._parsed[1])  # its replicas' values, held once
         return self._parsed[1]
 
 

@@ -28,7 +28,7 @@ def test_it_reports_each_part(capsys: pytest.CaptureFixture[str]) -> None:
     assert [line.split(":")[0] for line in lines] == [
         "the Pod cache (slim Pods in the store, with its indexes)",
         "the Pod views",
-        "the statuses, as written (full shape) and parsed",
-        "the status writers' records and their JSON, and a pass's copy of each status",
+        "the statuses, as read live (full shape) and parsed",
+        "the statuses as the records keep them (written, parsed, and the writers)",
     ]
     assert all("KiB a Pod" in line for line in lines)

@@ -184,3 +184,53 @@ def test_an_equal_record_that_is_not_the_same_object_is_compared_by_content() ->
     written = orjson.dumps(writer.to_json(again))
     assert b'"exitCode":false' in written
     assert written == orjson.dumps(again.to_json())
+
+
+@pytest.mark.parametrize(
+    ("seed", "roles"),
+    [(seed, {"ps": 2, "worker": 30}) for seed in range(12)]
+    + [(seed, {"ps": 1, "worker": 2500}) for seed in range(2)],  # measured, then compact
+)
+def test_a_writer_that_adopts_the_parse_of_each_write_still_writes_as_from_scratch(
+    seed: int, roles: dict[str, int]
+) -> None:
+    """As a TaskSet's record runs it: each pass copies the parse of the status written before (read back
+    live now and then, so that nothing is shared), and the writer adopts that parse's replicas in place
+    of the values it kept (``StatusWriter.adopt``): it holds no replica the parse does not."""
+    rng = random.Random(seed)
+    writer, st = StatusWriter(), status(rng, roles)
+    previous: tuple[object, TaskSetStatus | None] | None = None
+    adopted = 0
+    for _ in range(8 if sum(roles.values()) > 100 else 40):
+        wire = writer.to_json(st)
+        assert orjson.dumps(wire) == orjson.dumps(st.to_json())
+        if rng.random() < 0.1:
+            wire = orjson.loads(orjson.dumps(wire))
+        parsed = TaskSetStatus.from_json(wire, previous)
+        assert parsed is not None
+        writer.adopt(wire, parsed)
+        kept = {name: seen for name, (seen, _) in writer._last.items()}  # what the writer holds, by role
+        for role in parsed.roles:
+            as_parsed = [seen for seen in kept[role.name] if isinstance(seen, ReplicaStatus)]
+            assert all(any(seen is r for r in role.replicas) for seen in as_parsed)  # held once
+            adopted += len(as_parsed)
+        previous = (wire, parsed)
+        st = step(rng, parsed)
+    assert adopted > 0
+
+
+def test_a_replica_is_adopted_only_when_its_parse_holds_the_same_values() -> None:
+    """The written record parses to other values (a role name the replica did not have): kept as values,
+    and a pass that copies the parse writes what the parse holds."""
+    st = TaskSetStatus(roles=[RoleStatus("w", [ReplicaStatus(0, "w"), ReplicaStatus(1, "other-name")])])
+    writer = StatusWriter()
+    wire = writer.to_json(st)
+    parsed = TaskSetStatus.from_json(wire)
+    assert parsed is not None
+    writer.adopt(wire, parsed)
+    seen, _ = writer._last["w"]
+    assert seen[0] is parsed.roles[0].replicas[0]
+    assert isinstance(seen[1], tuple)
+    again = parsed.copy()
+    assert orjson.dumps(writer.to_json(again)) == orjson.dumps(again.to_json())
+    assert orjson.dumps(writer.to_json(again)) != orjson.dumps(wire)
