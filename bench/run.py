@@ -16,7 +16,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from bench import report, strangers
 from bench.churn import SUSPECT_LISTS, churn_check, ending_passes
@@ -44,7 +43,6 @@ ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "manifests" / "crd" / "tasksets.octopus.openi.pcl.cn.yaml"
 SCENARIOS = ("raw", "burst", "large", "steady", "churn", "cache", "strangers", "huge")
 CACHE_REPLICAS = 500  # replicas per TaskSet of the cache scenario
-RUNNING_PAGE = 1000  # Pods a page of the driver's count of the Running ones
 CACHE_SETTLE = 5.0  # seconds after the last Pod runs: the controller's last passes and writes
 CREATE_THREADS = 8  # the driver's parallel TaskSet creates in a burst
 # The client limit the controller once had by default (now off): the raw client's "limited" run.
@@ -340,19 +338,7 @@ class Bench:
         return self.sampler.sample()[2]
 
     def running(self, namespace: str) -> int:
-        """The Pods Running in ``namespace``, listed in pages: one list of 10,000 Pods was 12 MB, and the
-        API server sometimes broke it off on a busy machine (the run then ended on the driver's error)."""
-        count, token = 0, ""
-        while True:
-            listed = self.api.request(
-                "GET",
-                f"/api/v1/namespaces/{namespace}/pods?fieldSelector=status.phase%3DRunning"
-                f"&limit={RUNNING_PAGE}&continue={quote(token)}",
-            )
-            count += len(listed.get("items") or [])
-            token = (listed.get("metadata") or {}).get("continue") or ""
-            if not token:
-                return count
+        return self.api.count(f"/api/v1/namespaces/{namespace}/pods", "fieldSelector=status.phase%3DRunning")
 
     # ----- raw limit -------------------------------------------------------------------------------
     def run_raw(
