@@ -82,8 +82,8 @@ def running_replica(index: int, taskset: str) -> dict[str, Any]:
 
 def main(pods: int) -> None:
     lines = watch_lines(pods)
-    statuses: list[tuple[Any, TaskSetStatus | None]] = []  # held to the end, as the controller holds them
-    records: list[Any] = []
+    statuses: list[tuple[Any, TaskSetStatus | None]] = []  # as read live, dropped once recorded
+    records: list[Any] = []  # held to the end, as the controller holds them
 
     def step(what: str, before: float) -> float:
         gc.collect()

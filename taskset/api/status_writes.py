@@ -113,15 +113,13 @@ class StatusWriter:
         entries: list[tuple[ReplicaStatus, _Replica]] = []
         seen: list[_Seen] = []
         for place, replica in enumerate(replicas):
-            entry = None
             if place < len(then_seen) and _unchanged(replica, then_seen[place]):
                 entry = then_entries[place]
                 seen.append(then_seen[place])
             else:
-                seen.append(_VALUES(replica))
-            if entry is None:
                 record = replica.to_json()
                 entry = _Replica(record, compact.json_bytes(record), compact.bucket(record), None)
+                seen.append(_VALUES(replica))
             entries.append((replica, entry))
         self._last[role] = (seen, [entry for _, entry in entries])
         return entries
