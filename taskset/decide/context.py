@@ -183,9 +183,18 @@ def shape_matches(spec: TaskSetSpec, roles: list[RoleStatus]) -> bool:
 
 
 def transition_record(
-    ctx: PassContext, query: QueryKey, source: str, target: str, reason: str, *, msg: str = "", **extra: str
+    ctx: PassContext,
+    query: QueryKey,
+    source: str,
+    target: str,
+    reason: str,
+    *,
+    msg: str = "",
+    **extra: str | int,
 ) -> LogRecord:
-    """A TaskSetPhaseTransition / TaskRoleTransition / ReplicaTransition record (spec 10.2)."""
+    """A TaskSetPhaseTransition / TaskRoleTransition / ReplicaTransition record (spec 10.2). A replica's
+    record also carries its index: its ``PodName`` is what the status recorded, which a hand-edited status
+    may set to another replica's name, so the name alone does not say whose phase moved."""
     fields = {"QueryKey": str(query), "TaskSet": ctx.ref.name, "Namespace": ctx.ref.namespace, **extra}
     return LogRecord(msg, {**fields, "PrePhase": source, "NextPhase": target, "Reason": reason})
 

@@ -528,6 +528,7 @@ def _move_replica(
             message,
             Role=role_name,
             PodName=name,
+            ReplicaIndex=replica.index,
         )
     )
     replica.phase = target

@@ -123,6 +123,7 @@ def say_unfinished_ended(ctx: PassContext, label: str) -> None:
                     UNFINISHED_AT_END,
                     Role=status.name,
                     PodName=name,
+                    ReplicaIndex=replica.index,
                 )
             )
             replica.phase, replica.phase_message = transition.target, UNFINISHED_AT_END

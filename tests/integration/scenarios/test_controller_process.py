@@ -207,7 +207,12 @@ def test_s46_events_and_structured_logs(api: TaskSets, recorder: Recorder, daemo
         and r.get("NextPhase") == "TaskRoleCompleted"
         for r in records
     )
-    assert any(r.get("QueryKey") == "ReplicaTransition" and r.get("PodName") for r in records)
+    assert any(
+        r.get("QueryKey") == "ReplicaTransition"
+        and r.get("PodName")
+        and isinstance(r.get("ReplicaIndex"), int)
+        for r in records
+    )
     completed = [
         r
         for r in records

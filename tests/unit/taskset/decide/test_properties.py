@@ -39,7 +39,8 @@ from taskset.decide import (
 from taskset.decide.machines import REPLICA_MACHINE, ROLE_MACHINE, TASKSET_MACHINE
 from taskset.observed.views import ControlUnitView, Observed, PodView, control_unit_view, pod_view
 from tests.builders import TaskSetBuilder
-from tests.unit.taskset.world import PodBuilder, control_unit, view_of
+from tests.unit.taskset.decide.scenes import running
+from tests.unit.taskset.world import PodBuilder, World, control_unit, decide_once, view_of
 
 pytestmark = pytest.mark.unit
 
@@ -297,17 +298,15 @@ def hops_of(
     list[tuple[str, str]], dict[str, list[tuple[str, str]]], dict[tuple[str, int], list[tuple[str, str]]]
 ]:
     """The phase changes a plan recorded: TaskSet (events), roles and replicas (log records). A replica's
-    record names its Pod as the status recorded it, else as the controller names it; a recorded name
-    that is not the controller's (a hand-edited status may hold any) is told back to its replica by the
-    ``recorded`` status or the plan's."""
-    named = {
-        (role.name, replica.pod_name): replica.index
-        for status in (recorded, plan.status)
-        if status is not None
-        for role in status.roles
-        for replica in role.replicas
-        if replica.pod_name
-    }
+    record is told back to its replica by its ``ReplicaIndex``, never by its ``PodName``: a hand-edited
+    status may give a replica another replica's name. The record's name must still be the one the status
+    recorded for that replica (the ``recorded`` status's or the plan's) or the controller's."""
+    names: dict[tuple[str, int], set[str]] = {}
+    for status in (recorded, plan.status):
+        for role_status in status.roles if status is not None else ():
+            for replica in role_status.replicas:
+                if replica.pod_name:
+                    names.setdefault((role_status.name, replica.index), set()).add(replica.pod_name)
     taskset = [
         tuple(event.message.removeprefix("Pre:").split(",Next:"))
         for event in plan.events
@@ -321,9 +320,10 @@ def hops_of(
         if key == QueryKey.ROLE_TRANSITION:
             roles.setdefault(str(record.fields["Role"]), []).append(hop)
         elif key == QueryKey.REPLICA_TRANSITION:
-            role, name = str(record.fields["Role"]), str(record.fields["PodName"])
-            derived = name.removeprefix(f"{NAME}-{role}-")
-            index = int(derived) if derived != name and derived.isdecimal() else named[(role, name)]
+            role, index = str(record.fields["Role"]), record.fields["ReplicaIndex"]
+            assert isinstance(index, int), record.fields
+            known = names.get((role, index), set()) | {pod_name(role, index)}
+            assert record.fields["PodName"] in known, (record.fields, names)
             replicas.setdefault((role, index), []).append(hop)
     return [(a, b) for a, b in taskset], roles, replicas
 
@@ -527,3 +527,24 @@ def test_the_plan_check_notices_a_phase_changed_without_a_record() -> None:
     plan.status.roles[0].replicas[0].phase = ReplicaPhase.ATTEMPT_RUNNING
     with pytest.raises(AssertionError):
         check_plan(scene, plan)
+
+
+def test_a_replica_named_as_another_in_a_hand_edited_status_is_credited_by_its_index() -> None:
+    """A hand-edited status gives replica a/0 the Pod name of replica a/1, and a/0's Pod is gone. The
+    records of a/0's phase changes carry the name the status recorded, and the replica's index beside
+    it: the check credits the hops to a/0 by that index (the name's suffix would credit them to a/1)."""
+    world = running(World(TaskSetBuilder(NAME).uid(TS_UID).role("a", 2).obj()))
+    del world.pods[f"{NAME}-a-0"]
+    assert world.status is not None
+    world.status.roles[0].replicas[0].pod_name = f"{NAME}-a-1"
+    recorded = world.status.copy()
+    plan = decide_once(world)
+    moved = [r.fields for r in plan.records if r.fields.get("QueryKey") == QueryKey.REPLICA_TRANSITION]
+    assert moved, plan.records
+    # Both replicas' records name Pod job-a-1: a/0's end, and a/1's stop as the attempt ends with it.
+    assert [(f["ReplicaIndex"], f["PodName"], f["NextPhase"]) for f in moved] == [
+        (0, f"{NAME}-a-1", ReplicaPhase.ATTEMPT_COMPLETED),
+        (0, f"{NAME}-a-1", ReplicaPhase.COMPLETED),
+        (1, f"{NAME}-a-1", ReplicaPhase.ATTEMPT_DELETION_PENDING),
+    ]
+    check_plan(Scene(world.ref, parse_taskset(world.taskset), recorded, world.observed(), world.now), plan)
