@@ -29,12 +29,20 @@ one cost one comparison (``make_filtering_bound_logger``). The chatty client lib
 
 Context per reconcile: bind it with ``structlog.contextvars.bound_contextvars(...)``; it is merged into
 every record written by that thread meanwhile.
+
+A pass's records (its phase transitions, dozens a pass, thousands on a large TaskSet) go through a bound
+logger's ``records`` method instead: the lines the processors would write, rendered in one go and written
+under one lock with one flush, at about a fifth of a record's cost through the processors (the caller is
+looked up once, not walked to per record). Callers find the method with ``getattr``: a logger this module
+did not configure has none, and logs its records one by one.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, TextIO
 
 import orjson
@@ -103,6 +111,10 @@ def _render(logger: WrappedLogger, method_name: str, event_dict: EventDict) -> s
     event_dict["msg"] = event_dict.pop("event", "")
     ordered = {key: event_dict.pop(key) for key in BASE_KEYS if key in event_dict}
     ordered.update(event_dict)
+    return _dump(ordered)
+
+
+def _dump(ordered: Mapping[str, Any]) -> str:
     try:
         return orjson.dumps(ordered, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
     except (TypeError, orjson.JSONEncodeError):
@@ -145,17 +157,65 @@ class _HandlerWriter:
         self.name = name
 
     def msg(self, line: str) -> None:
+        self.write(line + "\n")
+
+    def write(self, text: str) -> None:
+        """``text`` (whole lines) to the stream, under the handler's lock, flushed once."""
         handler = self._handler
         handler.acquire()
         try:
-            handler.stream.write(line + "\n")
+            handler.stream.write(text)
             handler.flush()
         except Exception:  # as StreamHandler.emit: a failing stream must not fail the caller
-            handler.handleError(logging.makeLogRecord({"msg": line}))
+            handler.handleError(logging.makeLogRecord({"msg": text}))
         finally:
             handler.release()
 
     debug = info = warning = warn = error = critical = exception = fatal = log = msg
+
+
+def _bound_logger_class(threshold: int) -> type[FilteringBoundLogger]:
+    """structlog's filtering bound logger for ``threshold``, with ``records``."""
+    base: Any = structlog.make_filtering_bound_logger(threshold)
+
+    class BoundLogger(base):  # type: ignore[misc]
+        def records(self, records: Iterable[tuple[str, str, Mapping[str, Any]]]) -> None:
+            """Write ``records`` (level, msg, fields) as ``self.<level>(msg, logger=TaskSetController,
+            **fields)`` would, one after the other: the same keys in the same order, this logger's bound
+            values and the thread's context variables included; ``caller`` is the line that called this."""
+            writer = self._logger
+            if not isinstance(writer, _HandlerWriter):  # wrapping another logger: the processors' way
+                for level, msg, fields in records:
+                    method: Any = getattr(self, level, None) or self.info
+                    method(msg, logger=LOGGER_NAME, **fields)
+                return
+            frame = sys._getframe(1)
+            module = frame.f_globals.get("__name__", "?")
+            caller = f"{_main_module_name() if module == '__main__' else module}:{frame.f_lineno}"
+            variables = structlog.contextvars.get_contextvars()
+            lines = []
+            for level, msg, fields in records:
+                named = level if level in _STDLIB_LEVELS else "info"
+                if _STDLIB_LEVELS[named] < threshold:
+                    continue
+                event: dict[str, Any] = {**self._context, "logger": LOGGER_NAME, **fields}
+                for key, value in variables.items():
+                    event.setdefault(key, value)
+                ordered = {
+                    "logger": event.pop("logger"),
+                    "level": _LEVEL_NAMES.get(named, named),
+                    "ts": time.time(),
+                    "caller": caller,
+                    "msg": msg,
+                }
+                for key in BASE_KEYS:
+                    event.pop(key, None)
+                ordered.update(event)
+                lines.append(_dump(ordered))
+            if lines:
+                writer.write("\n".join(lines) + "\n")
+
+    return BoundLogger
 
 
 def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
@@ -188,7 +248,7 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> None
     structlog.configure(
         processors=[_logger_name, *shared, _render],
         logger_factory=lambda name=LOGGER_NAME, *_: _HandlerWriter(handler, name),
-        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        wrapper_class=_bound_logger_class(numeric),
         # Not cached: a reconfiguration (a test, a changed level) must reach loggers already handed out.
         cache_logger_on_first_use=False,
     )

@@ -562,11 +562,18 @@ class Reconciler:
         target = EventTarget(ref.name, ref.namespace, ref.uid)
         for event in plan.events:
             self._recorder.record(target, str(event.reason), event.message, warning=event.warning)
+        if not plan.records:
+            return
         # A lazy proxy (structlog's ``get_logger``) builds a logger for every call made on it: bound once,
-        # a pass's records share one (a 2,000-replica pass logs thousands).
-        log = self._log.bind() if plan.records else self._log
+        # a pass's records share one (a 2,000-replica pass logs thousands). The daemon's loggers write
+        # them in one go (``records``); any other logs them one by one.
+        log = self._log.bind()
+        batch = getattr(log, "records", None)
+        if batch is not None:
+            batch([(record.level, record.msg, record.fields) for record in plan.records])
         for record in plan.records:
-            _log_record(log, record)
+            if batch is None:
+                _log_record(log, record)
             fields = record.fields
             if "PrePhase" in fields and "NextPhase" in fields:
                 self._metrics.observe_transition(

@@ -169,3 +169,98 @@ def test_a_failing_stream_does_not_fail_the_code_that_logs(monkeypatch: pytest.M
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
         structlog.reset_defaults()
+
+
+class _Strange:
+    def __str__(self) -> str:
+        return "strange"
+
+
+# (level, msg, fields): an ordinary transition, an error, one below the level, fields named as base keys
+# (the base key wins, as in structlog's chain), a value JSON cannot hold, an integer beyond 64 bits.
+RECORDS: list[tuple[str, str, dict[str, Any]]] = [
+    ("info", "", {"QueryKey": "ReplicaTransition", "TaskSet": "ts1", "ReplicaIndex": 0, "PrePhase": "a"}),
+    ("error", "an invariant broke", {"QueryKey": "UnhandleSitutation", "TaskSet": "ts1"}),
+    ("debug", "below the level", {"TaskSet": "ts1"}),
+    ("info", "shadowed", {"level": "x", "ts": "y", "caller": "z", "msg": "w", "test_namespace": "mine"}),
+    ("info", "odd values", {"value": _Strange(), "big": 2**70, "nested": {"k": [1, 2]}}),
+    ("no-such-level", "an unknown level is info", {"TaskSet": "ts1"}),
+]
+
+
+def test_a_pass_s_records_written_in_one_go_read_as_the_processors_write_them(
+    output: Callable[[str], _Lines],
+) -> None:
+    """The bound logger's ``records`` writes, line for line, what logging each record through
+    structlog's processors writes: the same keys in the same order, bound values and context variables
+    included, records below the level dropped; only ``ts`` and ``caller`` (this line) differ."""
+    lines = output("info")
+    log: Any = get_logger("taskset-test").bind(test_namespace="ns1")
+    with structlog.contextvars.bound_contextvars(reconcile_id="r1", TaskSet="from-context"):
+        for level, msg, fields in RECORDS:
+            getattr(log, level, log.info)(msg, logger="TaskSetController", **fields)
+        one_by_one = lines.all()
+        log.records(RECORDS)
+    together = lines.all()[len(one_by_one) :]
+    assert len(one_by_one) == len(RECORDS) - 1  # the debug record is below the level
+    assert [list(r) for r in together] == [list(r) for r in one_by_one]
+    for mine, theirs in zip(together, one_by_one, strict=True):
+        assert {k: v for k, v in mine.items() if k not in ("ts", "caller")} == {
+            k: v for k, v in theirs.items() if k not in ("ts", "caller")
+        }
+        assert isinstance(mine["ts"], float)
+        assert mine["caller"].startswith(f"{__name__}:")
+    assert together[2]["test_namespace"] == "mine" and together[2]["level"] == "info"
+    assert together[0]["TaskSet"] == "ts1" and together[0]["reconcile_id"] == "r1"
+
+
+class _CountingStream(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = self.flushes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+
+def test_a_pass_s_records_take_one_write_and_one_flush() -> None:
+    """The point of ``records``: one lock, one write and one flush for the pass, not one per record."""
+    root = logging.getLogger()
+    saved = list(root.handlers), root.level
+    stream = _CountingStream()
+    try:
+        configure_logging("info", stream)
+        log: Any = get_logger().bind()
+        log.records(RECORDS[:2])
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        structlog.reset_defaults()
+    assert (stream.writes, stream.flushes) == (1, 1)
+    assert [json.loads(line)["TaskSet"] for line in stream.getvalue().splitlines()] == ["ts1", "ts1"]
+
+
+def test_a_pass_s_records_on_a_logger_wrapping_another_go_through_its_processors(
+    output: Callable[[str], _Lines],
+) -> None:
+    """The configured class may wrap a logger that is not this module's writer (``structlog.wrap_logger``):
+    ``records`` then logs each record the processors' way, to that logger."""
+    output("info")
+    seen: list[dict[str, Any]] = []
+
+    def keep(logger: Any, method: str, event: Any) -> str:
+        seen.append(dict(event, method=method))
+        return ""
+
+    log: Any = structlog.wrap_logger(
+        structlog.ReturnLogger(), processors=[keep], wrapper_class=structlog.get_config()["wrapper_class"]
+    )
+    log.records(RECORDS[:3])
+    assert [(e["method"], e["event"], e["TaskSet"]) for e in seen] == [
+        ("info", "", "ts1"),
+        ("error", "an invariant broke", "ts1"),
+    ]
