@@ -226,7 +226,7 @@ class Bench:
         log = self.controller.log_lines_since(log_offset)  # the controller's log of this scenario
         errors.extend(error_lines(log)[:20])
         result["correctness"]["duplicates"] = recorder.duplicates
-        result |= cpu_used  # cpu_seconds_by_process, controller_cpu_by_thread
+        report.add_cpu(result, cpu_used)  # by process and thread, and against the fixed work
         result["creation_window"] = self.creation_window([p.added for p in pods if p.replica_attempt == 0])
         if profile is not None:
             result["profile"] = profile

@@ -3,10 +3,22 @@ and the creation windows' CPU accounting, all from hand-made samples."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bench.controller import ALL_CORES, Samples, error_lines
-from bench.report import add_ratios, cores_between, creation_window, histogram, paired_cell, window_table
+from bench.report import (
+    add_cpu,
+    add_ratios,
+    against_fixed_work,
+    cores_between,
+    cpu_table,
+    creation_window,
+    histogram,
+    paired_cell,
+    window_table,
+)
 
 
 def samples(buckets: dict[str, float], count: float, total: float) -> Samples:
@@ -136,3 +148,43 @@ def test_the_window_table_sets_each_scenario_beside_its_paired_reference() -> No
         "| steady | 10 | 2 | - | 4 | 1.5 | - |",
     ]
     assert window_table({"cache": {}}) == ""
+
+
+# Two runs of the same tree an hour apart on this machine (burst, CPU seconds by process): every process
+# took about half as long again in the slower one, and the controller's share of the fixed work did not move.
+FAST = {"controller": 6.5, "kube-apiserver": 34.2, "kube-scheduler": 2.0, "kwok": 5.1, "etcd": 4.3}
+SLOW = {"controller": 10.4, "kube-apiserver": 52.4, "kube-scheduler": 3.6, "kwok": 7.7, "etcd": 7.1}
+
+
+def test_the_controller_s_cpu_is_read_against_the_work_it_cannot_change() -> None:
+    assert against_fixed_work(FAST) == round(6.5 / 7.1, 3)
+    assert against_fixed_work(SLOW) == round(10.4 / 11.3, 3)
+    assert abs(against_fixed_work(FAST) - against_fixed_work(SLOW)) < 0.02  # type: ignore[operator]
+    assert SLOW["controller"] / FAST["controller"] > 1.5  # the raw figure moved by half
+
+
+@pytest.mark.parametrize(
+    "used",
+    [
+        pytest.param({"kube-scheduler": 2.0, "kwok": 5.1}, id="no controller"),
+        pytest.param({"controller": 6.5}, id="no fixed work measured"),
+        pytest.param({"controller": 6.5, "kube-scheduler": 0.0, "kwok": 0.0}, id="none done"),
+    ],
+)
+def test_without_both_sides_there_is_no_figure(used: dict[str, float]) -> None:
+    assert against_fixed_work(used) is None
+
+
+def test_the_cpu_table_has_the_figure_for_each_scenario() -> None:
+    scenarios = {"burst": {"cpu_seconds_by_process": FAST, "pods_created": 1000}}
+    lines = cpu_table(scenarios).splitlines()
+    assert lines[2].endswith("| controller ÷ (scheduler + kwok) |")
+    assert lines[4] == "| burst | 6.5 | 4.3 | 34.2 | 2 | 5.1 | 0.915 |"
+
+
+def test_a_scenario_s_result_gets_its_cpu_and_the_figure_against_the_fixed_work() -> None:
+    result: dict[str, Any] = {"controller": {"cpu_seconds": 6.4}}
+    add_cpu(result, {"cpu_seconds_by_process": FAST, "controller_cpu_by_thread": {"worker": 3.0}})
+    assert result["cpu_seconds_by_process"] == FAST
+    assert result["controller_cpu_by_thread"] == {"worker": 3.0}
+    assert result["controller"] == {"cpu_seconds": 6.4, "cpu_against_fixed_work": 0.915}
