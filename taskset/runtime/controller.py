@@ -80,12 +80,12 @@ NODES: Final = Resource(group="", version="v1", plural="nodes")
 # so paging costs etcd nothing there; on an older server it is one controller's paged read of etcd.
 #
 # Every handler here only queues a TaskSet's key (most after the TaskSet's batching window,
-# ``taskset.runtime.batching``), so each handler thread rests 10 ms after a batch of notifications and
-# takes the next one whole: one wake-up for many events, where one for each cost the watch thread and the
-# handler thread about a tenth of the Pod cache's CPU (``Listener``). A TaskSet's own change reaches the
-# queue at most 10 ms later.
+# ``taskset.runtime.batching``, half a second), so each handler thread rests 50 ms after a batch of
+# notifications and takes the next one whole: one wake-up for many events, where one for each cost the
+# watch thread and the handler thread about a tenth of the Pod cache's CPU (``Listener``). A TaskSet's own
+# change (a spec edit, a deletion) reaches the queue at most 50 ms later.
 CACHE_SETTINGS: Final = InformerSettings(
-    reflector=ReflectorSettings(page_size=DEFAULT_PAGE_SIZE), handler_batch_interval=0.01
+    reflector=ReflectorSettings(page_size=DEFAULT_PAGE_SIZE), handler_batch_interval=0.05
 )
 
 
