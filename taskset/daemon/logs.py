@@ -111,10 +111,6 @@ def _render(logger: WrappedLogger, method_name: str, event_dict: EventDict) -> s
     event_dict["msg"] = event_dict.pop("event", "")
     ordered = {key: event_dict.pop(key) for key in BASE_KEYS if key in event_dict}
     ordered.update(event_dict)
-    return _dump(ordered)
-
-
-def _dump(ordered: Mapping[str, Any]) -> str:
     try:
         return orjson.dumps(ordered, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
     except (TypeError, orjson.JSONEncodeError):
@@ -198,20 +194,13 @@ def _bound_logger_class(threshold: int) -> type[FilteringBoundLogger]:
                 named = level if level in _STDLIB_LEVELS else "info"
                 if _STDLIB_LEVELS[named] < threshold:
                     continue
-                event: dict[str, Any] = {**self._context, "logger": LOGGER_NAME, **fields}
+                # The event dict the processors would hand ``_render``: the call's, the context variables
+                # after it, then what the chain's steps set (a field of those names is overwritten).
+                event: dict[str, Any] = {**self._context, "logger": LOGGER_NAME, **fields, "event": msg}
                 for key, value in variables.items():
                     event.setdefault(key, value)
-                ordered = {
-                    "logger": event.pop("logger"),
-                    "level": _LEVEL_NAMES.get(named, named),
-                    "ts": time.time(),
-                    "caller": caller,
-                    "msg": msg,
-                }
-                for key in BASE_KEYS:
-                    event.pop(key, None)
-                ordered.update(event)
-                lines.append(_dump(ordered))
+                event.update(level=_LEVEL_NAMES.get(named, named), ts=time.time(), caller=caller)
+                lines.append(_render(writer, named, event))
             if lines:
                 writer.write("\n".join(lines) + "\n")
 

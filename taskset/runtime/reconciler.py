@@ -571,9 +571,10 @@ class Reconciler:
         batch = getattr(log, "records", None)
         if batch is not None:
             batch([(record.level, record.msg, record.fields) for record in plan.records])
-        for record in plan.records:
-            if batch is None:
+        else:
+            for record in plan.records:
                 _log_record(log, record)
+        for record in plan.records:
             fields = record.fields
             if "PrePhase" in fields and "NextPhase" in fields:
                 self._metrics.observe_transition(
