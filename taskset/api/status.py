@@ -205,28 +205,31 @@ class ReplicaStatus:
         return wire
 
     def _wire(self) -> Json:
-        return {
-            "index": self.index,
-            "name": self.name,
-            "phase": self.phase._value_,  # the member's own string: str() would make a copy per record
-            "phaseMessage": clip(self.phase_message, MESSAGE_MAX),
-            "stopped": self.stopped,
-            "transitionTime": self.transition_time,
-            "startAt": self.start_at,
-            "finishAt": self.finish_at,
-            "totalRetriedCount": self.total_retried_count,
-            "podName": self.pod_name,
-            "podReason": clip(self.pod_reason, REASON_MAX),
-            "podUID": self.pod_uid,
-            "podIP": self.pod_ip,
-            "podHostIP": self.pod_host_ip,
-            "containerName": self.container_name,
-            "containerID": clip(self.container_id, IDENTIFIER_MAX),
-            "terminatedInfo": None if self.terminated_info is None else self.terminated_info.to_json(),
-            "uncountedRetries": self.uncounted_retries,
-            "failure": None if self.failure is None else self.failure.to_json(),
-            "nextRetryAt": self.next_retry_at,
-        }
+        # Stored one by one as a new object's attributes: the dict that holds them (its ``__dict__``)
+        # holds its keys in the table every written replica shares (``taskset.api.shared_keys``).
+        held: Any = object.__new__(_ReplicaKeys)
+        held.index = self.index
+        held.name = self.name
+        held.phase = self.phase._value_  # the member's own string: str() would make a copy per record
+        held.phaseMessage = clip(self.phase_message, MESSAGE_MAX)
+        held.stopped = self.stopped
+        held.transitionTime = self.transition_time
+        held.startAt = self.start_at
+        held.finishAt = self.finish_at
+        held.totalRetriedCount = self.total_retried_count
+        held.podName = self.pod_name
+        held.podReason = clip(self.pod_reason, REASON_MAX)
+        held.podUID = self.pod_uid
+        held.podIP = self.pod_ip
+        held.podHostIP = self.pod_host_ip
+        held.containerName = self.container_name
+        held.containerID = clip(self.container_id, IDENTIFIER_MAX)
+        held.terminatedInfo = None if self.terminated_info is None else self.terminated_info.to_json()
+        held.uncountedRetries = self.uncounted_retries
+        held.failure = None if self.failure is None else self.failure.to_json()
+        held.nextRetryAt = self.next_retry_at
+        wire: Json = held.__dict__
+        return wire
 
     @classmethod
     def from_json(cls, raw: Json, index: int, role: str) -> ReplicaStatus:
@@ -254,6 +257,11 @@ class ReplicaStatus:
             next_retry_at=as_opt_text(raw.get("nextRetryAt")),
             next_attempt=RetryEffect.from_json(raw.get("nextAttempt")),
         )
+
+
+class _ReplicaKeys:
+    """The table of a written replica's keys, in ``ReplicaStatus._wire``'s order (its every record sets
+    all of them, in that order: the table is the first record's)."""
 
 
 @dataclass

@@ -7,6 +7,7 @@ and the table of parts is bounded."""
 from __future__ import annotations
 
 import copy
+import tracemalloc
 from typing import Any
 
 import orjson
@@ -61,6 +62,41 @@ def test_what_each_pod_holds_alone_stays_its_own() -> None:
     assert first["metadata"]["annotations"] is not second["metadata"]["annotations"]
     assert first["status"]["containerStatuses"] is not second["status"]["containerStatuses"]
     assert (first["metadata"]["uid"], second["metadata"]["uid"]) == ("uid-1", "uid-2")
+
+
+# The dicts each Pod holds alone, all of them in the recorded Pod.
+OWN = [(), ("metadata",), ("metadata", "annotations"), ("status",), ("status", "containerStatuses", 0)]
+
+
+def held_bytes(pods: list[dict[str, Any]]) -> int:
+    """What ``slim_pod`` of each of ``pods`` holds, once the strings it interns are held already."""
+    tracemalloc.start()
+    try:
+        held = [slim_pod(pod) for pod in pods]
+        return tracemalloc.get_traced_memory()[0] if held else 0
+    finally:
+        tracemalloc.stop()
+
+
+def test_what_each_pod_holds_alone_holds_its_keys_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The five dicts a Pod holds alone point at one table of keys for each part: a third less than
+    the same dicts each with its own table (what they were), and still plain dicts, equal in items and
+    order to those, so every reader sees what it saw."""
+    pods = [replica(i) for i in range(200)]
+    monkeypatch.setattr(slim_module, "_parts", {})  # room for every part: each run finds them all made
+    interned = [slim_pod(pod) for pod in pods]  # the strings and parts, held by both runs alike
+    shared = held_bytes(pods)
+    with monkeypatch.context() as patched:
+        patched.setattr(slim_module, "keys_shared", lambda items, table: items)
+        own_tables = held_bytes(pods)
+        plain = slim_pod(replica(1))
+    assert own_tables - shared > 300 * len(pods)  # about 100 bytes a dict
+    first = slim_pod(replica(1))
+    for path in OWN:
+        assert type(part(first, *path)) is dict
+        assert part(first, *path) == part(plain, *path)
+        assert list(part(first, *path)) == list(part(plain, *path))
+    assert len(interned) == len(pods)
 
 
 def test_a_part_is_never_shared_with_one_that_differs_in_a_value_s_type() -> None:
