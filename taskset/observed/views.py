@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 from taskset.api.constants import (
     ANNOTATION_CREATION_PROOF,
@@ -170,12 +170,26 @@ def _exits(pod: Mapping[str, Any]) -> tuple[ContainerExit, ...]:
     return tuple(found)
 
 
+# A Pod's kept conditions, as (type, status) pairs, are one of a handful across all Pods (scheduled,
+# ready, disrupted: true or false), so every view holds the tuple of them made first: a Pod's view
+# 168 bytes smaller. Bounded: a stranger's Pod may say any status.
+CONDITION_SETS_KEPT: Final = 64
+_condition_sets: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
+
+
 def _conditions(pod: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    return tuple(
+    found = tuple(
         (as_text(c.get("type")), as_text(c.get("status")))
         for c in as_items(get_path(pod, "status", "conditions"))
         if isinstance(c, dict) and isinstance(c.get("type"), str) and c["type"] in CONDITIONS_KEPT
     )
+    known = _condition_sets.get(found)
+    if known is not None:
+        return known
+    if len(_condition_sets) >= CONDITION_SETS_KEPT:
+        _condition_sets.clear()
+    _condition_sets[found] = found
+    return found
 
 
 def _disruption(pod: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -16,7 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from taskset.observed import slim as slim_module
+from taskset.observed import views as views_module
 from taskset.observed.slim import SHARED_PART_CHARS, SHARED_PARTS_KEPT, slim_pod
+from taskset.observed.views import CONDITION_SETS_KEPT, pod_view
 from tests.unit.taskset.observed.test_slim_in_one_pass import deeper_recursion, reference_slim_pod, same
 from tests.unit.taskset.test_fuzz_input import FUZZ, RECORDED_POD, mutated, pods, valid_pod
 from tests.unit.taskset.world import PodBuilder
@@ -156,3 +158,17 @@ def test_pods_slimmed_one_after_another_each_keep_exactly_their_own(batch: list[
         assert batch == given_pods
         for pod, slim in zip(batch, kept, strict=True):
             assert same(slim, reference_slim_pod(pod))
+
+
+def test_the_views_of_the_replicas_hold_one_tuple_of_their_conditions() -> None:
+    first, second = pod_view(slim_pod(replica(1))), pod_view(slim_pod(replica(2)))
+    assert first.conditions == (("Ready", "True"), ("PodScheduled", "True"))
+    assert first.conditions is second.conditions
+
+
+def test_the_table_of_condition_tuples_is_bounded() -> None:
+    for i in range(3 * CONDITION_SETS_KEPT):
+        pod = PodBuilder(f"p{i}").obj()
+        pod["status"]["conditions"] = [{"type": "Ready", "status": f"stranger's {i}"}]
+        assert pod_view(pod).conditions == (("Ready", f"stranger's {i}"),)
+    assert len(views_module._condition_sets) <= CONDITION_SETS_KEPT
