@@ -99,6 +99,7 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     Pod labelled ``TaskSet`` costs a bounded amount whatever its annotations. Its strings are interned
     (``_shared``) as each kept value is copied, in the one pass that builds it: a second walk that copied
     the slim Pod again to intern it was half of the transform's cost, which runs on every watch event.
+    The texts it holds alone (name, UID, version, IP, container ID) are kept as they came.
 
     The informer contract: idempotent (``slim_pod(slim_pod(p)) == slim_pod(p)``, as a relist stores
     again what a watch stored) and it never changes ``pod`` (every value it keeps is either immutable
@@ -169,7 +170,7 @@ def _slim_pod_status(status: dict[str, Any], main: str) -> dict[str, Any]:
     """A Pod's status as the cache keeps it: ``POD_STATUS_KEPT``, each list bounded (``LIST_KEPT``, the
     ``main`` container's status kept wherever it is) and each text clipped as ``pod_view`` clips it."""
     kept: dict[str, Any] = {
-        k: v if k in _REBUILT and isinstance(v, list) else _shared(v)
+        k: v if (k in _REBUILT and isinstance(v, list)) or _own_text(k, v, _OWN_STATUS_TEXTS) else _shared(v)
         for k, v in status.items()
         if k in POD_STATUS_KEPT
     }
@@ -201,7 +202,9 @@ def _bounded(statuses: list[Any], main: str | None) -> list[Any]:
 def _slim_container_status(entry: dict[str, Any]) -> dict[str, Any]:
     """One container's status: its name, ID, and the waiting or terminated state with clipped texts."""
     kept: dict[str, Any] = {
-        k: v if k == "state" and isinstance(v, dict) else _shared(v)
+        k: v
+        if (k == "state" and isinstance(v, dict)) or _own_text(k, v, _OWN_CONTAINER_TEXTS)
+        else _shared(v)
         for k, v in entry.items()
         if k in CONTAINER_STATUS_KEPT
     }
@@ -246,7 +249,7 @@ def _shared_metadata(meta: Any) -> Any:
     slim = slim_metadata(meta)
     if not isinstance(slim, dict):
         return _shared(slim)
-    shared = {k: _shared(v) for k, v in slim.items()}
+    shared = {k: v if _own_text(k, v, _OWN_METADATA_TEXTS) else _shared(v) for k, v in slim.items()}
     for key in ("labels", "ownerReferences"):  # a Pod's annotations are its own (its index, its proof)
         if key in shared:
             shared[key] = _one_of(shared[key])
@@ -419,6 +422,18 @@ def _shared(value: Any) -> Any:
 
 
 _intern: Final = sys.intern
+
+# The texts each Pod holds alone, by part: its name, UID and version, its IP, its container's ID.
+# Interning one only adds an entry (some 50 bytes, never given back: the table does not shrink) to the
+# interpreter's table of interned strings, and a look-up to every event.
+_OWN_METADATA_TEXTS: Final = frozenset({"name", "uid", "resourceVersion"})
+_OWN_STATUS_TEXTS: Final = frozenset({"podIP"})
+_OWN_CONTAINER_TEXTS: Final = frozenset({"containerID"})
+
+
+def _own_text(key: str, value: Any, own: frozenset[str]) -> bool:
+    return type(value) is str and key in own
+
 
 # A cached Pod's parts that the Pods of a TaskSet hold alike are held once: its labels, its controlling
 # owner, its spec (container names and node), its conditions (their times are not kept) and a running

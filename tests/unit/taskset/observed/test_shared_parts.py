@@ -7,7 +7,9 @@ and the table of parts is bounded."""
 from __future__ import annotations
 
 import copy
+import sys
 import tracemalloc
+import uuid
 from typing import Any
 
 import orjson
@@ -172,3 +174,19 @@ def test_the_table_of_condition_tuples_is_bounded() -> None:
         pod["status"]["conditions"] = [{"type": "Ready", "status": f"stranger's {i}"}]
         assert pod_view(pod).conditions == (("Ready", f"stranger's {i}"),)
     assert len(views_module._condition_sets) <= CONDITION_SETS_KEPT
+
+
+def test_the_texts_a_pod_holds_alone_are_not_interned() -> None:
+    """Its name, UID, version, IP and container ID would only grow the interpreter's table of interned
+    strings: an equal text interned afterwards is another object than the cached one."""
+    unique = uuid.uuid4().hex
+    pod = replica(1)
+    pod["metadata"] |= {"name": f"n-{unique}", "uid": f"u-{unique}", "resourceVersion": f"v-{unique}"}
+    pod["status"]["podIP"] = f"ip-{unique}"
+    pod["status"]["containerStatuses"][0]["containerID"] = f"containerd://{unique}"
+    slim = slim_pod(pod)
+    held = [slim["metadata"][key] for key in ("name", "uid", "resourceVersion")]
+    held += [slim["status"]["podIP"], slim["status"]["containerStatuses"][0]["containerID"]]
+    assert held == [f"n-{unique}", f"u-{unique}", f"v-{unique}", f"ip-{unique}", f"containerd://{unique}"]
+    for text in held:
+        assert sys.intern("".join(list(text))) is not text
