@@ -1,4 +1,5 @@
-"""Dicts that hold their keys once: for the many records of one shape the controller keeps at a time.
+"""Dicts that hold their keys once, and values held once: for the many records of one shape the
+controller keeps at a time (``held_once``: one object for every equal part of a cached Pod or view).
 
 A cached Pod holds five dicts of its own, each with the same keys as every other Pod's, and a written
 status holds one dict of twenty keys a replica (``ReplicaStatus._wire``, which builds its record the
@@ -17,7 +18,10 @@ and no Pod after it would share.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Hashable
+from typing import Any, ClassVar, TypeVar
+
+_Value = TypeVar("_Value")
 
 
 class KeyTable:
@@ -40,3 +44,15 @@ def keys_shared(items: dict[str, Any], table: type[KeyTable]) -> dict[str, Any]:
         setattr(held, key, value)
     shared: dict[str, Any] = held.__dict__
     return shared
+
+
+def held_once(table: dict[Any, _Value], key: Hashable, value: _Value, bound: int) -> _Value:
+    """What ``table`` holds under ``key``, or else ``value``, held there from now on: every equal value
+    is then the one object. At ``bound`` entries the table starts again (what holds a value keeps it)."""
+    known = table.get(key)
+    if known is not None:
+        return known
+    if len(table) >= bound:
+        table.clear()
+    table[key] = value
+    return value

@@ -21,7 +21,7 @@ from informers import strip_managed_fields
 from taskset.api.constants import CONTROL_UNIT_SNAPSHOT_KEY, OWN_ANNOTATIONS, OWN_LABELS
 from taskset.api.readers import as_items, controller_ref, get_path, main_container
 from taskset.api.scale import scale_entries
-from taskset.api.shared_keys import KeyTable, keys_shared
+from taskset.api.shared_keys import KeyTable, held_once, keys_shared
 from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
 
 # What the pod cache keeps of a Pod (``slim_pod``): everything ``pod_view``, the expectations, the
@@ -456,14 +456,7 @@ def _one_of(part: Any) -> Any:
     keyed = _part_key(part)
     if keyed is None:
         return part
-    key = keyed[1]
-    known = _parts.get(key)
-    if known is not None:
-        return known
-    if len(_parts) >= SHARED_PARTS_KEPT:
-        _parts.clear()
-    _parts[key] = part
-    return part
+    return held_once(_parts, keyed[1], part, SHARED_PARTS_KEPT)
 
 
 # Each cached Pod holds five dicts of its own (the Pod, its metadata, its annotations, its status, its

@@ -28,6 +28,7 @@ from taskset.api.readers import (
     get_path,
     main_container,
 )
+from taskset.api.shared_keys import held_once
 from taskset.api.status import EXIT_MESSAGE_MAX, IDENTIFIER_MAX, QUOTED_MAX, REASON_MAX, clip
 from taskset.observed.nodes import NodeView
 from taskset.observed.proof import ProofSubject, proves
@@ -183,13 +184,7 @@ def _conditions(pod: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         for c in as_items(get_path(pod, "status", "conditions"))
         if isinstance(c, dict) and isinstance(c.get("type"), str) and c["type"] in CONDITIONS_KEPT
     )
-    known = _condition_sets.get(found)
-    if known is not None:
-        return known
-    if len(_condition_sets) >= CONDITION_SETS_KEPT:
-        _condition_sets.clear()
-    _condition_sets[found] = found
-    return found
+    return held_once(_condition_sets, found, found, CONDITION_SETS_KEPT)
 
 
 def _disruption(pod: Mapping[str, Any]) -> tuple[str, str] | None:
