@@ -20,6 +20,7 @@ from informers.kube import parse_watch_lines
 
 RawObject = dict[str, Any]
 RETRIES_429 = 100
+GET_ATTEMPTS = 3  # a GET the API server broke off (under load it sometimes does) is asked again
 WATCH_TIMEOUT = 20  # seconds per watch request; short so that stop() is honoured quickly
 
 
@@ -59,12 +60,12 @@ class Api:
         headers = {"Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = content_type
-        response = self.pool.request(method, self.server + path, body=data, headers=headers)
+        response = self._send(method, path, data, headers)
         for _ in range(RETRIES_429):  # "storage is (re)initializing" just after a CRD is established
             if response.status != 429:
                 break
             time.sleep(0.2)
-            response = self.pool.request(method, self.server + path, body=data, headers=headers)
+            response = self._send(method, path, data, headers)
         if response.status >= 300:
             if response.status in allow:
                 return {}  # an allowed error (e.g. 404 on a delete): no object
@@ -73,6 +74,19 @@ class Api:
             return {}
         decoded: RawObject = orjson.loads(response.data)
         return decoded
+
+    def _send(self, method: str, path: str, data: bytes | None, headers: dict[str, str]) -> Any:
+        """One request; a GET broken off before its answer was read whole is sent again (it changes
+        nothing, so asking twice is safe), so that a run ends on the controller's result, not on the
+        driver's lost connection. Other methods are sent once: a write may have been applied."""
+        for attempt in range(1, GET_ATTEMPTS + 1):
+            try:
+                return self.pool.request(method, self.server + path, body=data, headers=headers)
+            except urllib3.exceptions.ProtocolError:
+                if method != "GET" or attempt == GET_ATTEMPTS:
+                    raise
+                time.sleep(0.2 * attempt)
+        raise AssertionError("unreachable")
 
     def count(self, path: str, query: str, page: int = 1000) -> int:
         """How many objects ``path`` lists with ``query``, read in pages of ``page``: one list of 10,000
