@@ -23,7 +23,7 @@ from tests.doc_blocks import Block, params
 from tests.integration.harness import eventually
 from tests.integration.test_docs_examples import READY
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.addons]
 
 ROOT = Path(__file__).resolve().parents[2]
 MANUAL = ROOT / "docs" / "user-manual.md"

@@ -29,7 +29,7 @@ from tests.integration.daemon import Daemon, scratch_namespace
 from tests.integration.harness import eventually
 from tests.integration.test_crd import PODGROUP_CRD
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.addons]
 
 TEMPLATE = {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}
 

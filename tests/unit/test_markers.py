@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import configparser
 import re
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pytest
 
-from tests.conftest import TESTS, markers_for
+from tests.conftest import TESTS, addon_modules_last, markers_for
 
 pytestmark = pytest.mark.unit
 
@@ -67,3 +71,62 @@ def test_the_makefile_targets_select_by_marker() -> None:
         recipe = re.search(rf"^{target}:.*\n\t(.*)$", makefile, re.MULTILINE)
         assert recipe is not None, target
         assert f"-m pytest -m {target} " in recipe.group(1), recipe.group(1)
+
+
+@dataclass
+class Item:
+    """What the ordering reads of a collected test."""
+
+    path: Path
+    fixturenames: tuple[str, ...] = ()
+    marked: bool = False
+
+    def get_closest_marker(self, name: str) -> object:
+        return object() if self.marked and name == "addons" else None
+
+
+def test_modules_that_start_an_add_on_run_last_whole_and_in_order() -> None:
+    crd, network, rbac = (TESTS / "integration" / f"test_{name}.py" for name in ("crd", "network", "rbac"))
+    up, unit = TESTS / "integration" / "test_devcluster_up.py", TESTS / "unit" / "test_config.py"
+    items = [
+        Item(network, ("cluster",)),  # a test of the module that needs no add-on moves with it
+        Item(network, ("cluster", "coredns")),
+        Item(crd, ("cluster",)),
+        Item(up, marked=True),
+        Item(rbac, ("cluster",)),
+        Item(unit, ("kueue",)),  # a unit test's parameter named like the fixture starts nothing
+    ]
+    ordered = addon_modules_last(cast(list[pytest.Item], items))
+    assert [(item.path, getattr(item, "fixturenames", ())) for item in ordered] == [
+        (crd, ("cluster",)),
+        (rbac, ("cluster",)),
+        (unit, ("kueue",)),
+        (network, ("cluster",)),
+        (network, ("cluster", "coredns")),
+        (up, ()),
+    ]
+
+
+def test_the_collected_session_puts_the_add_on_modules_last() -> None:
+    """The hook as pytest runs it: ``test_network`` (CoreDNS) is collected after ``test_rbac``, which
+    starts no add-on, although it comes first by name."""
+    collected = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/integration/test_network.py",
+            "tests/integration/test_rbac.py",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    modules = [line.split("::")[0] for line in collected.splitlines() if "::" in line]
+    assert modules and modules == sorted(modules, key=lambda path: path.endswith("test_network.py"))
+    assert modules[0].endswith("test_rbac.py") and modules[-1].endswith("test_network.py")
