@@ -40,7 +40,7 @@ ADDON_FIXTURES = frozenset({"kueue", "coscheduler", "coredns"})
 def starts_addons(item: pytest.Item) -> bool:
     """Whether ``item`` starts an add-on: a test that needs the control plane and asks for an add-on's
     fixture or is marked ``addons`` (a unit test's parameter of the same name is none)."""
-    if "integration" not in markers_for(Path(str(item.path))):
+    if item.get_closest_marker("integration") is None:  # set by the folder, just before the ordering
         return False
     fixtures = set(getattr(item, "fixturenames", ()))
     return bool(fixtures & ADDON_FIXTURES) or item.get_closest_marker("addons") is not None

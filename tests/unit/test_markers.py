@@ -82,7 +82,8 @@ class Item:
     marked: bool = False
 
     def get_closest_marker(self, name: str) -> object:
-        return object() if self.marked and name == "addons" else None
+        marked = (self.marked and name == "addons") or name in markers_for(self.path)
+        return object() if marked else None
 
 
 def test_modules_that_start_an_add_on_run_last_whole_and_in_order() -> None:
