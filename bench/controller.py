@@ -29,10 +29,10 @@ DAEMON_PACKAGES = ("clock", "informers", "statemachine", "workqueue", "taskset")
 
 def compile_daemon(tree: Path) -> None:
     """Compile the daemon's modules in ``tree`` ahead of its start, as installing the image's wheel does
-    (pip compiles what it installs). Started from source under ``PYTHONDONTWRITEBYTECODE`` (CI, the
-    image's environment), the daemon would compile every module itself at each start, and the
-    compiler's leftovers would be 1.3 MiB of the RSS measured at start that a deployed controller does
-    not have (bench/README.md, "The start, as the image runs it"). Up-to-date modules are skipped."""
+    (pip compiles what it installs). Started from a tree without bytecode (a clean clone; every start
+    under ``PYTHONDONTWRITEBYTECODE``), the daemon would compile its modules itself as it starts, and
+    the compiler's leftovers would be 1.3 MiB of the RSS measured at start that a deployed controller
+    does not have (bench/README.md, "The start, as the image runs it"). Up-to-date modules are skipped."""
     for package in DAEMON_PACKAGES:
         if not compileall.compile_dir(tree / package, quiet=1):
             raise RuntimeError(f"compiling {tree / package} failed")
