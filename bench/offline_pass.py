@@ -99,6 +99,7 @@ class Driver:
             if cached is None:
                 raise LookupError(f"Pod {name} is not cached")
             self.caches.pods.delete(cached)
+        # show_created puts back every created object the cache lacks: a removed Pod must not come back
         self.client.created = [obj for obj in self.client.created if obj["metadata"]["name"] not in names]
         self.one_pass()
 
